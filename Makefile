@@ -1,0 +1,30 @@
+# streamsql — see README.md.
+GO ?= go
+GOTESTFLAGS ?=
+PKGS := ./...
+
+.PHONY: build test run bench vet fmt clean
+
+build:
+	$(GO) build -o bin/streamsql ./cmd/streamsql
+
+# Every test; the runtime packages also under the race detector.
+test: vet
+	$(GO) test -count=1 $(GOTESTFLAGS) $(PKGS)
+	$(GO) test -count=1 -race $(GOTESTFLAGS) ./exec/ ./session/
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# The demo: word count over a built-in text file, printed as Flink's changelog.
+run: build
+	./bin/streamsql run examples/wordcount.sql
+
+# Throughput benchmarks (events/s per core); see docs/benchmarks.md.
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./bench/
+
+clean:
+	rm -rf bin

@@ -1,0 +1,205 @@
+package catalog
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// OptionDef describes one session option (SET 'key' = 'value'), with
+// Flink's key names.
+type OptionDef struct {
+	Key         string
+	Default     func() string
+	Description string
+	// Check validates a value; the error says what is accepted.
+	Check func(v string) error
+}
+
+func intAtLeast(min int) func(string) error {
+	return func(v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < min {
+			return fmt.Errorf("expected an integer >= %d", min)
+		}
+		return nil
+	}
+}
+
+func enumOf(vals ...string) func(string) error {
+	return func(v string) error {
+		for _, x := range vals {
+			if strings.EqualFold(v, x) {
+				return nil
+			}
+		}
+		return fmt.Errorf("expected one of %s", strings.Join(vals, ", "))
+	}
+}
+
+func durationCheck(v string) error {
+	d, err := parseFlinkDuration(v)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		return fmt.Errorf("expected a positive duration")
+	}
+	return nil
+}
+
+// SessionOptions lists the options a session accepts.
+var SessionOptions = []OptionDef{
+	{Key: "parallelism.default", Default: func() string { return strconv.Itoa(runtime.NumCPU()) },
+		Description: "parallel subtasks of each operator (default: number of CPUs)", Check: intAtLeast(1)},
+	{Key: "pipeline.max-parallelism", Default: func() string { return "128" },
+		Description: "number of key groups; the upper bound of parallelism", Check: intAtLeast(1)},
+	{Key: "pipeline.name", Default: func() string { return "" },
+		Description: "name of the next submitted job", Check: func(string) error { return nil }},
+	{Key: "execution.batch-size", Default: func() string { return "1024" },
+		Description: "rows per Arrow record batch", Check: intAtLeast(1)},
+	{Key: "execution.batch-linger", Default: func() string { return "200 ms" },
+		Description: "flush a partial batch after this long", Check: durationCheck},
+	{Key: "execution.runtime-mode", Default: func() string { return "streaming" },
+		Description: "only streaming is supported", Check: enumOf("streaming")},
+	{Key: "sql-client.execution.result-mode", Default: func() string { return "tableau" },
+		Description: "how the shell shows SELECT results: tableau (changelog rows) or table (final table at the end)", Check: enumOf("tableau", "table", "changelog")},
+	{Key: "sql-client.execution.max-table-result.rows", Default: func() string { return "1000000" },
+		Description: "rows a SELECT keeps for the final table view", Check: intAtLeast(1)},
+}
+
+// Options is a session's option values. Keys are case-sensitive, as in Flink.
+type Options struct {
+	set map[string]string
+}
+
+// NewOptions returns options at their defaults.
+func NewOptions() *Options { return &Options{set: map[string]string{}} }
+
+func lookupDef(key string) (*OptionDef, bool) {
+	for i := range SessionOptions {
+		if SessionOptions[i].Key == key {
+			return &SessionOptions[i], true
+		}
+	}
+	return nil, false
+}
+
+// OptionKeys returns every known key.
+func OptionKeys() []string {
+	keys := make([]string, len(SessionOptions))
+	for i, d := range SessionOptions {
+		keys[i] = d.Key
+	}
+	return keys
+}
+
+// Set validates and sets key. Errors name the key, and for an unknown key
+// suggest the closest known one.
+func (o *Options) Set(key, value string) error {
+	d, ok := lookupDef(key)
+	if !ok {
+		msg := fmt.Sprintf("unknown option '%s'", key)
+		if s := Suggest(key, OptionKeys()); s != "" {
+			msg += fmt.Sprintf("; did you mean '%s'?", s)
+		}
+		return fmt.Errorf("%s (SET lists the known options)", msg)
+	}
+	if err := d.Check(value); err != nil {
+		return fmt.Errorf("invalid value '%s' for option '%s': %v", value, key, err)
+	}
+	o.set[key] = value
+	return nil
+}
+
+// Reset restores key (or every option when key is "") to its default.
+func (o *Options) Reset(key string) error {
+	if key == "" {
+		o.set = map[string]string{}
+		return nil
+	}
+	if _, ok := lookupDef(key); !ok {
+		msg := fmt.Sprintf("unknown option '%s'", key)
+		if s := Suggest(key, OptionKeys()); s != "" {
+			msg += fmt.Sprintf("; did you mean '%s'?", s)
+		}
+		return fmt.Errorf("%s", msg)
+	}
+	delete(o.set, key)
+	return nil
+}
+
+// Get returns the value of key (its default when unset).
+func (o *Options) Get(key string) string {
+	if v, ok := o.set[key]; ok {
+		return v
+	}
+	if d, ok := lookupDef(key); ok {
+		return d.Default()
+	}
+	return ""
+}
+
+// Int returns an integer option (validated on Set).
+func (o *Options) Int(key string) int {
+	n, _ := strconv.Atoi(strings.TrimSpace(o.Get(key)))
+	return n
+}
+
+// Duration returns a duration option (validated on Set).
+func (o *Options) Duration(key string) time.Duration {
+	d, _ := parseFlinkDuration(o.Get(key))
+	return d
+}
+
+// List returns (key, value) pairs of every option, sorted by key.
+func (o *Options) List() [][2]string {
+	var out [][2]string
+	for _, d := range SessionOptions {
+		out = append(out, [2]string{d.Key, o.Get(d.Key)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out
+}
+
+// parseFlinkDuration parses Flink's duration syntax: a number with an
+// optional unit (ms, s, min, h, d and their long forms), spaces allowed;
+// a bare number is milliseconds.
+func parseFlinkDuration(s string) (time.Duration, error) {
+	t := strings.TrimSpace(strings.ToLower(s))
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("expected a duration such as '500 ms', '1 s', '1 min'")
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("expected a duration such as '500 ms', '1 s', '1 min'")
+	}
+	unit := strings.TrimSpace(t[i:])
+	var u time.Duration
+	switch unit {
+	case "", "ms", "milli", "millis", "millisecond", "milliseconds":
+		u = time.Millisecond
+	case "s", "sec", "secs", "second", "seconds":
+		u = time.Second
+	case "min", "m", "minute", "minutes":
+		u = time.Minute
+	case "h", "hour", "hours":
+		u = time.Hour
+	case "d", "day", "days":
+		u = 24 * time.Hour
+	case "us", "micro", "micros", "microsecond", "microseconds":
+		u = time.Microsecond
+	case "ns", "nano", "nanos", "nanosecond", "nanoseconds":
+		u = time.Nanosecond
+	default:
+		return 0, fmt.Errorf("unknown duration unit '%s' (use ms, s, min, h or d)", unit)
+	}
+	return time.Duration(n) * u, nil
+}

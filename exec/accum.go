@@ -1,0 +1,414 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/planner"
+)
+
+// accumulator is the columnar state of one aggregate over all groups
+// (slots). update runs one typed pass over a batch; no per-row dispatch.
+type accumulator interface {
+	grow(n int)
+	reset(g int32)
+	// update applies rows of col (nil for COUNT(*)) to their slots gids;
+	// ops == nil means all rows are additions.
+	update(gids []int32, col arrow.Array, ops []RowKind)
+	result(slots []int32, mem memory.Allocator) arrow.Array
+}
+
+func sign(ops []RowKind, i int) int64 {
+	if ops == nil || ops[i].IsAdd() {
+		return 1
+	}
+	return -1
+}
+
+func newAccumulator(c planner.AggCall, retract bool) (accumulator, error) {
+	switch c.Fn {
+	case "count_star":
+		return &countAcc{}, nil
+	case "count":
+		if c.Distinct {
+			return newDistinctCount(c.ArgType)
+		}
+		return &countAcc{nonNull: true}, nil
+	case "sum", "avg":
+		avg := c.Fn == "avg"
+		switch c.ArgType.Kind {
+		case catalog.KindInt:
+			return &sumAcc[int32, int64]{avg: avg, out: c.T}, nil
+		case catalog.KindBigInt:
+			return &sumAcc[int64, int64]{avg: avg, out: c.T}, nil
+		case catalog.KindDouble:
+			return &sumAcc[float64, float64]{avg: avg, out: c.T}, nil
+		case catalog.KindDecimal:
+			return &decSumAcc{avg: avg, in: c.ArgType, out: c.T}, nil
+		}
+		return nil, fmt.Errorf("%s does not accept %s", c.Fn, c.ArgType)
+	case "min", "max":
+		isMax := c.Fn == "max"
+		dt := c.T.ArrowType()
+		switch c.ArgType.Kind {
+		case catalog.KindBoolean:
+			return newMinMax[bool](dt, isMax, retract), nil
+		case catalog.KindInt:
+			return newMinMax[int32](dt, isMax, retract), nil
+		case catalog.KindBigInt:
+			return newMinMax[int64](dt, isMax, retract), nil
+		case catalog.KindDouble:
+			return newMinMax[float64](dt, isMax, retract), nil
+		case catalog.KindDecimal:
+			return newMinMax[decimal128.Num](dt, isMax, retract), nil
+		case catalog.KindString:
+			return newMinMax[string](dt, isMax, retract), nil
+		case catalog.KindTimestamp:
+			return newMinMax[arrow.Timestamp](dt, isMax, retract), nil
+		}
+	}
+	return nil, fmt.Errorf("unsupported aggregate %s(%s)", c.Fn, c.ArgType)
+}
+
+// countAcc is COUNT(*) (nonNull false) or COUNT(x).
+type countAcc struct {
+	nonNull bool
+	n       []int64
+	scratch []int64
+}
+
+func (a *countAcc) grow(n int) {
+	for len(a.n) < n {
+		a.n = append(a.n, 0)
+	}
+}
+func (a *countAcc) reset(g int32) { a.n[g] = 0 }
+func (a *countAcc) update(gids []int32, col arrow.Array, ops []RowKind) {
+	nulls := a.nonNull && col.NullN() > 0
+	switch {
+	case ops == nil && !nulls:
+		for _, g := range gids {
+			a.n[g]++
+		}
+	default:
+		for i, g := range gids {
+			if nulls && col.IsNull(i) {
+				continue
+			}
+			a.n[g] += sign(ops, i)
+		}
+	}
+}
+func (a *countAcc) result(slots []int32, mem memory.Allocator) arrow.Array {
+	a.scratch = a.scratch[:0]
+	for _, g := range slots {
+		a.scratch = append(a.scratch, a.n[g])
+	}
+	return buildArray(mem, arrow.PrimitiveTypes.Int64, a.scratch, nil)
+}
+
+// sumAcc is SUM or AVG over INT, BIGINT or DOUBLE. I is the input storage,
+// S the running sum's type. SUM's result type equals the input type (as
+// Flink: SUM(INT) is INT); AVG of integers is integer division (as Flink).
+type sumAcc[I int32 | int64 | float64, S int64 | float64] struct {
+	avg  bool
+	out  catalog.Type
+	sum  []S
+	nn   []int64 // non-null count
+	sv   []bool
+	sOut []S
+	iOut []int32
+	fOut []float64
+	i64  []int64
+}
+
+func (a *sumAcc[I, S]) grow(n int) {
+	for len(a.sum) < n {
+		a.sum = append(a.sum, 0)
+		a.nn = append(a.nn, 0)
+	}
+}
+func (a *sumAcc[I, S]) reset(g int32) { a.sum[g], a.nn[g] = 0, 0 }
+func (a *sumAcc[I, S]) update(gids []int32, col arrow.Array, ops []RowKind) {
+	vs := valuesOf[I](col, nil)
+	nulls := col.NullN() > 0
+	if ops == nil && !nulls {
+		for i, g := range gids {
+			a.sum[g] += S(vs[i])
+			a.nn[g]++
+		}
+		return
+	}
+	for i, g := range gids {
+		if nulls && col.IsNull(i) {
+			continue
+		}
+		s := sign(ops, i)
+		a.sum[g] += S(s) * S(vs[i])
+		a.nn[g] += s
+	}
+}
+func (a *sumAcc[I, S]) result(slots []int32, mem memory.Allocator) arrow.Array {
+	a.sv = a.sv[:0]
+	for _, g := range slots {
+		a.sv = append(a.sv, a.nn[g] > 0)
+	}
+	val := func(g int32) S {
+		if a.nn[g] <= 0 {
+			return 0
+		}
+		if a.avg {
+			return a.sum[g] / S(a.nn[g])
+		}
+		return a.sum[g]
+	}
+	switch a.out.Kind {
+	case catalog.KindInt:
+		a.iOut = a.iOut[:0]
+		for _, g := range slots {
+			a.iOut = append(a.iOut, int32(val(g)))
+		}
+		return buildArray(mem, a.out.ArrowType(), a.iOut, a.sv)
+	case catalog.KindBigInt:
+		a.i64 = a.i64[:0]
+		for _, g := range slots {
+			a.i64 = append(a.i64, int64(val(g)))
+		}
+		return buildArray(mem, a.out.ArrowType(), a.i64, a.sv)
+	default:
+		a.fOut = a.fOut[:0]
+		for _, g := range slots {
+			a.fOut = append(a.fOut, float64(val(g)))
+		}
+		return buildArray(mem, a.out.ArrowType(), a.fOut, a.sv)
+	}
+}
+
+// decSumAcc is SUM or AVG over DECIMAL(p, s). The running sum keeps the
+// input scale; SUM's result is DECIMAL(38, s); AVG rescales to the result
+// scale and divides (truncating, as Java's BigDecimal division to a scale
+// with RoundingMode.DOWN would).
+type decSumAcc struct {
+	avg     bool
+	in, out catalog.Type
+	sum     []decimal128.Num
+	nn      []int64
+	sv      []bool
+	res     []decimal128.Num
+}
+
+func (a *decSumAcc) grow(n int) {
+	for len(a.sum) < n {
+		a.sum = append(a.sum, decimal128.Num{})
+		a.nn = append(a.nn, 0)
+	}
+}
+func (a *decSumAcc) reset(g int32) { a.sum[g], a.nn[g] = decimal128.Num{}, 0 }
+func (a *decSumAcc) update(gids []int32, col arrow.Array, ops []RowKind) {
+	vs := valuesOf[decimal128.Num](col, nil)
+	nulls := col.NullN() > 0
+	for i, g := range gids {
+		if nulls && col.IsNull(i) {
+			continue
+		}
+		if sign(ops, i) > 0 {
+			a.sum[g] = a.sum[g].Add(vs[i])
+			a.nn[g]++
+		} else {
+			a.sum[g] = a.sum[g].Sub(vs[i])
+			a.nn[g]--
+		}
+	}
+}
+func (a *decSumAcc) result(slots []int32, mem memory.Allocator) arrow.Array {
+	a.sv, a.res = a.sv[:0], a.res[:0]
+	for _, g := range slots {
+		a.sv = append(a.sv, a.nn[g] > 0)
+		v := a.sum[g]
+		if a.out.Scale != a.in.Scale {
+			v = v.IncreaseScaleBy(int32(a.out.Scale - a.in.Scale))
+		}
+		if a.avg && a.nn[g] > 0 {
+			v, _ = v.Div(decimal128.FromI64(a.nn[g]))
+		}
+		a.res = append(a.res, v)
+	}
+	return buildArray(mem, a.out.ArrowType(), a.res, a.sv)
+}
+
+// minMax is MIN or MAX. On an append-only input it keeps the extreme value
+// per slot; on a retracting input it keeps a multiset of values per slot so
+// the extreme can be recomputed after a retraction.
+type minMax[T scalar] struct {
+	dt      arrow.DataType
+	isMax   bool
+	retract bool
+	val     []T
+	has     []bool
+	multi   []map[T]int64
+	scratch []T
+	sv      []bool
+	in      []T
+}
+
+func newMinMax[T scalar](dt arrow.DataType, isMax, retract bool) *minMax[T] {
+	return &minMax[T]{dt: dt, isMax: isMax, retract: retract}
+}
+
+func (a *minMax[T]) grow(n int) {
+	for len(a.has) < n {
+		var zero T
+		a.val = append(a.val, zero)
+		a.has = append(a.has, false)
+		if a.retract {
+			a.multi = append(a.multi, nil)
+		}
+	}
+}
+func (a *minMax[T]) reset(g int32) {
+	var zero T
+	a.val[g], a.has[g] = zero, false
+	if a.retract {
+		a.multi[g] = nil
+	}
+}
+
+func (a *minMax[T]) better(x, y T) bool {
+	if a.isMax {
+		return less(y, x)
+	}
+	return less(x, y)
+}
+
+func (a *minMax[T]) update(gids []int32, col arrow.Array, ops []RowKind) {
+	vs := valuesOf[T](col, a.in)
+	a.in = vs
+	nulls := col.NullN() > 0
+	if !a.retract {
+		for i, g := range gids {
+			if nulls && col.IsNull(i) {
+				continue
+			}
+			if !a.has[g] || a.better(vs[i], a.val[g]) {
+				a.val[g] = cloneScalar(vs[i])
+				a.has[g] = true
+			}
+		}
+		return
+	}
+	dirty := false
+	for i, g := range gids {
+		if nulls && col.IsNull(i) {
+			continue
+		}
+		m := a.multi[g]
+		if m == nil {
+			m = map[T]int64{}
+			a.multi[g] = m
+		}
+		v := vs[i]
+		if c, ok := m[v]; ok {
+			c += sign(ops, i)
+			if c == 0 {
+				delete(m, v)
+			} else {
+				m[v] = c
+			}
+		} else {
+			m[cloneScalar(v)] = sign(ops, i)
+		}
+		dirty = true
+	}
+	if dirty {
+		for _, g := range gids {
+			a.has[g] = false
+			var best T
+			for v, c := range a.multi[g] {
+				if c > 0 && (!a.has[g] || a.better(v, best)) {
+					best, a.has[g] = v, true
+				}
+			}
+			a.val[g] = best
+		}
+	}
+}
+
+func (a *minMax[T]) result(slots []int32, mem memory.Allocator) arrow.Array {
+	a.scratch, a.sv = a.scratch[:0], a.sv[:0]
+	for _, g := range slots {
+		a.scratch = append(a.scratch, a.val[g])
+		a.sv = append(a.sv, a.has[g])
+	}
+	return buildArray(mem, a.dt, a.scratch, a.sv)
+}
+
+// distinctCount is COUNT(DISTINCT x): a multiset of values per slot.
+type distinctCount[T scalar] struct {
+	sets    []map[T]int64
+	scratch []int64
+	in      []T
+}
+
+func newDistinctCount(t catalog.Type) (accumulator, error) {
+	switch t.Kind {
+	case catalog.KindBoolean:
+		return &distinctCount[bool]{}, nil
+	case catalog.KindInt:
+		return &distinctCount[int32]{}, nil
+	case catalog.KindBigInt:
+		return &distinctCount[int64]{}, nil
+	case catalog.KindDouble:
+		return &distinctCount[float64]{}, nil
+	case catalog.KindDecimal:
+		return &distinctCount[decimal128.Num]{}, nil
+	case catalog.KindString:
+		return &distinctCount[string]{}, nil
+	case catalog.KindTimestamp:
+		return &distinctCount[arrow.Timestamp]{}, nil
+	}
+	return nil, fmt.Errorf("COUNT(DISTINCT) does not accept %s", t)
+}
+
+func (a *distinctCount[T]) grow(n int) {
+	for len(a.sets) < n {
+		a.sets = append(a.sets, nil)
+	}
+}
+func (a *distinctCount[T]) reset(g int32) { a.sets[g] = nil }
+func (a *distinctCount[T]) update(gids []int32, col arrow.Array, ops []RowKind) {
+	vs := valuesOf[T](col, a.in)
+	a.in = vs
+	nulls := col.NullN() > 0
+	for i, g := range gids {
+		if nulls && col.IsNull(i) {
+			continue
+		}
+		m := a.sets[g]
+		if m == nil {
+			m = map[T]int64{}
+			a.sets[g] = m
+		}
+		v := vs[i]
+		if c, ok := m[v]; ok {
+			c += sign(ops, i)
+			if c == 0 {
+				delete(m, v)
+			} else {
+				m[v] = c
+			}
+		} else {
+			m[cloneScalar(v)] = sign(ops, i)
+		}
+	}
+}
+func (a *distinctCount[T]) result(slots []int32, mem memory.Allocator) arrow.Array {
+	a.scratch = a.scratch[:0]
+	for _, g := range slots {
+		a.scratch = append(a.scratch, int64(len(a.sets[g])))
+	}
+	return buildArray(mem, arrow.PrimitiveTypes.Int64, a.scratch, nil)
+}

@@ -1,0 +1,606 @@
+package exec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/exec/expr"
+	"github.com/streamsql/streamsql/planner"
+)
+
+// groupAgg is a keyed, non-windowed aggregation producing a retract stream.
+//
+// State is columnar: groups are dense ids (slots) into typed slices, found
+// through a map from the encoded key (or from the int64 key directly when
+// there is a single integer key). A batch is processed in whole-column
+// passes: look up group ids, remember the old results of the touched groups,
+// apply every accumulator over the batch, compute the new results, and emit
+// per touched group +I, -U/+U (only if the result changed, as Flink) or -D
+// (when its row count drops to zero). Changes are thus consolidated per input
+// batch; with a batch size of 1 the changelog is Flink's per-row changelog.
+type groupAgg struct {
+	spec      *planner.AggOp
+	batchSize int
+	mem       memory.Allocator
+	schema    *arrow.Schema
+
+	// group lookup
+	intKey   bool             // single INT/BIGINT/TIMESTAMP key
+	intMap   map[int64]int32  // intKey: key -> slot
+	nullSlot int32            // intKey: slot of the NULL key, or -1
+	strMap   map[string]int32 // otherwise: encoded key -> slot
+	keyOf    []string         // strMap: encoded key of each slot
+	keyBuf   []byte
+	keyOffs  []int
+
+	keys     []keyStore
+	rowCount []int64
+	free     []int32
+	accs     []accumulator
+
+	// per-batch scratch
+	gids    []int32
+	mark    []uint32
+	epoch   uint32
+	touched []int32
+}
+
+func newAgg(s *planner.AggOp, mem memory.Allocator, batchSize int) (*groupAgg, error) {
+	a := &groupAgg{spec: s, mem: mem, batchSize: max(batchSize, 1), schema: s.Out.Arrow(), nullSlot: -1}
+	if len(s.Keys) == 1 {
+		switch s.Out[0].Type.Kind {
+		case catalog.KindInt, catalog.KindBigInt, catalog.KindTimestamp:
+			a.intKey = true
+			a.intMap = map[int64]int32{}
+		}
+	}
+	if !a.intKey {
+		a.strMap = map[string]int32{}
+	}
+	for i := range s.Keys {
+		ks, err := newKeyStore(s.Out[i].Type)
+		if err != nil {
+			return nil, fmt.Errorf("GROUP BY column %s: %w", s.Out[i].Name, err)
+		}
+		a.keys = append(a.keys, ks)
+	}
+	retract := s.InputMode == planner.Retract
+	for _, c := range s.Aggs {
+		acc, err := newAccumulator(c, retract)
+		if err != nil {
+			return nil, err
+		}
+		a.accs = append(a.accs, acc)
+	}
+	return a, nil
+}
+
+func (a *groupAgg) Finish(out Collector) error { return nil }
+func (a *groupAgg) Close() error {
+	a.intMap, a.strMap, a.accs = nil, nil, nil
+	return nil
+}
+
+// slots returns the number of allocated slots.
+func (a *groupAgg) slots() int { return len(a.rowCount) }
+
+func (a *groupAgg) newSlot(rec arrow.Record, row int) int32 {
+	var g int32
+	if n := len(a.free); n > 0 {
+		g = a.free[n-1]
+		a.free = a.free[:n-1]
+	} else {
+		g = int32(len(a.rowCount))
+		a.rowCount = append(a.rowCount, 0)
+		a.mark = append(a.mark, 0)
+		for _, acc := range a.accs {
+			acc.grow(len(a.rowCount))
+		}
+		if !a.intKey {
+			a.keyOf = append(a.keyOf, "")
+		}
+	}
+	for i, k := range a.spec.Keys {
+		a.keys[i].put(g, rec.Column(k), row)
+	}
+	return g
+}
+
+func (a *groupAgg) lookup(rec arrow.Record) {
+	n := int(rec.NumRows())
+	if cap(a.gids) < n {
+		a.gids = make([]int32, n)
+	}
+	a.gids = a.gids[:n]
+	if a.intKey {
+		col := rec.Column(a.spec.Keys[0])
+		switch c := col.(type) {
+		case *array.Int64:
+			lookupInts(a, rec, c, c.Int64Values())
+		case *array.Int32:
+			lookupInts(a, rec, c, c.Int32Values())
+		case *array.Timestamp:
+			lookupInts(a, rec, c, c.TimestampValues())
+		}
+		return
+	}
+	a.encodeKeys(rec)
+	for i := 0; i < n; i++ {
+		k := a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]]
+		g, ok := a.strMap[string(k)]
+		if !ok {
+			g = a.newSlot(rec, i)
+			ks := string(k)
+			a.strMap[ks] = g
+			a.keyOf[g] = ks
+		}
+		a.gids[i] = g
+	}
+}
+
+func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record, col arrow.Array, vs []T) {
+	nulls := col.NullN() > 0
+	for i, v := range vs {
+		if nulls && col.IsNull(i) {
+			if a.nullSlot < 0 {
+				a.nullSlot = a.newSlot(rec, i)
+			}
+			a.gids[i] = a.nullSlot
+			continue
+		}
+		g, ok := a.intMap[int64(v)]
+		if !ok {
+			g = a.newSlot(rec, i)
+			a.intMap[int64(v)] = g
+		}
+		a.gids[i] = g
+	}
+}
+
+// encodeKeys writes each row's key as bytes: per column a null flag then a
+// fixed-width value, or a length-prefixed string.
+func (a *groupAgg) encodeKeys(rec arrow.Record) {
+	n := int(rec.NumRows())
+	if cap(a.keyOffs) < n+1 {
+		a.keyOffs = make([]int, n+1)
+	}
+	offs := a.keyOffs[:n+1]
+	for i := range offs {
+		offs[i] = 0
+	}
+	// lengths into offs[i+1]
+	for _, k := range a.spec.Keys {
+		col := rec.Column(k)
+		if s, ok := col.(*array.String); ok {
+			for i := 0; i < n; i++ {
+				offs[i+1] += 5 + len(s.Value(i))
+			}
+			continue
+		}
+		w := 1 + fixedWidth(col.DataType())
+		for i := 0; i < n; i++ {
+			offs[i+1] += w
+		}
+	}
+	for i := 0; i < n; i++ {
+		offs[i+1] += offs[i]
+	}
+	if cap(a.keyBuf) < offs[n] {
+		a.keyBuf = make([]byte, offs[n])
+	}
+	buf := a.keyBuf[:offs[n]]
+	cur := make([]int, n)
+	copy(cur, offs[:n])
+	for _, k := range a.spec.Keys {
+		col := rec.Column(k)
+		nulls := col.NullN() > 0
+		for i := 0; i < n; i++ {
+			p := cur[i]
+			if nulls && col.IsNull(i) {
+				// null flag 0 and zeroed payload of the same width
+				w := 1 + fixedWidth(col.DataType())
+				if _, ok := col.(*array.String); ok {
+					w = 5
+				}
+				for j := p; j < p+w; j++ {
+					buf[j] = 0
+				}
+				cur[i] = p + w
+				continue
+			}
+			buf[p] = 1
+			p++
+			switch c := col.(type) {
+			case *array.Int32:
+				binary.LittleEndian.PutUint32(buf[p:], uint32(c.Value(i)))
+				p += 4
+			case *array.Int64:
+				binary.LittleEndian.PutUint64(buf[p:], uint64(c.Value(i)))
+				p += 8
+			case *array.Timestamp:
+				binary.LittleEndian.PutUint64(buf[p:], uint64(c.Value(i)))
+				p += 8
+			case *array.Float64:
+				v := c.Value(i)
+				if v == 0 {
+					v = 0
+				}
+				binary.LittleEndian.PutUint64(buf[p:], math.Float64bits(v))
+				p += 8
+			case *array.Decimal128:
+				v := c.Value(i)
+				binary.LittleEndian.PutUint64(buf[p:], v.LowBits())
+				binary.LittleEndian.PutUint64(buf[p+8:], uint64(v.HighBits()))
+				p += 16
+			case *array.Boolean:
+				buf[p] = 0
+				if c.Value(i) {
+					buf[p] = 1
+				}
+				p++
+			case *array.String:
+				s := c.Value(i)
+				binary.LittleEndian.PutUint32(buf[p:], uint32(len(s)))
+				p += 4
+				p += copy(buf[p:], s)
+			}
+			cur[i] = p
+		}
+	}
+	a.keyBuf = buf
+	a.keyOffs = offs
+}
+
+func fixedWidth(dt arrow.DataType) int {
+	switch dt.ID() {
+	case arrow.INT32:
+		return 4
+	case arrow.INT64, arrow.TIMESTAMP, arrow.FLOAT64:
+		return 8
+	case arrow.DECIMAL128:
+		return 16
+	case arrow.BOOL:
+		return 1
+	}
+	return 0
+}
+
+// Process consumes b in slices of at most the job's batch size, so that
+// changes are consolidated per configured batch (and with a batch size of 1
+// the changelog is exactly Flink's per-row changelog, even when an upstream
+// operator such as SPLIT turned one row into several).
+func (a *groupAgg) Process(b Batch, out Collector) error {
+	defer b.Rec.Release()
+	n := b.Rows()
+	if n <= a.batchSize {
+		return a.process(b, out)
+	}
+	for lo := 0; lo < n; lo += a.batchSize {
+		hi := min(lo+a.batchSize, n)
+		part := Batch{Rec: b.Rec.NewSlice(int64(lo), int64(hi))}
+		if b.Ops != nil {
+			part.Ops = b.Ops[lo:hi]
+		}
+		err := a.process(part, out)
+		part.Rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// process applies one batch (not owned) and emits its consolidated changes.
+func (a *groupAgg) process(b Batch, out Collector) error {
+	n := b.Rows()
+	if n == 0 {
+		return nil
+	}
+	a.lookup(b.Rec)
+
+	// touched slots in first-touch order
+	a.epoch++
+	if a.epoch == 0 { // wrapped: clear marks
+		for i := range a.mark {
+			a.mark[i] = 0
+		}
+		a.epoch = 1
+	}
+	a.touched = a.touched[:0]
+	for _, g := range a.gids {
+		if a.mark[g] != a.epoch {
+			a.mark[g] = a.epoch
+			a.touched = append(a.touched, g)
+		}
+	}
+	var before []int32 // touched slots alive before the batch
+	for _, g := range a.touched {
+		if a.rowCount[g] > 0 {
+			before = append(before, g)
+		}
+	}
+	oldRec := a.results(before)
+	defer oldRec.Release()
+
+	if b.Ops == nil {
+		for _, g := range a.gids {
+			a.rowCount[g]++
+		}
+	} else {
+		for i, g := range a.gids {
+			if b.Ops[i].IsAdd() {
+				a.rowCount[g]++
+			} else {
+				a.rowCount[g]--
+			}
+		}
+	}
+	for i, acc := range a.accs {
+		var col arrow.Array
+		if arg := a.spec.Aggs[i].Arg; arg >= 0 {
+			col = b.Rec.Column(arg)
+		}
+		acc.update(a.gids, col, b.Ops)
+	}
+
+	var after []int32
+	for _, g := range a.touched {
+		if a.rowCount[g] > 0 {
+			after = append(after, g)
+		}
+	}
+	newRec := a.results(after)
+	defer newRec.Release()
+
+	// Pair old and new results per touched slot.
+	oi, ni := 0, 0
+	var take []int32
+	var ops []RowKind
+	var pairsOld, pairsNew []int32 // for change detection
+	var pairPos []int              // position in take of the -U of each pair
+	for _, g := range a.touched {
+		wasAlive := oi < len(before) && before[oi] == g
+		isAlive := ni < len(after) && after[ni] == g
+		switch {
+		case wasAlive && isAlive:
+			pairPos = append(pairPos, len(take))
+			pairsOld = append(pairsOld, int32(oi))
+			pairsNew = append(pairsNew, int32(ni))
+			take = append(take, int32(oi), int32(len(before)+ni))
+			ops = append(ops, UpdateBefore, UpdateAfter)
+		case wasAlive:
+			take = append(take, int32(oi))
+			ops = append(ops, Delete)
+		case isAlive:
+			take = append(take, int32(len(before)+ni))
+			ops = append(ops, Insert)
+		}
+		if wasAlive {
+			oi++
+		}
+		if isAlive {
+			ni++
+		}
+		if !isAlive {
+			a.dropSlot(g)
+		}
+	}
+	// Drop unchanged -U/+U pairs (Flink emits nothing when the result is equal).
+	if len(pairPos) > 0 {
+		changed := make([]bool, len(pairPos))
+		for c := len(a.spec.Keys); c < int(oldRec.NumCols()); c++ {
+			diffRows(oldRec.Column(c), newRec.Column(c), pairsOld, pairsNew, changed)
+		}
+		drop := map[int]bool{}
+		for k, ch := range changed {
+			if !ch {
+				drop[pairPos[k]] = true
+			}
+		}
+		if len(drop) > 0 {
+			t2, o2 := take[:0:0], ops[:0:0]
+			for i := 0; i < len(take); i++ {
+				if drop[i] {
+					i++ // skip the pair
+					continue
+				}
+				t2 = append(t2, take[i])
+				o2 = append(o2, ops[i])
+			}
+			take, ops = t2, o2
+		}
+	}
+	if len(take) == 0 {
+		return nil
+	}
+	both := concatRecords(a.mem, a.schema, oldRec, newRec)
+	defer both.Release()
+	outRec := expr.TakeRecord(both, take, a.mem)
+	return out.Collect(Batch{Rec: outRec, Ops: ops})
+}
+
+func (a *groupAgg) dropSlot(g int32) {
+	if a.intKey {
+		if g == a.nullSlot {
+			a.nullSlot = -1
+		} else {
+			// find the key: stored in the key store
+			delete(a.intMap, a.keys[0].(intKeyOf).int64At(g))
+		}
+	} else {
+		delete(a.strMap, a.keyOf[g])
+		a.keyOf[g] = ""
+	}
+	a.rowCount[g] = 0
+	for _, acc := range a.accs {
+		acc.reset(g)
+	}
+	a.free = append(a.free, g)
+}
+
+// results builds keys + finalized aggregates of the given slots.
+func (a *groupAgg) results(slots []int32) arrow.Record {
+	cols := make([]arrow.Array, 0, len(a.keys)+len(a.accs))
+	for _, k := range a.keys {
+		cols = append(cols, k.gather(slots, a.mem))
+	}
+	for _, acc := range a.accs {
+		cols = append(cols, acc.result(slots, a.mem))
+	}
+	rec := array.NewRecord(a.schema, cols, int64(len(slots)))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}
+
+func concatRecords(mem memory.Allocator, schema *arrow.Schema, x, y arrow.Record) arrow.Record {
+	cols := make([]arrow.Array, x.NumCols())
+	for i := range cols {
+		c, err := array.Concatenate([]arrow.Array{x.Column(i), y.Column(i)}, mem)
+		if err != nil {
+			panic(err) // same types by construction
+		}
+		cols[i] = c
+	}
+	rec := array.NewRecord(schema, cols, x.NumRows()+y.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}
+
+// diffRows sets changed[k] when old[oi[k]] and new[ni[k]] differ.
+func diffRows(old, nw arrow.Array, oi, ni []int32, changed []bool) {
+	for k := range oi {
+		if changed[k] {
+			continue
+		}
+		i, j := int(oi[k]), int(ni[k])
+		on, nn := old.IsNull(i), nw.IsNull(j)
+		if on || nn {
+			changed[k] = on != nn
+			continue
+		}
+		switch o := old.(type) {
+		case *array.Int32:
+			changed[k] = o.Value(i) != nw.(*array.Int32).Value(j)
+		case *array.Int64:
+			changed[k] = o.Value(i) != nw.(*array.Int64).Value(j)
+		case *array.Float64:
+			changed[k] = o.Value(i) != nw.(*array.Float64).Value(j)
+		case *array.Decimal128:
+			changed[k] = o.Value(i) != nw.(*array.Decimal128).Value(j)
+		case *array.String:
+			changed[k] = o.Value(i) != nw.(*array.String).Value(j)
+		case *array.Timestamp:
+			changed[k] = o.Value(i) != nw.(*array.Timestamp).Value(j)
+		case *array.Boolean:
+			changed[k] = o.Value(i) != nw.(*array.Boolean).Value(j)
+		default:
+			changed[k] = true
+		}
+	}
+}
+
+// keyStore keeps one key column's value per slot.
+type keyStore interface {
+	put(g int32, col arrow.Array, row int)
+	gather(slots []int32, mem memory.Allocator) arrow.Array
+}
+
+type intKeyOf interface{ int64At(g int32) int64 }
+
+type typedKeys[T scalar] struct {
+	dt      arrow.DataType
+	vals    []T
+	valid   []bool
+	scratch []T
+	sv      []bool
+}
+
+func (k *typedKeys[T]) put(g int32, col arrow.Array, row int) {
+	for int(g) >= len(k.vals) {
+		var zero T
+		k.vals = append(k.vals, zero)
+		k.valid = append(k.valid, false)
+	}
+	if col.IsNull(row) {
+		k.valid[g] = false
+		return
+	}
+	k.valid[g] = true
+	k.vals[g] = cloneScalar(valueAt[T](col, row))
+}
+
+func (k *typedKeys[T]) gather(slots []int32, mem memory.Allocator) arrow.Array {
+	k.scratch = k.scratch[:0]
+	k.sv = k.sv[:0]
+	for _, g := range slots {
+		k.scratch = append(k.scratch, k.vals[g])
+		k.sv = append(k.sv, k.valid[g])
+	}
+	return buildArray(mem, k.dt, k.scratch, k.sv)
+}
+
+func (k *typedKeys[T]) int64At(g int32) int64 {
+	switch v := any(k.vals[g]).(type) {
+	case int32:
+		return int64(v)
+	case int64:
+		return v
+	case arrow.Timestamp:
+		return int64(v)
+	}
+	return 0
+}
+
+// valueAt reads one value (not for hot loops).
+func valueAt[T scalar](col arrow.Array, row int) T {
+	var v any
+	switch a := col.(type) {
+	case *array.Int32:
+		v = a.Value(row)
+	case *array.Int64:
+		v = a.Value(row)
+	case *array.Float64:
+		v = a.Value(row)
+	case *array.Timestamp:
+		v = a.Value(row)
+	case *array.Decimal128:
+		v = a.Value(row)
+	case *array.String:
+		v = a.Value(row)
+	case *array.Boolean:
+		v = a.Value(row)
+	}
+	return v.(T)
+}
+
+func newKeyStore(t catalog.Type) (keyStore, error) {
+	dt := t.ArrowType()
+	switch t.Kind {
+	case catalog.KindBoolean:
+		return &typedKeys[bool]{dt: dt}, nil
+	case catalog.KindInt:
+		return &typedKeys[int32]{dt: dt}, nil
+	case catalog.KindBigInt:
+		return &typedKeys[int64]{dt: dt}, nil
+	case catalog.KindDouble:
+		return &typedKeys[float64]{dt: dt}, nil
+	case catalog.KindDecimal:
+		return &typedKeys[decimal128.Num]{dt: dt}, nil
+	case catalog.KindString:
+		return &typedKeys[string]{dt: dt}, nil
+	case catalog.KindTimestamp:
+		return &typedKeys[arrow.Timestamp]{dt: dt}, nil
+	}
+	return nil, fmt.Errorf("cannot group by type %s", t)
+}

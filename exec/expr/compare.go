@@ -1,0 +1,364 @@
+package expr
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/bitutil"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/planner"
+)
+
+// Comparison operators, indexing cmpTable.
+const (
+	opEq = iota
+	opNe
+	opLt
+	opGt
+	opLe
+	opGe
+)
+
+var cmpOps = map[string]int{"=": opEq, "<>": opNe, "<": opLt, ">": opGt, "<=": opLe, ">=": opGe}
+
+// flipOp turns "s op v" into "v op' s".
+var flipOp = [...]int{opEq, opNe, opGt, opLt, opGe, opLe}
+
+// cmpTable[op][c+1] is the result of op given a three-way comparison c.
+var cmpTable = [...][3]bool{
+	opEq: {false, true, false},
+	opNe: {true, false, true},
+	opLt: {true, false, false},
+	opGt: {false, false, true},
+	opLe: {true, true, false},
+	opGe: {false, true, true},
+}
+
+func b2u(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+type ordered interface {
+	~int32 | ~int64 | ~float64
+}
+
+// cmpVV writes a op b into the bitmap out (zeroed).
+func cmpVV[T ordered](op int, a, b []T, out []byte) {
+	switch op {
+	case opEq:
+		for i := range a {
+			out[i>>3] |= b2u(a[i] == b[i]) << (i & 7)
+		}
+	case opNe:
+		for i := range a {
+			out[i>>3] |= b2u(a[i] != b[i]) << (i & 7)
+		}
+	case opLt:
+		for i := range a {
+			out[i>>3] |= b2u(a[i] < b[i]) << (i & 7)
+		}
+	case opGt:
+		for i := range a {
+			out[i>>3] |= b2u(a[i] > b[i]) << (i & 7)
+		}
+	case opLe:
+		for i := range a {
+			out[i>>3] |= b2u(a[i] <= b[i]) << (i & 7)
+		}
+	case opGe:
+		for i := range a {
+			out[i>>3] |= b2u(a[i] >= b[i]) << (i & 7)
+		}
+	}
+}
+
+// cmpVS writes a op s into the bitmap out (zeroed).
+func cmpVS[T ordered](op int, a []T, s T, out []byte) {
+	switch op {
+	case opEq:
+		for i := range a {
+			out[i>>3] |= b2u(a[i] == s) << (i & 7)
+		}
+	case opNe:
+		for i := range a {
+			out[i>>3] |= b2u(a[i] != s) << (i & 7)
+		}
+	case opLt:
+		for i := range a {
+			out[i>>3] |= b2u(a[i] < s) << (i & 7)
+		}
+	case opGt:
+		for i := range a {
+			out[i>>3] |= b2u(a[i] > s) << (i & 7)
+		}
+	case opLe:
+		for i := range a {
+			out[i>>3] |= b2u(a[i] <= s) << (i & 7)
+		}
+	case opGe:
+		for i := range a {
+			out[i>>3] |= b2u(a[i] >= s) << (i & 7)
+		}
+	}
+}
+
+// cmpNode compares two operands of one type.
+type cmpNode struct {
+	op   int
+	kind catalog.Kind
+	l, r operand
+}
+
+func compileCompare(c *planner.Call, args []Evaluator) (Evaluator, error) {
+	at, bt := c.Args[0].Type(), c.Args[1].Type()
+	if !at.Equal(bt) {
+		return nil, fmt.Errorf("function %s: arguments of different types %s and %s", c.Fn, at, bt)
+	}
+	switch at.Kind {
+	case catalog.KindBoolean, catalog.KindInt, catalog.KindBigInt, catalog.KindDouble,
+		catalog.KindDecimal, catalog.KindString, catalog.KindTimestamp:
+	default:
+		return nil, fmt.Errorf("function %s: cannot compare values of type %s", c.Fn, at)
+	}
+	n := &cmpNode{op: cmpOps[c.Fn], kind: at.Kind, l: newOperand(args[0]), r: newOperand(args[1])}
+	if n.l.c != nil && n.r.c == nil { // keep the constant on the right
+		n.l, n.r = n.r, n.l
+		n.op = flipOp[n.op]
+	}
+	return n, nil
+}
+
+func (n *cmpNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	rows := int(rec.NumRows())
+	arrs, err := evalArgs([]operand{n.l, n.r}, rec, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(arrs)
+	la, ra := arrs[0], arrs[1]
+	valid := andValidity(mem, rows, la, ra)
+	buf, out := allocBits(mem, rows)
+	if ra == nil {
+		compareScalar(n.op, n.kind, la, n.r.c, out)
+	} else {
+		compareArrays(n.op, n.kind, la, ra, out)
+	}
+	return makeArray(arrow.FixedWidthTypes.Boolean, rows, valid, buf), nil
+}
+
+// compareArrays compares two arrays row by row.
+func compareArrays(op int, kind catalog.Kind, a, b arrow.Array, out []byte) {
+	switch kind {
+	case catalog.KindInt:
+		cmpVV(op, values[int32](a), values[int32](b), out)
+	case catalog.KindBigInt:
+		cmpVV(op, values[int64](a), values[int64](b), out)
+	case catalog.KindDouble:
+		cmpVV(op, values[float64](a), values[float64](b), out)
+	case catalog.KindTimestamp:
+		cmpVV(op, values[int64](a), values[int64](b), out)
+	case catalog.KindDecimal:
+		av, bv := values[decimal128.Num](a), values[decimal128.Num](b)
+		t := cmpTable[op]
+		for i := range av {
+			out[i>>3] |= b2u(t[av[i].Cmp(bv[i])+1]) << (i & 7)
+		}
+	case catalog.KindString:
+		as, bs := a.(*array.String), b.(*array.String)
+		t := cmpTable[op]
+		for i := 0; i < as.Len(); i++ {
+			out[i>>3] |= b2u(t[strings.Compare(as.Value(i), bs.Value(i))+1]) << (i & 7)
+		}
+	case catalog.KindBoolean:
+		ab, aoff := boolBits(a)
+		bb, boff := boolBits(b)
+		t := cmpTable[op]
+		for i := 0; i < a.Len(); i++ {
+			out[i>>3] |= b2u(t[cmpBool(bitutil.BitIsSet(ab, aoff+i), bitutil.BitIsSet(bb, boff+i))+1]) << (i & 7)
+		}
+	}
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case b:
+		return -1
+	}
+	return 1
+}
+
+// compareScalar compares every row of a with the single row of s.
+func compareScalar(op int, kind catalog.Kind, a, s arrow.Array, out []byte) {
+	switch kind {
+	case catalog.KindInt:
+		cmpVS(op, values[int32](a), values[int32](s)[0], out)
+	case catalog.KindBigInt:
+		cmpVS(op, values[int64](a), values[int64](s)[0], out)
+	case catalog.KindDouble:
+		cmpVS(op, values[float64](a), values[float64](s)[0], out)
+	case catalog.KindTimestamp:
+		cmpVS(op, values[int64](a), values[int64](s)[0], out)
+	case catalog.KindDecimal:
+		av, sv := values[decimal128.Num](a), values[decimal128.Num](s)[0]
+		t := cmpTable[op]
+		for i := range av {
+			out[i>>3] |= b2u(t[av[i].Cmp(sv)+1]) << (i & 7)
+		}
+	case catalog.KindString:
+		as, sv := a.(*array.String), s.(*array.String).Value(0)
+		t := cmpTable[op]
+		for i := 0; i < as.Len(); i++ {
+			out[i>>3] |= b2u(t[strings.Compare(as.Value(i), sv)+1]) << (i & 7)
+		}
+	case catalog.KindBoolean:
+		ab, aoff := boolBits(a)
+		sv := s.(*array.Boolean).Value(0)
+		t := cmpTable[op]
+		for i := 0; i < a.Len(); i++ {
+			out[i>>3] |= b2u(t[cmpBool(bitutil.BitIsSet(ab, aoff+i), sv)+1]) << (i & 7)
+		}
+	}
+}
+
+// logicNode is AND / OR with SQL three-valued logic. When the right side can
+// fail at run time it is evaluated only on the rows the left side does not
+// decide (AND: left not FALSE; OR: left not TRUE), as Flink short-circuits.
+type logicNode struct {
+	or     bool
+	l, r   Evaluator
+	rFails bool
+}
+
+func (n *logicNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	rows := int(rec.NumRows())
+	la, err := n.l.Eval(rec, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer la.Release()
+	lv, loff := boolBits(la)
+	lb, lvo, lAllNull := bitsOf(la)
+	lval := func(i int) (v, ok bool) {
+		if lAllNull || !isValid(lb, lvo, i) {
+			return false, false
+		}
+		return bitutil.BitIsSet(lv, loff+i), true
+	}
+	var sel []int32
+	if n.rFails {
+		sel = make([]int32, 0, rows)
+		for i := 0; i < rows; i++ {
+			if v, ok := lval(i); !ok || v != n.or {
+				sel = append(sel, int32(i))
+			}
+		}
+		if len(sel) == rows {
+			sel = nil
+		}
+	}
+	ra, err := evalRows(n.r, rec, sel, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer ra.Release()
+	rv, roff := boolBits(ra)
+	rb, rvo, rAllNull := bitsOf(ra)
+	vbuf, vb := allocBits(mem, rows)
+	buf, out := allocBits(mem, rows)
+	for i := 0; i < rows; i++ {
+		l, lok := lval(i)
+		var r, rok bool
+		if !rAllNull && isValid(rb, rvo, i) {
+			r, rok = bitutil.BitIsSet(rv, roff+i), true
+		}
+		var res, ok bool
+		if n.or {
+			switch {
+			case (lok && l) || (rok && r):
+				res, ok = true, true
+			case lok && rok:
+				res, ok = false, true
+			}
+		} else {
+			switch {
+			case (lok && !l) || (rok && !r):
+				res, ok = false, true
+			case lok && rok:
+				res, ok = true, true
+			}
+		}
+		if ok {
+			bitutil.SetBit(vb, i)
+			if res {
+				bitutil.SetBit(out, i)
+			}
+		}
+	}
+	return makeArray(arrow.FixedWidthTypes.Boolean, rows, vbuf, buf), nil
+}
+
+// unaryBoolNode is NOT and the IS [NOT] NULL/TRUE/FALSE predicates.
+type unaryBoolNode struct {
+	fn  string
+	arg Evaluator
+}
+
+func (n *unaryBoolNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	a, err := n.arg.Eval(rec, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Release()
+	rows := a.Len()
+	vbits, voff, allNullA := bitsOf(a)
+	valid := func(i int) bool { return !allNullA && isValid(vbits, voff, i) }
+	buf, out := allocBits(mem, rows)
+	switch n.fn {
+	case "is_null", "is_not_null":
+		want := n.fn == "is_not_null"
+		for i := 0; i < rows; i++ {
+			if valid(i) == want {
+				bitutil.SetBit(out, i)
+			}
+		}
+		return makeArray(arrow.FixedWidthTypes.Boolean, rows, nil, buf), nil
+	}
+	bv, boff := boolBits(a)
+	val := func(i int) bool { return bv != nil && bitutil.BitIsSet(bv, boff+i) }
+	switch n.fn {
+	case "not":
+		for i := 0; i < rows; i++ {
+			if !val(i) {
+				bitutil.SetBit(out, i)
+			}
+		}
+		return makeArray(arrow.FixedWidthTypes.Boolean, rows, andValidity(mem, rows, a), buf), nil
+	}
+	for i := 0; i < rows; i++ {
+		var r bool
+		switch n.fn {
+		case "is_true":
+			r = valid(i) && val(i)
+		case "is_false":
+			r = valid(i) && !val(i)
+		case "is_not_true":
+			r = !(valid(i) && val(i))
+		case "is_not_false":
+			r = !(valid(i) && !val(i))
+		}
+		if r {
+			bitutil.SetBit(out, i)
+		}
+	}
+	return makeArray(arrow.FixedWidthTypes.Boolean, rows, nil, buf), nil
+}

@@ -1,0 +1,342 @@
+package expr
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/bitutil"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/planner"
+)
+
+// caseNode is CASE WHEN c1 THEN v1 ... ELSE e END (args c1, v1, ..., e).
+// Conditions are evaluated in order on the rows no earlier condition took;
+// values that can fail are evaluated only on their own rows.
+type caseNode struct {
+	dt        arrow.DataType
+	conds     []Evaluator
+	condFails []bool
+	vals      []Evaluator // len(conds)+1, the last is ELSE
+	valFails  []bool
+}
+
+func compileCase(c *planner.Call, args []Evaluator) Evaluator {
+	n := &caseNode{dt: c.T.ArrowType()}
+	for i := 0; i+1 < len(args); i += 2 {
+		n.conds = append(n.conds, args[i])
+		n.condFails = append(n.condFails, canFail(c.Args[i]))
+		n.vals = append(n.vals, args[i+1])
+		n.valFails = append(n.valFails, canFail(c.Args[i+1]))
+	}
+	n.vals = append(n.vals, args[len(args)-1])
+	n.valFails = append(n.valFails, canFail(c.Args[len(args)-1]))
+	return n
+}
+
+func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	rows := int(rec.NumRows())
+	k := len(n.conds)
+	which := make([]uint16, rows)
+	for i := range which {
+		which[i] = uint16(k)
+	}
+	remaining := rows
+	taken := make([]bool, rows)
+	for j, cond := range n.conds {
+		if remaining == 0 {
+			break
+		}
+		var sel []int32
+		if n.condFails[j] && remaining < rows {
+			sel = make([]int32, 0, remaining)
+			for i := 0; i < rows; i++ {
+				if !taken[i] {
+					sel = append(sel, int32(i))
+				}
+			}
+		}
+		ca, err := evalRows(cond, rec, sel, mem)
+		if err != nil {
+			return nil, err
+		}
+		cv, coff := boolBits(ca)
+		cb, cvo, cAllNull := bitsOf(ca)
+		if !cAllNull && cv != nil {
+			for i := 0; i < rows; i++ {
+				if !taken[i] && isValid(cb, cvo, i) && bitutil.BitIsSet(cv, coff+i) {
+					taken[i] = true
+					which[i] = uint16(j)
+					remaining--
+				}
+			}
+		}
+		ca.Release()
+	}
+	return pickRows(n.dt, n.vals, n.valFails, which, rec, mem)
+}
+
+// pickRows evaluates each value on the rows that chose it and combines them:
+// row i comes from vals[which[i]].
+func pickRows(dt arrow.DataType, vals []Evaluator, fails []bool, which []uint16, rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	rows := len(which)
+	counts := make([]int, len(vals))
+	for _, w := range which {
+		counts[w]++
+	}
+	for j, c := range counts {
+		if c == rows {
+			return vals[j].Eval(rec, mem)
+		}
+	}
+	srcs := make([]arrow.Array, len(vals))
+	defer releaseAll(srcs)
+	for j, v := range vals {
+		if counts[j] == 0 {
+			srcs[j] = emptyArray(dt, mem)
+			continue
+		}
+		var sel []int32
+		if fails[j] {
+			sel = make([]int32, 0, counts[j])
+			for i, w := range which {
+				if int(w) == j {
+					sel = append(sel, int32(i))
+				}
+			}
+		}
+		a, err := evalRows(v, rec, sel, mem)
+		if err != nil {
+			return nil, err
+		}
+		srcs[j] = a
+	}
+	idx := make([]int32, rows)
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	return gather(dt, srcs, which, idx, mem), nil
+}
+
+// coalesceNode returns the first non-NULL argument per row. Arguments after
+// the first are evaluated only while some rows are still NULL; those that can
+// fail only on those rows.
+type coalesceNode struct {
+	dt    arrow.DataType
+	args  []Evaluator
+	fails []bool
+}
+
+func compileCoalesce(c *planner.Call, args []Evaluator) Evaluator {
+	if len(args) == 1 {
+		return args[0]
+	}
+	n := &coalesceNode{dt: c.T.ArrowType(), args: args}
+	for _, a := range c.Args {
+		n.fails = append(n.fails, canFail(a))
+	}
+	return n
+}
+
+func (n *coalesceNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	rows := int(rec.NumRows())
+	srcs := make([]arrow.Array, len(n.args))
+	defer releaseAll(srcs)
+	which := make([]uint16, rows)
+	idx := make([]int32, rows)
+	for i := range idx {
+		idx[i] = -1
+	}
+	remaining := rows
+	for j, ev := range n.args {
+		if remaining == 0 {
+			srcs[j] = emptyArray(n.dt, mem)
+			continue
+		}
+		var sel []int32
+		if n.fails[j] && remaining < rows {
+			sel = make([]int32, 0, remaining)
+			for i := range idx {
+				if idx[i] < 0 {
+					sel = append(sel, int32(i))
+				}
+			}
+		}
+		a, err := evalRows(ev, rec, sel, mem)
+		if err != nil {
+			return nil, err
+		}
+		srcs[j] = a
+		if j == 0 && a.NullN() == 0 {
+			a.Retain()
+			return a, nil
+		}
+		b, off, an := bitsOf(a)
+		if an {
+			continue
+		}
+		for i := range idx {
+			if idx[i] < 0 && isValid(b, off, i) {
+				idx[i] = int32(i)
+				which[i] = uint16(j)
+				remaining--
+			}
+		}
+	}
+	return gather(n.dt, srcs, which, idx, mem), nil
+}
+
+// compileIn builds IN / NOT IN. A list of constants becomes a hash set; any
+// other list is a chain of equalities combined with three-valued OR.
+func compileIn(c *planner.Call, args []Evaluator) (Evaluator, error) {
+	t := c.Args[0].Type()
+	for i, a := range c.Args[1:] {
+		if !a.Type().Equal(t) {
+			return nil, fmt.Errorf("function %s: list element %d has type %s, expected %s", c.Fn, i+1, a.Type(), t)
+		}
+	}
+	not := c.Fn == "not_in"
+	allC := true
+	for _, a := range args[1:] {
+		if constArr(a) == nil {
+			allC = false
+		}
+	}
+	if allC && t.Kind != catalog.KindBoolean {
+		consts := make([]arrow.Array, len(args)-1)
+		for i, a := range args[1:] {
+			consts[i] = constArr(a)
+		}
+		switch t.Kind {
+		case catalog.KindInt:
+			return newInSet[int32](args[0], consts, not), nil
+		case catalog.KindBigInt, catalog.KindTimestamp:
+			return newInSet[int64](args[0], consts, not), nil
+		case catalog.KindDouble:
+			return newInSet[float64](args[0], consts, not), nil
+		case catalog.KindDecimal:
+			return newInSet[decimal128.Num](args[0], consts, not), nil
+		case catalog.KindString:
+			n := &inStrNode{arg: args[0], set: map[string]struct{}{}, not: not}
+			for _, a := range consts {
+				if a.IsNull(0) {
+					n.hasNull = true
+				} else {
+					n.set[a.(*array.String).Value(0)] = struct{}{}
+				}
+			}
+			return n, nil
+		}
+	}
+	var ev Evaluator
+	for i, a := range args[1:] {
+		eq := &cmpNode{op: opEq, kind: t.Kind, l: newOperand(args[0]), r: newOperand(a)}
+		if eq.l.c != nil && eq.r.c == nil {
+			eq.l, eq.r = eq.r, eq.l
+		}
+		if i == 0 {
+			ev = eq
+		} else {
+			ev = &logicNode{or: true, l: ev, r: eq}
+		}
+	}
+	if not {
+		ev = &unaryBoolNode{fn: "not", arg: ev}
+	}
+	return ev, nil
+}
+
+type inSetNode[K comparable] struct {
+	arg     Evaluator
+	set     map[K]struct{}
+	hasNull bool
+	not     bool
+}
+
+func newInSet[K comparable](arg Evaluator, consts []arrow.Array, not bool) *inSetNode[K] {
+	n := &inSetNode[K]{arg: arg, set: make(map[K]struct{}, len(consts)), not: not}
+	for _, a := range consts {
+		if a.IsNull(0) {
+			n.hasNull = true
+		} else {
+			n.set[values[K](a)[0]] = struct{}{}
+		}
+	}
+	return n
+}
+
+func (n *inSetNode[K]) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	a, err := n.arg.Eval(rec, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Release()
+	rows := a.Len()
+	vals := values[K](a)
+	buf, out := allocBits(mem, rows)
+	vbuf := andValidity(mem, rows, a)
+	if vbuf == nil {
+		vbuf, _ = allValidBits(mem, rows)
+	}
+	vb := vbuf.Bytes()
+	for i := 0; i < rows; i++ {
+		if !bitutil.BitIsSet(vb, i) {
+			continue
+		}
+		_, found := n.set[vals[i]]
+		switch {
+		case found:
+			if !n.not {
+				bitutil.SetBit(out, i)
+			}
+		case n.hasNull:
+			bitutil.ClearBit(vb, i)
+		case n.not:
+			bitutil.SetBit(out, i)
+		}
+	}
+	return makeArray(arrow.FixedWidthTypes.Boolean, rows, vbuf, buf), nil
+}
+
+type inStrNode struct {
+	arg     Evaluator
+	set     map[string]struct{}
+	hasNull bool
+	not     bool
+}
+
+func (n *inStrNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	a, err := n.arg.Eval(rec, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Release()
+	rows := a.Len()
+	sa := a.(*array.String)
+	buf, out := allocBits(mem, rows)
+	vbuf := andValidity(mem, rows, a)
+	if vbuf == nil {
+		vbuf, _ = allValidBits(mem, rows)
+	}
+	vb := vbuf.Bytes()
+	for i := 0; i < rows; i++ {
+		if !bitutil.BitIsSet(vb, i) {
+			continue
+		}
+		_, found := n.set[sa.Value(i)]
+		switch {
+		case found:
+			if !n.not {
+				bitutil.SetBit(out, i)
+			}
+		case n.hasNull:
+			bitutil.ClearBit(vb, i)
+		case n.not:
+			bitutil.SetBit(out, i)
+		}
+	}
+	return makeArray(arrow.FixedWidthTypes.Boolean, rows, vbuf, buf), nil
+}

@@ -1,0 +1,432 @@
+package expr
+
+import (
+	"math/big"
+	"math/bits"
+	"strconv"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/bitutil"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/catalog"
+)
+
+// Result status of a per-value DECIMAL operation.
+const (
+	decOK = iota
+	decNull
+	decDivZero
+)
+
+func pow10(k int32) decimal128.Num { return decimal128.GetScaleMultiplier(int(k)) }
+
+func fitsI64(n decimal128.Num) bool {
+	h, l := n.HighBits(), n.LowBits()
+	return (h == 0 && l < 1<<63) || (h == -1 && l >= 1<<63)
+}
+
+var pow10i64 = func() [19]int64 {
+	var p [19]int64
+	p[0] = 1
+	for i := 1; i < 19; i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
+
+// fits reports whether n has at most p digits.
+func fits(n decimal128.Num, p int32) bool {
+	if p >= 38 {
+		return n.Abs().Less(pow10(38)) || n == pow10(38).Negate()
+	}
+	return n.Abs().Less(pow10(p))
+}
+
+// scaleUp multiplies n by 10^k; ok is false when the result has more than 38
+// digits.
+func scaleUp(n decimal128.Num, k int32) (decimal128.Num, bool) {
+	if k == 0 {
+		return n, true
+	}
+	if k > 38 || !n.Abs().Less(pow10(38-k)) {
+		return n, n.Sign() == 0
+	}
+	return n.Mul(pow10(k)), true
+}
+
+// roundDown divides n by 10^k rounding half away from zero (HALF_UP).
+func roundDown(n decimal128.Num, k int32) decimal128.Num {
+	if k <= 0 {
+		return n
+	}
+	if k <= 18 && fitsI64(n) {
+		v := int64(n.LowBits())
+		p := pow10i64[k]
+		q, r := v/p, v%p
+		if r < 0 {
+			r = -r
+		}
+		if r*2 >= p {
+			if v < 0 {
+				q--
+			} else {
+				q++
+			}
+		}
+		return decimal128.FromI64(q)
+	}
+	if k > 38 {
+		return decimal128.Num{}
+	}
+	return n.ReduceScaleBy(k, true)
+}
+
+// truncDown divides n by 10^k toward negative infinity (floor) or positive
+// infinity (ceil).
+func floorCeilDown(n decimal128.Num, k int32, ceil bool) decimal128.Num {
+	if k <= 0 {
+		return n
+	}
+	b := n.BigInt()
+	p := pow10Big(k)
+	q, r := new(big.Int).QuoRem(b, p, new(big.Int))
+	if r.Sign() != 0 {
+		if ceil && r.Sign() > 0 {
+			q.Add(q, big.NewInt(1))
+		} else if !ceil && r.Sign() < 0 {
+			q.Sub(q, big.NewInt(1))
+		}
+	}
+	return decimal128.FromBigInt(q)
+}
+
+func pow10Big(k int32) *big.Int {
+	return new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(k)), nil)
+}
+
+// bigToDec rounds an exact big value at scale from to scale to and checks
+// precision p.
+func bigToDec(v *big.Int, from, to, p int32) (decimal128.Num, int) {
+	if from > to {
+		d := pow10Big(from - to)
+		q, r := new(big.Int).QuoRem(v, d, new(big.Int))
+		r.Abs(r).Lsh(r, 1)
+		if r.Cmp(d) >= 0 {
+			if v.Sign() < 0 {
+				q.Sub(q, big.NewInt(1))
+			} else {
+				q.Add(q, big.NewInt(1))
+			}
+		}
+		v = q
+	} else if from < to {
+		v = new(big.Int).Mul(v, pow10Big(to-from))
+	}
+	if v.CmpAbs(pow10Big(p)) >= 0 {
+		return decimal128.Num{}, decNull
+	}
+	return decimal128.FromBigInt(v), decOK
+}
+
+// decArith is +, -, *, /, % over DECIMAL arguments of possibly different
+// scales, producing the result type the planner derived.
+type decArith struct {
+	op         byte
+	l, r       operand
+	sa, sb     int32
+	pa, pb     int32
+	sr, pr     int32
+	dt         arrow.DataType
+	fastAddSub bool // exact result fits 38 digits: pure 128-bit arithmetic
+	fastMul    bool
+}
+
+func newDecArith(op byte, l, r operand, a, b, res catalog.Type) *decArith {
+	d := &decArith{op: op, l: l, r: r, sa: int32(a.Scale), sb: int32(b.Scale), pa: int32(a.Precision),
+		pb: int32(b.Precision), sr: int32(res.Scale), pr: int32(res.Precision), dt: res.ArrowType()}
+	s := max(d.sa, d.sb)
+	d.fastAddSub = max(d.pa-d.sa, d.pb-d.sb)+s+1 <= 38 && d.sr == s
+	d.fastMul = d.pa+d.pb <= 38 && d.sr == d.sa+d.sb
+	return d
+}
+
+func (d *decArith) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	rows := int(rec.NumRows())
+	arrs, err := evalArgs([]operand{d.l, d.r}, rec, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer releaseAll(arrs)
+	av, as := decVals(arrs[0], d.l.c)
+	bv, bs := decVals(arrs[1], d.r.c)
+	valid := andValidity(mem, rows, arrs[0], arrs[1])
+	if valid == nil {
+		valid, _ = allValidBits(mem, rows)
+	}
+	vb := valid.Bytes()
+	buf, out := allocFixed[decimal128.Num](mem, rows)
+	f := d.kernel()
+	for i := 0; i < rows; i++ {
+		if !bitutil.BitIsSet(vb, i) {
+			continue
+		}
+		v, st := f(av[i*as], bv[i*bs])
+		switch st {
+		case decOK:
+			out[i] = v
+		case decNull:
+			bitutil.ClearBit(vb, i)
+		case decDivZero:
+			buf.Release()
+			valid.Release()
+			return nil, errDivZero
+		}
+	}
+	return makeArray(d.dt, rows, valid, buf), nil
+}
+
+// decVals returns the values of an evaluated array, or of the constant c
+// with stride 0.
+func decVals(a, c arrow.Array) ([]decimal128.Num, int) {
+	if a != nil {
+		return values[decimal128.Num](a), 1
+	}
+	return values[decimal128.Num](c), 0
+}
+
+func (d *decArith) kernel() func(a, b decimal128.Num) (decimal128.Num, int) {
+	s := max(d.sa, d.sb)
+	switch d.op {
+	case '+', '-':
+		if d.fastAddSub {
+			ma, mb := pow10(s-d.sa), pow10(s-d.sb)
+			if d.op == '+' {
+				return func(a, b decimal128.Num) (decimal128.Num, int) {
+					return a.Mul(ma).Add(b.Mul(mb)), decOK
+				}
+			}
+			return func(a, b decimal128.Num) (decimal128.Num, int) {
+				return a.Mul(ma).Sub(b.Mul(mb)), decOK
+			}
+		}
+		return func(a, b decimal128.Num) (decimal128.Num, int) {
+			x := new(big.Int).Mul(a.BigInt(), pow10Big(s-d.sa))
+			y := new(big.Int).Mul(b.BigInt(), pow10Big(s-d.sb))
+			if d.op == '+' {
+				x.Add(x, y)
+			} else {
+				x.Sub(x, y)
+			}
+			return bigToDec(x, s, d.sr, d.pr)
+		}
+	case '*':
+		if d.fastMul {
+			return func(a, b decimal128.Num) (decimal128.Num, int) { return a.Mul(b), decOK }
+		}
+		se := d.sa + d.sb
+		return func(a, b decimal128.Num) (decimal128.Num, int) {
+			if fitsI64(a) && fitsI64(b) {
+				x, y := int64(a.LowBits()), int64(b.LowBits())
+				neg := (x < 0) != (y < 0)
+				hi, lo := bits.Mul64(absU(x), absU(y))
+				if hi < 1<<62 {
+					p := decimal128.New(int64(hi), lo)
+					if neg {
+						p = p.Negate()
+					}
+					p = roundDown(p, se-d.sr)
+					if !fits(p, d.pr) {
+						return p, decNull
+					}
+					return p, decOK
+				}
+			}
+			return bigToDec(new(big.Int).Mul(a.BigInt(), b.BigInt()), se, d.sr, d.pr)
+		}
+	case '/':
+		// result = a / b at scale sr: (a * 10^k) / b with k = sr - sa + sb.
+		k := d.sr - d.sa + d.sb
+		return func(a, b decimal128.Num) (decimal128.Num, int) {
+			if b.Sign() == 0 {
+				return b, decDivZero
+			}
+			if k >= 0 && k <= 18 && fitsI64(a) && fitsI64(b) {
+				x, y := int64(a.LowBits()), int64(b.LowBits())
+				if p := pow10i64[k]; absU(x) <= uint64(1<<62)/uint64(p) {
+					num := x * p
+					q, r := num/y, num%y
+					if absU(r)*2 >= absU(y) {
+						if (num < 0) != (y < 0) {
+							q--
+						} else {
+							q++
+						}
+					}
+					v := decimal128.FromI64(q)
+					if !fits(v, d.pr) {
+						return v, decNull
+					}
+					return v, decOK
+				}
+			}
+			x := a.BigInt()
+			y := b.BigInt()
+			if k >= 0 {
+				x.Mul(x, pow10Big(k))
+			} else {
+				y.Mul(y, pow10Big(-k))
+			}
+			q, r := new(big.Int).QuoRem(x, y, new(big.Int))
+			r.Abs(r).Lsh(r, 1)
+			if r.CmpAbs(y) >= 0 {
+				if (x.Sign() < 0) != (y.Sign() < 0) {
+					q.Sub(q, big.NewInt(1))
+				} else {
+					q.Add(q, big.NewInt(1))
+				}
+			}
+			return bigToDec(q, 0, 0, d.pr)
+		}
+	default: // '%'
+		return func(a, b decimal128.Num) (decimal128.Num, int) {
+			if b.Sign() == 0 {
+				return b, decDivZero
+			}
+			x, ok1 := scaleUp(a, s-d.sa)
+			y, ok2 := scaleUp(b, s-d.sb)
+			if ok1 && ok2 && fitsI64(x) && fitsI64(y) {
+				v := decimal128.FromI64(int64(x.LowBits()) % int64(y.LowBits()))
+				return roundDown(v, s-d.sr), decOK
+			}
+			bx := new(big.Int).Mul(a.BigInt(), pow10Big(s-d.sa))
+			by := new(big.Int).Mul(b.BigInt(), pow10Big(s-d.sb))
+			return bigToDec(new(big.Int).Rem(bx, by), s, d.sr, d.pr)
+		}
+	}
+}
+
+func absU(x int64) uint64 {
+	if x < 0 {
+		return uint64(-x)
+	}
+	return uint64(x)
+}
+
+// decUnary is neg, abs, floor, ceil and round over DECIMAL.
+type decUnary struct {
+	arg     Evaluator
+	in, out catalog.Type
+	fn      string
+	digits  int32 // round: decimal places
+}
+
+func (u *decUnary) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	a, err := u.arg.Eval(rec, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Release()
+	n := a.Len()
+	in := values[decimal128.Num](a)
+	buf, out := allocFixed[decimal128.Num](mem, n)
+	valid := andValidity(mem, n, a)
+	if valid == nil {
+		valid, _ = allValidBits(mem, n)
+	}
+	vb := valid.Bytes()
+	si, so := int32(u.in.Scale), int32(u.out.Scale)
+	po := int32(u.out.Precision)
+	for i := 0; i < n; i++ {
+		if !bitutil.BitIsSet(vb, i) {
+			continue
+		}
+		v := in[i]
+		switch u.fn {
+		case "neg":
+			v = v.Negate()
+		case "abs":
+			v = v.Abs()
+		case "floor", "ceil":
+			v = floorCeilDown(v, si, u.fn == "ceil")
+		case "round":
+			if u.digits < si {
+				d := u.digits
+				if d < 0 {
+					// round to 10^-d, then express at scale 0
+					v = roundDown(v, si-d)
+					var ok bool
+					if v, ok = scaleUp(v, -d); !ok {
+						bitutil.ClearBit(vb, i)
+						continue
+					}
+				} else {
+					v = roundDown(v, si-d)
+				}
+			}
+		}
+		// rescale to the output scale when the types differ
+		if cur := scaleAfter(u.fn, si, u.digits); cur < so {
+			var ok bool
+			if v, ok = scaleUp(v, so-cur); !ok {
+				bitutil.ClearBit(vb, i)
+				continue
+			}
+		}
+		if !fits(v, po) {
+			bitutil.ClearBit(vb, i)
+			continue
+		}
+		out[i] = v
+	}
+	return makeArray(u.out.ArrowType(), n, valid, buf), nil
+}
+
+// scaleAfter is the scale of the value computed by a decUnary function before
+// rescaling to the output type.
+func scaleAfter(fn string, si, digits int32) int32 {
+	switch fn {
+	case "floor", "ceil":
+		return 0
+	case "round":
+		if digits < 0 {
+			return 0
+		}
+		return min(si, digits)
+	}
+	return si
+}
+
+// FormatDecimal renders an unscaled value at scale as plain text
+// ("-12.50"), the form Flink's CAST to STRING uses.
+func FormatDecimal(n decimal128.Num, scale int32) string {
+	var digits string
+	neg := n.Sign() < 0
+	if fitsI64(n) {
+		v := int64(n.LowBits())
+		digits = strconv.FormatUint(absU(v), 10)
+	} else {
+		b := n.BigInt()
+		b.Abs(b)
+		digits = b.String()
+	}
+	if scale > 0 {
+		if len(digits) <= int(scale) {
+			digits = zeros(int(scale)-len(digits)+1) + digits
+		}
+		digits = digits[:len(digits)-int(scale)] + "." + digits[len(digits)-int(scale):]
+	}
+	if neg {
+		return "-" + digits
+	}
+	return digits
+}
+
+func zeros(n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = '0'
+	}
+	return string(b)
+}

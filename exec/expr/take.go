@@ -1,0 +1,245 @@
+package expr
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/bitutil"
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+)
+
+// FilterRecord keeps the rows of rec where mask is true (NULL counts as
+// false). It returns a new record, or rec with one more reference when every
+// row passes. mask must have rec.NumRows() rows.
+func FilterRecord(rec arrow.Record, mask *array.Boolean, mem memory.Allocator) (arrow.Record, error) {
+	n := int(rec.NumRows())
+	if mask.Len() != n {
+		return nil, fmt.Errorf("filter mask has %d rows, the batch has %d", mask.Len(), n)
+	}
+	vals, voff := boolBits(mask)
+	vbits, boff, allNull := bitsOf(mask)
+	idx := make([]int32, 0, n)
+	if !allNull && vals != nil {
+		for i := 0; i < n; i++ {
+			if bitutil.BitIsSet(vals, voff+i) && isValid(vbits, boff, i) {
+				idx = append(idx, int32(i))
+			}
+		}
+	}
+	if len(idx) == n {
+		rec.Retain()
+		return rec, nil
+	}
+	return TakeRecord(rec, idx, mem), nil
+}
+
+// TakeRecord gathers the rows idx of rec (in that order, repeats allowed)
+// into a new record with the same schema. Every index must be in range.
+func TakeRecord(rec arrow.Record, idx []int32, mem memory.Allocator) arrow.Record {
+	cols := make([]arrow.Array, rec.NumCols())
+	for i := range cols {
+		cols[i] = takeArray(rec.Column(i), idx, mem)
+	}
+	out := array.NewRecord(rec.Schema(), cols, int64(len(idx)))
+	for _, c := range cols {
+		c.Release()
+	}
+	return out
+}
+
+// takeArray gathers rows idx of a; an index of -1 gives NULL.
+func takeArray(a arrow.Array, idx []int32, mem memory.Allocator) arrow.Array {
+	return gather(a.DataType(), []arrow.Array{a}, nil, idx, mem)
+}
+
+// gather builds an array of type dt with len(rows) rows where row i is
+// srcs[which[i]][rows[i]] (which == nil means source 0) and a negative
+// rows[i] gives NULL. All sources have type dt.
+func gather(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32, mem memory.Allocator) arrow.Array {
+	n := len(rows)
+	// Validity first: shared by every type.
+	type srcBits struct {
+		bits    []byte
+		off     int
+		allNull bool
+	}
+	sb := make([]srcBits, len(srcs))
+	needValidity := false
+	for k, s := range srcs {
+		b, off, an := bitsOf(s)
+		sb[k] = srcBits{b, off, an}
+		if b != nil || an {
+			needValidity = true
+		}
+	}
+	for _, r := range rows {
+		if r < 0 {
+			needValidity = true
+			break
+		}
+	}
+	var vbuf *memory.Buffer
+	if needValidity {
+		var vb []byte
+		vbuf, vb = allocBits(mem, n)
+		for i, r := range rows {
+			k := 0
+			if which != nil {
+				k = int(which[i])
+			}
+			if r >= 0 && !sb[k].allNull && isValid(sb[k].bits, sb[k].off, int(r)) {
+				bitutil.SetBit(vb, i)
+			}
+		}
+	}
+	switch dt.ID() {
+	case arrow.INT32:
+		return gatherFixed[int32](dt, srcs, which, rows, vbuf, mem)
+	case arrow.INT64:
+		return gatherFixed[int64](dt, srcs, which, rows, vbuf, mem)
+	case arrow.FLOAT64:
+		return gatherFixed[float64](dt, srcs, which, rows, vbuf, mem)
+	case arrow.TIMESTAMP:
+		return gatherFixed[arrow.Timestamp](dt, srcs, which, rows, vbuf, mem)
+	case arrow.DECIMAL128:
+		return gatherFixed[decimal128.Num](dt, srcs, which, rows, vbuf, mem)
+	case arrow.BOOL:
+		buf, out := allocBits(mem, n)
+		type bsrc struct {
+			b   []byte
+			off int
+		}
+		bs := make([]bsrc, len(srcs))
+		for k, s := range srcs {
+			bs[k].b, bs[k].off = boolBits(s)
+		}
+		for i, r := range rows {
+			if r < 0 {
+				continue
+			}
+			k := 0
+			if which != nil {
+				k = int(which[i])
+			}
+			if bs[k].b != nil && bitutil.BitIsSet(bs[k].b, bs[k].off+int(r)) {
+				bitutil.SetBit(out, i)
+			}
+		}
+		return makeArray(dt, n, vbuf, buf)
+	case arrow.STRING:
+		ss := make([]*array.String, len(srcs))
+		total := 0
+		for k, s := range srcs {
+			ss[k] = s.(*array.String)
+		}
+		for i, r := range rows {
+			if r < 0 {
+				continue
+			}
+			k := 0
+			if which != nil {
+				k = int(which[i])
+			}
+			total += ss[k].ValueLen(int(r))
+		}
+		so := newStrOut(mem, n, total)
+		for i, r := range rows {
+			if r < 0 {
+				so.appendEmpty()
+				continue
+			}
+			k := 0
+			if which != nil {
+				k = int(which[i])
+			}
+			so.appendString(ss[k].Value(int(r)))
+		}
+		return so.finish(vbuf)
+	case arrow.NULL:
+		if vbuf != nil {
+			vbuf.Release()
+		}
+		return array.NewNull(n)
+	}
+	if vbuf != nil {
+		vbuf.Release()
+	}
+	panic(fmt.Sprintf("expr: cannot gather values of type %s", dt))
+}
+
+func gatherFixed[T any](dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32, vbuf *memory.Buffer, mem memory.Allocator) arrow.Array {
+	buf, out := allocFixed[T](mem, len(rows))
+	if len(srcs) == 1 {
+		src := values[T](srcs[0])
+		for i, r := range rows {
+			if r >= 0 {
+				out[i] = src[r]
+			}
+		}
+		return makeArray(dt, len(rows), vbuf, buf)
+	}
+	vs := make([][]T, len(srcs))
+	for k, s := range srcs {
+		vs[k] = values[T](s)
+	}
+	for i, r := range rows {
+		if r >= 0 {
+			out[i] = vs[which[i]][r]
+		}
+	}
+	return makeArray(dt, len(rows), vbuf, buf)
+}
+
+// broadcast repeats the single row of a 1-row array n times.
+func broadcast(a arrow.Array, n int, mem memory.Allocator) arrow.Array {
+	if a.DataType().ID() == arrow.NULL {
+		return array.NewNull(n)
+	}
+	if a.IsNull(0) {
+		return allNull(a.DataType(), n, mem)
+	}
+	switch a.DataType().ID() {
+	case arrow.INT32:
+		return fill(a.DataType(), values[int32](a)[0], n, mem)
+	case arrow.INT64:
+		return fill(a.DataType(), values[int64](a)[0], n, mem)
+	case arrow.FLOAT64:
+		return fill(a.DataType(), values[float64](a)[0], n, mem)
+	case arrow.TIMESTAMP:
+		return fill(a.DataType(), values[arrow.Timestamp](a)[0], n, mem)
+	case arrow.DECIMAL128:
+		return fill(a.DataType(), values[decimal128.Num](a)[0], n, mem)
+	case arrow.BOOL:
+		buf, out := allocBits(mem, n)
+		if a.(*array.Boolean).Value(0) {
+			bitutil.SetBitsTo(out, 0, int64(n), true)
+		}
+		return makeArray(a.DataType(), n, nil, buf)
+	}
+	rows := make([]int32, n)
+	return gather(a.DataType(), []arrow.Array{a}, nil, rows, mem)
+}
+
+func fill[T any](dt arrow.DataType, v T, n int, mem memory.Allocator) arrow.Array {
+	buf, out := allocFixed[T](mem, n)
+	for i := range out {
+		out[i] = v
+	}
+	return makeArray(dt, n, nil, buf)
+}
+
+// allNull returns an array of n NULLs of type dt.
+func allNull(dt arrow.DataType, n int, mem memory.Allocator) arrow.Array {
+	if dt.ID() == arrow.NULL {
+		return array.NewNull(n)
+	}
+	rows := make([]int32, n)
+	for i := range rows {
+		rows[i] = -1
+	}
+	src := emptyArray(dt, mem)
+	defer src.Release()
+	return gather(dt, []arrow.Array{src}, nil, rows, mem)
+}

@@ -1,0 +1,303 @@
+package format
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/streamsql/streamsql/catalog"
+)
+
+// CSVDecoder decodes CSV records into a RecordBuilder, fields by column
+// order (RFC 4180 quoting with Flink's options).
+type CSVDecoder struct {
+	opts CSVOptions
+	row  rowDecoder
+	tmp  []byte
+}
+
+// NewCSVDecoder returns a decoder appending to rb, whose fields must be the
+// Arrow storage of schema.
+func NewCSVDecoder(schema catalog.Schema, opts CSVOptions, rb *array.RecordBuilder) (*CSVDecoder, error) {
+	r, err := newRowDecoder(schema, rb)
+	if err != nil {
+		return nil, err
+	}
+	return &CSVDecoder{opts: opts, row: r}, nil
+}
+
+// Complete reports whether rec is a whole record: false when it ends inside a
+// quoted field, so the caller should append the line break and the next line
+// (a quoted field may contain line breaks).
+func (d *CSVDecoder) Complete(rec []byte) bool {
+	if d.opts.DisableQuote {
+		return true
+	}
+	q, delim := d.opts.Quote, d.opts.FieldDelimiter
+	p := 0
+	for p <= len(rec) {
+		// at a field start
+		if p < len(rec) && rec[p] == q {
+			p++
+			for {
+				if p >= len(rec) {
+					return false
+				}
+				c := rec[p]
+				if d.opts.HasEscape && c == d.opts.Escape && p+1 < len(rec) {
+					p += 2
+					continue
+				}
+				if c == q {
+					if p+1 < len(rec) && rec[p+1] == q {
+						p += 2
+						continue
+					}
+					p++
+					break
+				}
+				p++
+			}
+		}
+		i := bytes.IndexByte(rec[p:], delim)
+		if i < 0 {
+			return true
+		}
+		p += i + 1
+	}
+	return true
+}
+
+// Decode parses one record and appends it (see Decoder). A trailing '\r' is
+// dropped (CRLF files); an empty line is skipped; with AllowComments a line
+// starting with '#' is skipped.
+func (d *CSVDecoder) Decode(line []byte) (bool, error) {
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	if len(line) == 0 || d.opts.AllowComments && line[0] == '#' {
+		return false, nil
+	}
+	r := &d.row
+	r.reset()
+	ncols := len(r.cols)
+	q, delim := d.opts.Quote, d.opts.FieldDelimiter
+	quoting := !d.opts.DisableQuote
+	p := 0
+	f := 0
+	for {
+		if f >= ncols {
+			return false, &FieldError{Reason: fmt.Sprintf("expected %d fields but found more", ncols), Value: shorten(line)}
+		}
+		var text []byte
+		quoted := false
+		if quoting && p < len(line) && line[p] == q {
+			quoted = true
+			p++
+			start := p
+			simple := true
+			closed := false
+			for p < len(line) {
+				c := line[p]
+				if d.opts.HasEscape && c == d.opts.Escape {
+					simple = false
+					p += 2
+					continue
+				}
+				if c == q {
+					if p+1 < len(line) && line[p+1] == q {
+						simple = false
+						p += 2
+						continue
+					}
+					closed = true
+					break
+				}
+				p++
+			}
+			if !closed {
+				return false, &FieldError{Column: r.cols[f].name, Reason: "unterminated quoted field", Value: shorten(line[start-1:])}
+			}
+			if simple {
+				text = line[start:p]
+			} else {
+				d.tmp = d.tmp[:0]
+				for j := start; j < p; j++ {
+					c := line[j]
+					if d.opts.HasEscape && c == d.opts.Escape && j+1 < p {
+						j++
+						d.tmp = append(d.tmp, line[j])
+						continue
+					}
+					if c == q { // doubled quote
+						j++
+					}
+					d.tmp = append(d.tmp, c)
+				}
+				text = d.tmp
+			}
+			p++ // closing quote
+			if p < len(line) && line[p] != delim {
+				return false, &FieldError{Column: r.cols[f].name, Reason: "unexpected character after closing quote", Value: shorten(line[start-1:])}
+			}
+		} else {
+			start := p
+			if d.opts.HasEscape {
+				d.tmp = d.tmp[:0]
+				for p < len(line) && line[p] != delim {
+					if line[p] == d.opts.Escape && p+1 < len(line) {
+						p++
+					}
+					d.tmp = append(d.tmp, line[p])
+					p++
+				}
+				text = d.tmp
+			} else {
+				i := bytes.IndexByte(line[p:], delim)
+				if i < 0 {
+					p = len(line)
+				} else {
+					p += i
+				}
+				text = line[start:p]
+			}
+		}
+		if !quoted && d.opts.HasNullLiteral && string(text) == d.opts.NullLiteral {
+			r.slots[f].null = true
+		} else if reason := r.parse(f, text); reason != "" {
+			return false, &FieldError{Column: r.cols[f].name, Value: shorten(text), Reason: reason}
+		}
+		f++
+		if p >= len(line) {
+			break
+		}
+		p++ // delimiter
+		if p == len(line) {
+			// trailing delimiter: one more, empty field
+			if f >= ncols {
+				return false, &FieldError{Reason: fmt.Sprintf("expected %d fields but found more", ncols), Value: shorten(line)}
+			}
+			if d.opts.HasNullLiteral && d.opts.NullLiteral == "" {
+				r.slots[f].null = true
+			} else if reason := r.parse(f, nil); reason != "" {
+				return false, &FieldError{Column: r.cols[f].name, Value: "", Reason: reason}
+			}
+			f++
+			break
+		}
+	}
+	if f != ncols {
+		return false, &FieldError{Reason: fmt.Sprintf("expected %d fields but found %d", ncols, f), Value: shorten(line)}
+	}
+	r.commit()
+	return true, nil
+}
+
+// CSVEncoder writes rows of records as CSV lines.
+type CSVEncoder struct {
+	opts CSVOptions
+	cols []Column
+}
+
+// NewCSVEncoder returns an encoder with the given options.
+func NewCSVEncoder(opts CSVOptions) *CSVEncoder { return &CSVEncoder{opts: opts} }
+
+// Reset points the encoder at rec's columns (call once per batch).
+func (e *CSVEncoder) Reset(rec arrow.Record) {
+	e.cols = e.cols[:0]
+	for _, a := range rec.Columns() {
+		e.cols = append(e.cols, NewColumn(a))
+	}
+}
+
+// AppendRow appends row i of the current record and a '\n'.
+func (e *CSVEncoder) AppendRow(dst []byte, i int) []byte {
+	for j := range e.cols {
+		if j > 0 {
+			dst = append(dst, e.opts.FieldDelimiter)
+		}
+		c := &e.cols[j]
+		if c.IsNull(i) {
+			if e.opts.HasNullLiteral {
+				dst = append(dst, e.opts.NullLiteral...)
+			}
+			continue
+		}
+		if c.kind != ckString {
+			dst = c.Append(dst, i, StyleFormatSQL)
+			continue
+		}
+		dst = e.appendString(dst, c.str.Value(i))
+	}
+	return append(dst, '\n')
+}
+
+func (e *CSVEncoder) needsQuote(s string) bool {
+	if s == "" {
+		return true // distinguishes "" from NULL (an empty field)
+	}
+	if e.opts.HasNullLiteral && s == e.opts.NullLiteral {
+		return true
+	}
+	if e.opts.AllowComments && s[0] == '#' {
+		return true
+	}
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		return true
+	}
+	for k := 0; k < len(s); k++ {
+		c := s[k]
+		if c == e.opts.FieldDelimiter || c == e.opts.Quote || c == '\n' || c == '\r' || e.opts.HasEscape && c == e.opts.Escape {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *CSVEncoder) appendString(dst []byte, s string) []byte {
+	if !e.needsQuote(s) {
+		return append(dst, s...)
+	}
+	if e.opts.DisableQuote {
+		if !e.opts.HasEscape {
+			return append(dst, s...)
+		}
+		for k := 0; k < len(s); k++ {
+			c := s[k]
+			if c == e.opts.FieldDelimiter || c == e.opts.Escape || c == '\n' || c == '\r' {
+				dst = append(dst, e.opts.Escape)
+			}
+			dst = append(dst, c)
+		}
+		return dst
+	}
+	q := e.opts.Quote
+	dst = append(dst, q)
+	for k := 0; k < len(s); k++ {
+		c := s[k]
+		if c == q {
+			dst = append(dst, q)
+		} else if e.opts.HasEscape && c == e.opts.Escape {
+			dst = append(dst, c)
+		}
+		dst = append(dst, c)
+	}
+	return append(dst, q)
+}
+
+// Encode writes every row of rec.
+func (e *CSVEncoder) Encode(w *bufio.Writer, rec arrow.Record) error {
+	e.Reset(rec)
+	var buf []byte
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		buf = e.AppendRow(buf[:0], i)
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}

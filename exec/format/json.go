@@ -1,0 +1,486 @@
+package format
+
+import (
+	"bufio"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/streamsql/streamsql/catalog"
+)
+
+// JSONDecoder decodes one JSON object per line into a RecordBuilder, columns
+// by name (exact name first, then case-insensitively). Missing keys are NULL
+// (or an error with FailOnMissingField); extra keys are ignored. Numeric and
+// BOOLEAN columns also accept their value as a JSON string ("12", "true");
+// a STRING column takes a JSON string as is, and any other value as its JSON
+// text.
+type JSONDecoder struct {
+	opts   JSONOptions
+	row    rowDecoder
+	byName map[string]int
+	byFold map[string]int
+	seen   []bool
+	tmp    []byte
+}
+
+// NewJSONDecoder returns a decoder appending to rb.
+func NewJSONDecoder(schema catalog.Schema, opts JSONOptions, rb *array.RecordBuilder) (*JSONDecoder, error) {
+	r, err := newRowDecoder(schema, rb)
+	if err != nil {
+		return nil, err
+	}
+	r.isoTS = opts.ISOTimestamps
+	r.json = true
+	d := &JSONDecoder{opts: opts, row: r, byName: map[string]int{}, byFold: map[string]int{}, seen: make([]bool, len(schema))}
+	for i, c := range schema {
+		d.byName[c.Name] = i
+		if _, dup := d.byFold[strings.ToLower(c.Name)]; !dup {
+			d.byFold[strings.ToLower(c.Name)] = i
+		}
+	}
+	return d, nil
+}
+
+type jsonErr struct {
+	pos    int
+	reason string
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// Decode parses one line holding one JSON object (see Decoder). Blank lines
+// are skipped.
+func (d *JSONDecoder) Decode(line []byte) (bool, error) {
+	p := 0
+	for p < len(line) && isSpace(line[p]) {
+		p++
+	}
+	if p == len(line) {
+		return false, nil
+	}
+	r := &d.row
+	r.reset()
+	for i := range d.seen {
+		d.seen[i] = false
+	}
+	if line[p] != '{' {
+		return false, d.syntax(line, p, "expected a JSON object")
+	}
+	p++
+	first := true
+	for {
+		p = skipSpace(line, p)
+		if p >= len(line) {
+			return false, d.syntax(line, p, "unexpected end of line inside the object")
+		}
+		if line[p] == '}' && first {
+			p++
+			break
+		}
+		if line[p] != '"' {
+			return false, d.syntax(line, p, "expected a quoted key")
+		}
+		// key
+		keyStart := len(d.tmp)
+		var je *jsonErr
+		d.tmp, p, je = appendJSONString(d.tmp[:keyStart], line, p)
+		if je != nil {
+			return false, d.syntax(line, je.pos, je.reason)
+		}
+		key := d.tmp[keyStart:]
+		col, ok := d.byName[string(key)]
+		if !ok {
+			col, ok = d.byFold[strings.ToLower(string(key))]
+		}
+		p = skipSpace(line, p)
+		if p >= len(line) || line[p] != ':' {
+			return false, d.syntax(line, p, "expected ':' after a key")
+		}
+		p = skipSpace(line, p+1)
+		if p >= len(line) {
+			return false, d.syntax(line, p, "expected a value")
+		}
+		// value
+		start := p
+		c := line[p]
+		switch {
+		case c == '"':
+			if !ok {
+				_, p, je = appendJSONString(d.tmp[:0], line, p)
+				if je != nil {
+					return false, d.syntax(line, je.pos, je.reason)
+				}
+				break
+			}
+			if r.cols[col].kind == catalog.KindString {
+				off := len(r.scratch)
+				r.scratch, p, je = appendJSONString(r.scratch, line, p)
+				if je != nil {
+					return false, d.syntax(line, je.pos, je.reason)
+				}
+				r.setString(col, off)
+			} else {
+				d.tmp, p, je = appendJSONString(d.tmp[:0], line, p)
+				if je != nil {
+					return false, d.syntax(line, je.pos, je.reason)
+				}
+				if reason := r.parse(col, d.tmp); reason != "" {
+					return false, &FieldError{Column: r.cols[col].name, Value: shorten(d.tmp), Reason: reason}
+				}
+			}
+		case c == '{' || c == '[':
+			end, je := skipComposite(line, p)
+			if je != nil {
+				return false, d.syntax(line, je.pos, je.reason)
+			}
+			p = end
+			if ok {
+				if r.cols[col].kind != catalog.KindString {
+					return false, &FieldError{Column: r.cols[col].name, Value: shorten(line[start:p]),
+						Reason: "cannot read a JSON " + map[byte]string{'{': "object", '[': "array"}[c] + " as " + typeName(&r.cols[col])}
+				}
+				r.parse(col, line[start:p])
+			}
+		default:
+			for p < len(line) && !isSpace(line[p]) && line[p] != ',' && line[p] != '}' && line[p] != ']' {
+				p++
+			}
+			tok := line[start:p]
+			switch string(tok) {
+			case "null":
+				if ok {
+					r.slots[col].null = true
+				}
+			case "true", "false":
+				if ok {
+					if k := r.cols[col].kind; k != catalog.KindBoolean && k != catalog.KindString {
+						return false, &FieldError{Column: r.cols[col].name, Value: string(tok), Reason: "cannot read a JSON boolean as " + typeName(&r.cols[col])}
+					}
+					r.parse(col, tok)
+				}
+			default:
+				if !validNumber(tok) {
+					return false, d.syntax(line, start, "invalid value")
+				}
+				if ok {
+					switch r.cols[col].kind {
+					case catalog.KindBoolean, catalog.KindTimestamp:
+						return false, &FieldError{Column: r.cols[col].name, Value: string(tok), Reason: "cannot read a JSON number as " + typeName(&r.cols[col])}
+					}
+					if reason := r.parse(col, tok); reason != "" {
+						return false, &FieldError{Column: r.cols[col].name, Value: shorten(tok), Reason: reason}
+					}
+				}
+			}
+		}
+		if ok {
+			d.seen[col] = true
+		}
+		first = false
+		p = skipSpace(line, p)
+		if p >= len(line) {
+			return false, d.syntax(line, p, "unexpected end of line inside the object")
+		}
+		if line[p] == ',' {
+			p++
+			continue
+		}
+		if line[p] == '}' {
+			p++
+			break
+		}
+		return false, d.syntax(line, p, "expected ',' or '}'")
+	}
+	p = skipSpace(line, p)
+	if p != len(line) {
+		return false, d.syntax(line, p, "unexpected text after the object")
+	}
+	if d.opts.FailOnMissingField {
+		for i, s := range d.seen {
+			if !s {
+				return false, &FieldError{Column: r.cols[i].name, Reason: "missing field ('json.fail-on-missing-field' is true)"}
+			}
+		}
+	}
+	r.commit()
+	return true, nil
+}
+
+func typeName(c *colOut) string {
+	switch c.kind {
+	case catalog.KindDecimal:
+		return fmt.Sprintf("DECIMAL(%d, %d)", c.prec, c.scale)
+	case catalog.KindTimestamp:
+		return "TIMESTAMP(3)"
+	}
+	return catalog.Type{Kind: c.kind}.String()
+}
+
+func (d *JSONDecoder) syntax(line []byte, pos int, reason string) error {
+	return &FieldError{Reason: fmt.Sprintf("invalid JSON: %s at character %d", reason, pos+1), Value: shorten(line)}
+}
+
+func skipSpace(b []byte, p int) int {
+	for p < len(b) && isSpace(b[p]) {
+		p++
+	}
+	return p
+}
+
+func validNumber(b []byte) bool {
+	p := 0
+	if p < len(b) && b[p] == '-' {
+		p++
+	}
+	digits := 0
+	for p < len(b) && b[p] >= '0' && b[p] <= '9' {
+		p++
+		digits++
+	}
+	if digits == 0 {
+		return false
+	}
+	if p < len(b) && b[p] == '.' {
+		p++
+		fd := 0
+		for p < len(b) && b[p] >= '0' && b[p] <= '9' {
+			p++
+			fd++
+		}
+		if fd == 0 {
+			return false
+		}
+	}
+	if p < len(b) && (b[p] == 'e' || b[p] == 'E') {
+		p++
+		if p < len(b) && (b[p] == '+' || b[p] == '-') {
+			p++
+		}
+		ed := 0
+		for p < len(b) && b[p] >= '0' && b[p] <= '9' {
+			p++
+			ed++
+		}
+		if ed == 0 {
+			return false
+		}
+	}
+	return p == len(b)
+}
+
+// appendJSONString decodes the string starting at b[p] == '"' into dst and
+// returns the position after the closing quote.
+func appendJSONString(dst, b []byte, p int) ([]byte, int, *jsonErr) {
+	p++
+	for {
+		start := p
+		for p < len(b) && b[p] != '"' && b[p] != '\\' && b[p] >= 0x20 {
+			p++
+		}
+		dst = append(dst, b[start:p]...)
+		if p >= len(b) {
+			return dst, p, &jsonErr{p, "unterminated string"}
+		}
+		switch c := b[p]; {
+		case c == '"':
+			return dst, p + 1, nil
+		case c < 0x20:
+			return dst, p, &jsonErr{p, "control character in a string"}
+		}
+		// backslash
+		if p+1 >= len(b) {
+			return dst, p, &jsonErr{p, "unterminated string"}
+		}
+		e := b[p+1]
+		p += 2
+		switch e {
+		case '"', '\\', '/':
+			dst = append(dst, e)
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, ok := hex4(b, p)
+			if !ok {
+				return dst, p, &jsonErr{p - 2, "bad \\u escape"}
+			}
+			p += 4
+			if utf16.IsSurrogate(r) {
+				if r2, ok := hex4(b, p+2); ok && p+1 < len(b) && b[p] == '\\' && b[p+1] == 'u' {
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						r = dec
+						p += 6
+					}
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+		default:
+			return dst, p - 2, &jsonErr{p - 2, "bad escape"}
+		}
+	}
+}
+
+func hex4(b []byte, p int) (rune, bool) {
+	if p+4 > len(b) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(b[p:p+4]), 16, 32)
+	return rune(v), err == nil
+}
+
+// skipComposite returns the position after the object or array at b[p].
+func skipComposite(b []byte, p int) (int, *jsonErr) {
+	depth := 0
+	for p < len(b) {
+		switch b[p] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return p + 1, nil
+			}
+		case '"':
+			var je *jsonErr
+			if _, p, je = appendJSONString(nil, b, p); je != nil {
+				return p, je
+			}
+			continue
+		}
+		p++
+	}
+	return p, &jsonErr{p, "unterminated object or array"}
+}
+
+// JSONEncoder writes rows as JSON objects, one per line, columns by name.
+type JSONEncoder struct {
+	opts  JSONOptions
+	names [][]byte // `"name":` pre-encoded
+	cols  []Column
+	style Style
+}
+
+// NewJSONEncoder returns an encoder for the given column names.
+func NewJSONEncoder(names []string, opts JSONOptions) *JSONEncoder {
+	e := &JSONEncoder{opts: opts, style: StyleFormatSQL}
+	if opts.ISOTimestamps {
+		e.style = StyleFormatISO
+	}
+	for _, n := range names {
+		k := appendJSONQuoted(nil, n)
+		e.names = append(e.names, append(k, ':'))
+	}
+	return e
+}
+
+// Reset points the encoder at rec's columns (call once per batch).
+func (e *JSONEncoder) Reset(rec arrow.Record) {
+	e.cols = e.cols[:0]
+	for _, a := range rec.Columns() {
+		e.cols = append(e.cols, NewColumn(a))
+	}
+}
+
+// AppendRow appends row i of the current record as one line. op, when not
+// empty, is written first as "op" (the change kind: +I, -U, +U, -D).
+func (e *JSONEncoder) AppendRow(dst []byte, i int, op string) []byte {
+	dst = append(dst, '{')
+	sep := false
+	if op != "" {
+		dst = append(dst, `"op":"`...)
+		dst = append(dst, op...)
+		dst = append(dst, '"')
+		sep = true
+	}
+	for j := range e.cols {
+		c := &e.cols[j]
+		null := c.IsNull(i)
+		if null && e.opts.IgnoreNullFields {
+			continue
+		}
+		if sep {
+			dst = append(dst, ',')
+		}
+		sep = true
+		dst = append(dst, e.names[j]...)
+		if null {
+			dst = append(dst, "null"...)
+			continue
+		}
+		switch c.kind {
+		case ckString:
+			dst = appendJSONQuoted(dst, c.str.Value(i))
+		case ckTimestamp:
+			dst = append(dst, '"')
+			dst = AppendTimestamp(dst, c.i64[i], e.style)
+			dst = append(dst, '"')
+		case ckFloat64:
+			start := len(dst)
+			dst = AppendJavaDouble(dst, c.f64[i])
+			if d := dst[start]; d == 'N' || d == 'I' || d == '-' && len(dst) > start+1 && dst[start+1] == 'I' {
+				// not a JSON number: quote it
+				v := string(dst[start:])
+				dst = append(append(append(dst[:start], '"'), v...), '"')
+			}
+		default:
+			dst = c.Append(dst, i, e.style)
+		}
+	}
+	return append(dst, '}', '\n')
+}
+
+// Encode writes every row of rec (append-only: no "op").
+func (e *JSONEncoder) Encode(w *bufio.Writer, rec arrow.Record) error {
+	e.Reset(rec)
+	var buf []byte
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		buf = e.AppendRow(buf[:0], i, "")
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendJSONQuoted(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for k := 0; k < len(s); k++ {
+		c := s[k]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:k]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+		}
+		start = k + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

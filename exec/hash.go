@@ -1,0 +1,123 @@
+package exec
+
+import (
+	"math"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/cespare/xxhash/v2"
+)
+
+// HashKeys appends to out one 64-bit hash per row of rec over the key
+// columns. The hash is stable across processes and versions (it decides key
+// groups, which checkpoints persist): never change it without a format
+// migration. NULL hashes as a fixed value.
+func HashKeys(rec arrow.Record, keys []int, out []uint64) []uint64 {
+	n := int(rec.NumRows())
+	if cap(out) < n {
+		out = make([]uint64, n)
+	}
+	out = out[:n]
+	for i := range out {
+		out[i] = 0x9e3779b97f4a7c15
+	}
+	for _, k := range keys {
+		hashColumn(rec.Column(k), out)
+	}
+	for i := range out {
+		out[i] = fmix64(out[i])
+	}
+	return out
+}
+
+func fmix64(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+const nullHash = 0x2545f4914f6cdd1d
+
+func combine(h, v uint64) uint64 { return (h ^ fmix64(v)) * 0x100000001b3 }
+
+func hashColumn(col arrow.Array, out []uint64) {
+	nulls := col.NullN() > 0
+	switch a := col.(type) {
+	case *array.Int32:
+		vs := a.Int32Values()
+		for i := range out {
+			if nulls && a.IsNull(i) {
+				out[i] = combine(out[i], nullHash)
+				continue
+			}
+			out[i] = combine(out[i], uint64(int64(vs[i])))
+		}
+	case *array.Int64:
+		vs := a.Int64Values()
+		for i := range out {
+			if nulls && a.IsNull(i) {
+				out[i] = combine(out[i], nullHash)
+				continue
+			}
+			out[i] = combine(out[i], uint64(vs[i]))
+		}
+	case *array.Timestamp:
+		vs := a.TimestampValues()
+		for i := range out {
+			if nulls && a.IsNull(i) {
+				out[i] = combine(out[i], nullHash)
+				continue
+			}
+			out[i] = combine(out[i], uint64(vs[i]))
+		}
+	case *array.Float64:
+		vs := a.Float64Values()
+		for i := range out {
+			if nulls && a.IsNull(i) {
+				out[i] = combine(out[i], nullHash)
+				continue
+			}
+			v := vs[i]
+			if v == 0 {
+				v = 0 // -0.0 and 0.0 are equal keys
+			}
+			out[i] = combine(out[i], math.Float64bits(v))
+		}
+	case *array.Decimal128:
+		for i := range out {
+			if nulls && a.IsNull(i) {
+				out[i] = combine(out[i], nullHash)
+				continue
+			}
+			v := a.Value(i)
+			out[i] = combine(combine(out[i], v.LowBits()), uint64(v.HighBits()))
+		}
+	case *array.Boolean:
+		for i := range out {
+			if nulls && a.IsNull(i) {
+				out[i] = combine(out[i], nullHash)
+				continue
+			}
+			v := uint64(1)
+			if a.Value(i) {
+				v = 2
+			}
+			out[i] = combine(out[i], v)
+		}
+	case *array.String:
+		for i := range out {
+			if nulls && a.IsNull(i) {
+				out[i] = combine(out[i], nullHash)
+				continue
+			}
+			out[i] = combine(out[i], xxhash.Sum64String(a.Value(i)))
+		}
+	default:
+		for i := range out {
+			out[i] = combine(out[i], nullHash)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package exec
+
+import (
+	"context"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/catalog"
+)
+
+// RowKind is the change a row represents, with Flink's byte values.
+type RowKind int8
+
+const (
+	Insert       RowKind = 0 // +I
+	UpdateBefore RowKind = 1 // -U
+	UpdateAfter  RowKind = 2 // +U
+	Delete       RowKind = 3 // -D
+)
+
+// String returns Flink's short form: +I, -U, +U, -D.
+func (k RowKind) String() string {
+	switch k {
+	case Insert:
+		return "+I"
+	case UpdateBefore:
+		return "-U"
+	case UpdateAfter:
+		return "+U"
+	case Delete:
+		return "-D"
+	}
+	return "??"
+}
+
+// IsAdd reports whether the row adds to the result (+I, +U).
+func (k RowKind) IsAdd() bool { return k == Insert || k == UpdateAfter }
+
+// Batch is a record batch with the change kind of each row. Ops == nil means
+// every row is an insert (+I), the common case of append-only streams.
+// Otherwise len(Ops) == Rec.NumRows().
+type Batch struct {
+	Rec arrow.Record
+	Ops []RowKind
+}
+
+// Op returns the kind of row i.
+func (b Batch) Op(i int) RowKind {
+	if b.Ops == nil {
+		return Insert
+	}
+	return b.Ops[i]
+}
+
+// Rows returns the number of rows.
+func (b Batch) Rows() int { return int(b.Rec.NumRows()) }
+
+// MsgKind tells what a Message carries.
+type MsgKind uint8
+
+const (
+	MsgData      MsgKind = iota // a Batch
+	MsgBarrier                  // a checkpoint barrier
+	MsgWatermark                // an event-time watermark
+	MsgEnd                      // end of input on this channel
+)
+
+// BarrierKind distinguishes checkpoints from savepoints.
+type BarrierKind uint8
+
+const (
+	Checkpoint BarrierKind = iota
+	Savepoint
+)
+
+// Barrier is a checkpoint barrier travelling in-band between batches.
+type Barrier struct {
+	ID   int64
+	Kind BarrierKind
+}
+
+// Message is the one kind of value on every edge of the DAG. A MsgData message
+// hands over exactly one reference to Batch.Rec: the receiver releases it or
+// forwards it, and calls Retain only to keep it.
+type Message struct {
+	Kind      MsgKind
+	Batch     Batch
+	Barrier   Barrier
+	Watermark int64
+}
+
+// SourceContext is what one parallel subtask of a source is given.
+type SourceContext struct {
+	Subtask     int
+	Parallelism int
+	Mem         memory.Allocator
+	BatchSize   int           // rows per batch (execution.batch-size)
+	Linger      time.Duration // flush a partial batch after this long (execution.batch-linger)
+	Table       *catalog.Table
+	Schema      catalog.Schema // the table's physical columns, in order
+	// SkippedRecords counts bad records skipped by ignore-parse-errors.
+	SkippedRecords *atomic.Int64
+}
+
+// Source is one parallel instance of a source connector.
+type Source interface {
+	// Run produces batches until the input ends (return nil) or ctx is done
+	// (return ctx.Err()). Each full batch (BatchSize rows, or fewer when Linger
+	// elapsed or the input ended) is passed to emit, which takes ownership.
+	// While idle, Run calls emit(nil) at least every Linger so the runtime can
+	// act between batches. An error returned by emit must be returned by Run.
+	Run(ctx context.Context, emit func(arrow.Record) error) error
+	// Close releases resources; idempotent.
+	Close() error
+}
+
+// SinkContext is what one parallel subtask of a sink is given.
+type SinkContext struct {
+	Subtask     int
+	Parallelism int
+	Mem         memory.Allocator
+	Table       *catalog.Table
+	Schema      catalog.Schema
+	// Updating is true when the input carries -U/+U/-D rows.
+	Updating bool
+	// Stdout is where the print sink writes (os.Stdout unless redirected by
+	// the shell or tests). Writes of whole batches are serialised by the sink.
+	Stdout io.Writer
+	// RolloverInterval is sink.rolling-policy.rollover-interval, for unbounded
+	// jobs without checkpointing.
+}
+
+// Sink is one parallel instance of a sink connector.
+type Sink interface {
+	// Write consumes a batch. The sink does not own b.Rec: it must Retain it
+	// to keep it beyond the call.
+	Write(b Batch) error
+	// Finish is called at end of input: flush and commit everything.
+	Finish() error
+	// Close releases resources; uncommitted data is discarded. Idempotent.
+	Close() error
+}

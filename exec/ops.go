@@ -1,0 +1,233 @@
+package exec
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/exec/expr"
+	"github.com/streamsql/streamsql/planner"
+)
+
+func newOperator(spec planner.Op, st *subtask) (Operator, error) {
+	switch s := spec.(type) {
+	case *planner.CalcOp:
+		return newCalc(s, st.cfg.Mem)
+	case *planner.TableFuncOp:
+		return newTableFunc(s, st.cfg.Mem)
+	case *planner.AggOp:
+		return newAgg(s, st.cfg.Mem, st.cfg.BatchSize)
+	}
+	return nil, fmt.Errorf("unknown operator %T", spec)
+}
+
+// calc filters and projects whole batches with compiled expressions.
+type calc struct {
+	spec   *planner.CalcOp
+	mem    memory.Allocator
+	filter expr.Evaluator
+	projs  []expr.Evaluator
+	schema *arrow.Schema
+}
+
+func newCalc(s *planner.CalcOp, mem memory.Allocator) (*calc, error) {
+	c := &calc{spec: s, mem: mem, schema: s.Out.Arrow()}
+	var err error
+	if s.Filter != nil {
+		if c.filter, err = expr.Compile(s.Filter); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range s.Projs {
+		ev, err := expr.Compile(p)
+		if err != nil {
+			return nil, err
+		}
+		c.projs = append(c.projs, ev)
+	}
+	return c, nil
+}
+
+func (c *calc) Process(b Batch, out Collector) error {
+	if c.filter != nil {
+		fb, err := c.applyFilter(b)
+		if err != nil {
+			return err
+		}
+		b = fb
+		if b.Rows() == 0 {
+			b.Rec.Release()
+			return nil
+		}
+	}
+	if c.projs == nil {
+		return out.Collect(b)
+	}
+	cols := make([]arrow.Array, len(c.projs))
+	for i, p := range c.projs {
+		a, err := p.Eval(b.Rec, c.mem)
+		if err != nil {
+			for _, x := range cols[:i] {
+				x.Release()
+			}
+			b.Rec.Release()
+			return err
+		}
+		cols[i] = a
+	}
+	rec := array.NewRecord(c.schema, cols, b.Rec.NumRows())
+	for _, x := range cols {
+		x.Release()
+	}
+	b.Rec.Release()
+	return out.Collect(Batch{Rec: rec, Ops: b.Ops})
+}
+
+// applyFilter keeps the rows passing the filter. On a changelog, an adjacent
+// -U/+U pair of which only one side passes becomes a -D or a +I, so the
+// filtered stream still folds into the filtered table.
+func (c *calc) applyFilter(b Batch) (Batch, error) {
+	m, err := c.filter.Eval(b.Rec, c.mem)
+	if err != nil {
+		b.Rec.Release()
+		return Batch{}, err
+	}
+	defer m.Release()
+	mask := m.(*array.Boolean)
+	pass := func(i int) bool { return mask.IsValid(i) && mask.Value(i) }
+	var ops []RowKind
+	if b.Ops != nil {
+		ops = make([]RowKind, 0, len(b.Ops))
+		for i := 0; i < len(b.Ops); i++ {
+			if b.Ops[i] == UpdateBefore && i+1 < len(b.Ops) && b.Ops[i+1] == UpdateAfter {
+				pb, pa := pass(i), pass(i+1)
+				switch {
+				case pb && pa:
+					ops = append(ops, UpdateBefore, UpdateAfter)
+				case pb:
+					ops = append(ops, Delete)
+				case pa:
+					ops = append(ops, Insert)
+				}
+				i++
+				continue
+			}
+			if pass(i) {
+				ops = append(ops, b.Ops[i])
+			}
+		}
+	}
+	rec, err := expr.FilterRecord(b.Rec, mask, c.mem)
+	b.Rec.Release()
+	if err != nil {
+		return Batch{}, err
+	}
+	return Batch{Rec: rec, Ops: ops}, nil
+}
+
+func (c *calc) Finish(out Collector) error { return nil }
+func (c *calc) Close() error               { return nil }
+
+// tableFunc implements the built-in SPLIT table function: each input row is
+// repeated once per non-empty token of its string argument, with the token
+// appended as a new column.
+type tableFunc struct {
+	spec   *planner.TableFuncOp
+	mem    memory.Allocator
+	str    expr.Evaluator
+	delim  expr.Evaluator
+	schema *arrow.Schema
+	idx    []int32
+}
+
+func newTableFunc(s *planner.TableFuncOp, mem memory.Allocator) (*tableFunc, error) {
+	if s.Fn != "split" {
+		return nil, fmt.Errorf("unknown table function %s", s.Fn)
+	}
+	t := &tableFunc{spec: s, mem: mem, schema: s.Out.Arrow()}
+	var err error
+	if t.str, err = expr.Compile(s.Args[0]); err != nil {
+		return nil, err
+	}
+	if len(s.Args) > 1 {
+		if t.delim, err = expr.Compile(s.Args[1]); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func (t *tableFunc) Process(b Batch, out Collector) error {
+	defer b.Rec.Release()
+	sa, err := t.str.Eval(b.Rec, t.mem)
+	if err != nil {
+		return err
+	}
+	defer sa.Release()
+	strs := sa.(*array.String)
+	var delims *array.String
+	if t.delim != nil {
+		da, err := t.delim.Eval(b.Rec, t.mem)
+		if err != nil {
+			return err
+		}
+		defer da.Release()
+		delims = da.(*array.String)
+	}
+	words := array.NewStringBuilder(t.mem)
+	defer words.Release()
+	t.idx = t.idx[:0]
+	var ops []RowKind
+	for i := 0; i < strs.Len(); i++ {
+		if strs.IsNull(i) {
+			continue
+		}
+		s := strs.Value(i)
+		d := " "
+		if delims != nil {
+			if delims.IsNull(i) {
+				continue
+			}
+			d = delims.Value(i)
+		}
+		emit := func(w string) {
+			if w == "" {
+				return
+			}
+			words.Append(w)
+			t.idx = append(t.idx, int32(i))
+			if b.Ops != nil {
+				ops = append(ops, b.Ops[i])
+			}
+		}
+		if d == "" {
+			emit(s)
+			continue
+		}
+		for {
+			j := strings.Index(s, d)
+			if j < 0 {
+				emit(s)
+				break
+			}
+			emit(s[:j])
+			s = s[j+len(d):]
+		}
+	}
+	if len(t.idx) == 0 {
+		return nil
+	}
+	taken := expr.TakeRecord(b.Rec, t.idx, t.mem)
+	defer taken.Release()
+	w := words.NewArray()
+	defer w.Release()
+	cols := append(append([]arrow.Array{}, taken.Columns()...), w)
+	rec := array.NewRecord(t.schema, cols, int64(len(t.idx)))
+	return out.Collect(Batch{Rec: rec, Ops: ops})
+}
+
+func (t *tableFunc) Finish(out Collector) error { return nil }
+func (t *tableFunc) Close() error               { return nil }

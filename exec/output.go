@@ -1,0 +1,201 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/streamsql/streamsql/exec/expr"
+	"github.com/streamsql/streamsql/planner"
+)
+
+// output is the end of a subtask's chain: an exchange to the next task, a
+// sink, or the client.
+type output interface {
+	Collector
+	// end signals end of input downstream (flushes and commits a sink).
+	end() error
+	close()
+}
+
+// exchangeOutput routes batches to the subtasks of the next task.
+type exchangeOutput struct {
+	st      *subtask
+	edge    *planner.Edge
+	chans   []chan Message // indexed by target subtask; nil where not routed
+	rr      int
+	hashes  []uint64
+	targets []int32
+	idx     [][]int32
+}
+
+func newExchangeOutput(st *subtask) *exchangeOutput {
+	return &exchangeOutput{st: st, edge: st.task.Output, chans: st.outChans, rr: st.index}
+}
+
+func (o *exchangeOutput) send(target int, m Message) error {
+	select {
+	case o.chans[target] <- m:
+		return nil
+	case <-o.st.ctx.Done():
+		m.release()
+		return o.st.ctx.Err()
+	}
+}
+
+func (o *exchangeOutput) Collect(b Batch) error {
+	if b.Rows() == 0 {
+		b.Rec.Release()
+		return nil
+	}
+	switch o.edge.Kind {
+	case planner.Forward:
+		return o.send(o.st.index, Message{Kind: MsgData, Batch: b})
+	case planner.Global:
+		return o.send(0, Message{Kind: MsgData, Batch: b})
+	case planner.Rebalance:
+		o.rr = (o.rr + 1) % len(o.chans)
+		return o.send(o.rr, Message{Kind: MsgData, Batch: b})
+	case planner.Broadcast:
+		n := len(o.chans)
+		for i := 1; i < n; i++ {
+			b.Rec.Retain()
+		}
+		for i := 0; i < n; i++ {
+			if err := o.send(i, Message{Kind: MsgData, Batch: b}); err != nil {
+				for j := i + 1; j < n; j++ { // references of targets not reached
+					b.Rec.Release()
+				}
+				return err
+			}
+		}
+		return nil
+	case planner.Hash:
+		return o.hashRoute(b)
+	}
+	b.Rec.Release()
+	return fmt.Errorf("unknown exchange %v", o.edge.Kind)
+}
+
+func (o *exchangeOutput) hashRoute(b Batch) error {
+	n := b.Rows()
+	p := len(o.chans)
+	if p == 1 {
+		return o.send(0, Message{Kind: MsgData, Batch: b})
+	}
+	o.hashes = HashKeys(b.Rec, o.edge.Keys, o.hashes[:0])
+	if cap(o.targets) < n {
+		o.targets = make([]int32, n)
+	}
+	o.targets = o.targets[:n]
+	maxP := uint64(o.st.cfg.MaxParallelism)
+	same := true
+	for i, h := range o.hashes {
+		kg := h % maxP
+		o.targets[i] = int32(kg * uint64(p) / maxP)
+		if o.targets[i] != o.targets[0] {
+			same = false
+		}
+	}
+	if same {
+		return o.send(int(o.targets[0]), Message{Kind: MsgData, Batch: b})
+	}
+	if len(o.idx) != p {
+		o.idx = make([][]int32, p)
+	}
+	for t := range o.idx {
+		o.idx[t] = o.idx[t][:0]
+	}
+	for i, t := range o.targets {
+		o.idx[t] = append(o.idx[t], int32(i))
+	}
+	var err error
+	for t, idx := range o.idx {
+		if len(idx) == 0 || err != nil {
+			continue
+		}
+		part := Batch{Rec: expr.TakeRecord(b.Rec, idx, o.st.cfg.Mem)}
+		if b.Ops != nil {
+			part.Ops = make([]RowKind, len(idx))
+			for k, i := range idx {
+				part.Ops[k] = b.Ops[i]
+			}
+		}
+		err = o.send(t, Message{Kind: MsgData, Batch: part})
+	}
+	b.Rec.Release()
+	return err
+}
+
+func (o *exchangeOutput) end() error {
+	for t, ch := range o.chans {
+		if ch == nil {
+			continue
+		}
+		if err := o.send(t, Message{Kind: MsgEnd}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *exchangeOutput) close() {}
+
+// sinkOutput writes to a sink connector or to the client.
+type sinkOutput struct {
+	st      *subtask
+	sink    Sink // nil for the client
+	collect func(Batch) error
+	closed  bool
+}
+
+func newSinkOutput(st *subtask) (output, error) {
+	spec := st.task.Sink
+	o := &sinkOutput{st: st}
+	if spec.Table == nil {
+		if st.cfg.Collect == nil {
+			return nil, fmt.Errorf("no client to collect the results")
+		}
+		o.collect = st.cfg.Collect
+		return o, nil
+	}
+	sc := &SinkContext{
+		Subtask:     st.index,
+		Parallelism: st.task.Parallelism,
+		Mem:         st.cfg.Mem,
+		Table:       spec.Table,
+		Schema:      spec.Schema,
+		Updating:    spec.Mode == planner.Retract,
+		Stdout:      st.cfg.Stdout,
+	}
+	s, err := st.cfg.NewSink(spec.Table, sc)
+	if err != nil {
+		return nil, err
+	}
+	o.sink = s
+	return o, nil
+}
+
+func (o *sinkOutput) Collect(b Batch) error {
+	defer b.Rec.Release()
+	o.st.cfg.Metrics.RecordsOut.Add(int64(b.Rows()))
+	if o.sink == nil {
+		return o.collect(b)
+	}
+	return o.sink.Write(b)
+}
+
+func (o *sinkOutput) end() error {
+	if o.sink == nil {
+		return nil
+	}
+	return o.sink.Finish()
+}
+
+func (o *sinkOutput) close() {
+	if o.closed {
+		return
+	}
+	o.closed = true
+	if o.sink != nil {
+		o.sink.Close()
+	}
+}

@@ -1,0 +1,242 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/planner"
+)
+
+// genSource emits batches of (k BIGINT, v BIGINT) rows: row n of the whole
+// table has k = n % keys and v = n; subtask i of p emits rows i, i+p, ...
+// It is unbounded when total < 0.
+type genSource struct {
+	sc      *SourceContext
+	total   int64
+	keys    int64
+	emitted *atomic.Int64
+}
+
+func (g *genSource) Run(ctx context.Context, emit func(arrow.Record) error) error {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	n := int64(g.sc.Subtask)
+	p := int64(g.sc.Parallelism)
+	for g.total < 0 || n < g.total {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		kb := array.NewInt64Builder(g.sc.Mem)
+		vb := array.NewInt64Builder(g.sc.Mem)
+		for i := 0; i < g.sc.BatchSize && (g.total < 0 || n < g.total); i++ {
+			kb.Append(n % g.keys)
+			vb.Append(n)
+			n += p
+		}
+		k, v := kb.NewArray(), vb.NewArray()
+		kb.Release()
+		vb.Release()
+		rec := array.NewRecord(schema, []arrow.Array{k, v}, int64(k.Len()))
+		k.Release()
+		v.Release()
+		if g.emitted != nil {
+			g.emitted.Add(1)
+		}
+		if err := emit(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *genSource) Close() error { return nil }
+
+var kvSchema = catalog.Schema{{Name: "k", Type: catalog.BigInt}, {Name: "v", Type: catalog.BigInt}}
+
+// aggPlan is: gen source -> HASH(k) -> GroupAggregate(k, COUNT(*), SUM(v)) -> client.
+func aggPlan(par int) *planner.Physical {
+	src := &planner.Task{Name: "src", Parallelism: par, Source: &planner.SourceSpec{Table: &catalog.Table{Name: "gen"}, Schema: kvSchema}, OutSchema: kvSchema}
+	out := catalog.Schema{{Name: "k", Type: catalog.BigInt}, {Name: "c", Type: catalog.BigInt}, {Name: "s", Type: catalog.BigInt}}
+	agg := &planner.AggOp{Keys: []int{0}, KeyNames: []string{"k"}, Out: out, Aggs: []planner.AggCall{
+		{Fn: "count_star", Arg: -1, T: catalog.BigInt},
+		{Fn: "sum", Arg: 1, ArgType: catalog.BigInt, T: catalog.BigInt},
+	}}
+	at := &planner.Task{Name: "agg", Parallelism: par, Ops: []planner.Op{agg}, OutSchema: out, OutMode: planner.Retract}
+	sink := &planner.Task{Name: "sink", Parallelism: 1, Sink: &planner.SinkSpec{Schema: out, Mode: planner.Retract}}
+	e1 := &planner.Edge{From: src, To: at, Kind: planner.Hash, Keys: []int{0}}
+	e2 := &planner.Edge{From: at, To: sink, Kind: planner.Global, Mode: planner.Retract}
+	src.Output, at.Inputs, at.Output, sink.Inputs = e1, []*planner.Edge{e1}, e2, []*planner.Edge{e2}
+	return &planner.Physical{Tasks: []*planner.Task{src, at, sink}, Edges: []*planner.Edge{e1, e2}}
+}
+
+// fold applies a changelog to a table keyed by the row's text.
+type folded map[string]int
+
+func (f folded) apply(b Batch) {
+	for i := 0; i < b.Rows(); i++ {
+		row := ""
+		for c := 0; c < int(b.Rec.NumCols()); c++ {
+			row += fmt.Sprintf("%v|", b.Rec.Column(c).(*array.Int64).Value(i))
+		}
+		if b.Op(i).IsAdd() {
+			f[row]++
+		} else {
+			f[row]--
+			if f[row] == 0 {
+				delete(f, row)
+			}
+		}
+	}
+}
+
+func (f folded) sorted() []string {
+	var out []string
+	for k, n := range f {
+		for i := 0; i < n; i++ {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestGroupAggregateAcrossParallelismAndBatchSizes(t *testing.T) {
+	const total, keys = 5000, 37
+	want := folded{}
+	for k := int64(0); k < keys; k++ {
+		var c, s int64
+		for n := k; n < total; n += keys {
+			c++
+			s += n
+		}
+		want[fmt.Sprintf("%d|%d|%d|", k, c, s)] = 1
+	}
+	for _, par := range []int{1, 2, 4} {
+		for _, bs := range []int{1, 7, 1024} {
+			t.Run(fmt.Sprintf("p%d/b%d", par, bs), func(t *testing.T) {
+				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				defer mem.AssertSize(t, 0)
+				got := folded{}
+				cfg := JobConfig{Mem: mem, BatchSize: bs, Collect: func(b Batch) error { got.apply(b); return nil },
+					NewSource: func(tb *catalog.Table, sc *SourceContext) (Source, error) {
+						return &genSource{sc: sc, total: total, keys: keys}, nil
+					}}
+				if err := RunJob(context.Background(), aggPlan(par), cfg); err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(got.sorted()) != fmt.Sprint(want.sorted()) {
+					t.Fatalf("final table differs:\n got %v\nwant %v", got.sorted(), want.sorted())
+				}
+			})
+		}
+	}
+}
+
+func TestCancelReleasesEverythingAndLeaksNoGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	ctx, cancel := context.WithCancel(context.Background())
+	var seen atomic.Int64
+	cfg := JobConfig{Mem: mem, BatchSize: 64, Collect: func(b Batch) error {
+		if seen.Add(1) == 50 {
+			cancel() // cancel from inside the running job
+		}
+		return nil
+	}, NewSource: func(tb *catalog.Table, sc *SourceContext) (Source, error) {
+		return &genSource{sc: sc, total: -1, keys: 1000}, nil
+	}}
+	err := RunJob(ctx, aggPlan(4), cfg)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	if seen.Load() < 50 {
+		t.Fatalf("job ended before the cancel fired: %d batches", seen.Load())
+	}
+	mem.AssertSize(t, 0)
+	waitGoroutines(t, before)
+}
+
+func TestFailureStopsJobAndReleases(t *testing.T) {
+	before := runtime.NumGoroutine()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	boom := errors.New("boom")
+	var calls atomic.Int64
+	cfg := JobConfig{Mem: mem, BatchSize: 16, Collect: func(b Batch) error {
+		if calls.Add(1) == 10 {
+			return boom
+		}
+		return nil
+	}, NewSource: func(tb *catalog.Table, sc *SourceContext) (Source, error) {
+		return &genSource{sc: sc, total: -1, keys: 100}, nil
+	}}
+	err := RunJob(context.Background(), aggPlan(3), cfg)
+	if !errors.Is(err, boom) {
+		t.Fatalf("want boom, got %v", err)
+	}
+	if calls.Load() != 10 {
+		t.Fatalf("collector called %d times after failing at call 10", calls.Load())
+	}
+	mem.AssertSize(t, 0)
+	waitGoroutines(t, before)
+}
+
+// TestBackpressureBoundsMemory runs an unbounded fast source into a client
+// that consumes slowly (it waits for the test); memory in flight must stay
+// bounded by the channel capacities, not grow with the source's speed.
+func TestBackpressureBoundsMemory(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	ctx, cancel := context.WithCancel(context.Background())
+	var emitted atomic.Int64
+	var maxInUse int
+	var mu sync.Mutex
+	consumed := 0
+	cfg := JobConfig{Mem: mem, BatchSize: 256, ChannelCapacity: 2, Collect: func(b Batch) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if n := mem.CurrentAlloc(); n > maxInUse {
+			maxInUse = n
+		}
+		consumed++
+		if consumed == 300 {
+			cancel()
+		}
+		return nil
+	}, NewSource: func(tb *catalog.Table, sc *SourceContext) (Source, error) {
+		return &genSource{sc: sc, total: -1, keys: 1 << 40, emitted: &emitted}, nil
+	}}
+	RunJob(ctx, aggPlan(2), cfg)
+	// Each batch is ~4 KiB of source data; with 2 subtasks, capacity-2
+	// channels and a few batches held by operators, far less than 1 MiB may
+	// be in flight. Without backpressure the source would run ahead freely.
+	if maxInUse > 1<<20 {
+		t.Fatalf("%d bytes in flight: backpressure does not bound memory", maxInUse)
+	}
+	if emitted.Load() == 0 {
+		t.Fatal("source emitted nothing")
+	}
+	mem.AssertSize(t, 0)
+}
+
+// waitGoroutines waits until the goroutine count is back to n, yielding the
+// processor instead of sleeping.
+func waitGoroutines(t *testing.T, n int) {
+	t.Helper()
+	for i := 0; i < 1_000_000; i++ {
+		if runtime.NumGoroutine() <= n {
+			return
+		}
+		runtime.Gosched()
+	}
+	buf := make([]byte, 1<<16)
+	t.Fatalf("goroutines leaked: %d > %d\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
+}

@@ -1,0 +1,282 @@
+package parser
+
+import (
+	"fmt"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+)
+
+// Pos is a position in the user's original text (the whole script or shell
+// input given to Parse). Offset is a byte offset; Line and Col are 1-based,
+// Col counts bytes from the start of the line plus one.
+type Pos struct {
+	Offset int
+	Line   int
+	Col    int
+}
+
+func (p Pos) String() string { return fmt.Sprintf("%d:%d", p.Line, p.Col) }
+
+// Error is a parse or analysis error at a position of the user's text.
+// Error() renders "line:col: message"; callers that know the file name
+// prefix it ("jobs/wc.sql:3:14: ...").
+type Error struct {
+	Pos Pos
+	Msg string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d:%d: %s", e.Pos.Line, e.Pos.Col, e.Msg) }
+
+// Statement is one parsed statement. Every statement knows where it starts
+// and its exact original text.
+type Statement interface {
+	Position() Pos
+	// SQL is the statement's original text (without the trailing ';').
+	SQL() string
+}
+
+// Base carries what every statement has.
+type Base struct {
+	Pos  Pos
+	Text string
+}
+
+func (b *Base) Position() Pos { return b.Pos }
+func (b *Base) SQL() string   { return b.Text }
+
+// TypeName is a SQL type as written, e.g. DECIMAL(10, 2). Name is upper-case.
+type TypeName struct {
+	Name string
+	Args []int
+	Pos  Pos
+}
+
+// Option is one 'key' = 'value' pair of a WITH (...) clause or a SET.
+type Option struct {
+	Key      string
+	Value    string
+	KeyPos   Pos
+	ValuePos Pos
+}
+
+// ColumnDef is a physical column of CREATE TABLE.
+//
+// Two Flink column forms are also parsed (the catalog must support or
+// reject them): a computed column `name AS expr` (Computed != nil, Type is
+// empty) and a metadata column `name TYPE METADATA [FROM 'key'] [VIRTUAL]`
+// (Metadata true; MetadataKey empty means the column name is the key).
+type ColumnDef struct {
+	Name    string
+	Type    TypeName
+	NotNull bool
+	Pos     Pos
+
+	Comment     string
+	Computed    *Expr
+	Metadata    bool
+	MetadataKey string
+	Virtual     bool
+}
+
+// WatermarkDef is WATERMARK FOR col AS expr.
+type WatermarkDef struct {
+	Column string
+	Expr   *Expr // e.g. ts - INTERVAL '5' SECOND
+	Pos    Pos
+}
+
+// Expr is a standalone scalar expression (e.g. of a WATERMARK clause), parsed
+// by the TiDB parser with the same rewrites as a query.
+type Expr struct {
+	Node ast.ExprNode
+	Ctx  *QueryContext
+}
+
+// CreateTable is CREATE TABLE [IF NOT EXISTS] name (cols, [WATERMARK FOR ...],
+// [PRIMARY KEY (..) NOT ENFORCED]) WITH ('k' = 'v', ...).
+type CreateTable struct {
+	Base
+	Name        string
+	NamePos     Pos
+	IfNotExists bool
+	Temporary   bool
+	Columns     []ColumnDef
+	Watermark   *WatermarkDef
+	PrimaryKey  []string
+	Options     []Option
+	Comment     string // table COMMENT '...'
+}
+
+// CreateView is CREATE [TEMPORARY] VIEW [IF NOT EXISTS] name [(cols)] AS query.
+type CreateView struct {
+	Base
+	Name        string
+	NamePos     Pos
+	Temporary   bool
+	IfNotExists bool
+	Columns     []string
+	Query       *Query
+}
+
+// Drop is DROP [TEMPORARY] TABLE|VIEW [IF EXISTS] name.
+type Drop struct {
+	Base
+	Kind     string // "TABLE" or "VIEW"
+	Name     string
+	NamePos  Pos
+	IfExists bool
+}
+
+// ShowTables is SHOW TABLES. ShowViews is SHOW VIEWS.
+type ShowTables struct{ Base }
+type ShowViews struct{ Base }
+
+// ShowFunctions is SHOW FUNCTIONS.
+type ShowFunctions struct{ Base }
+
+// ShowCreate is SHOW CREATE TABLE|VIEW name.
+type ShowCreate struct {
+	Base
+	Kind    string // "TABLE" or "VIEW"
+	Name    string
+	NamePos Pos
+}
+
+// Describe is DESCRIBE name / DESC name.
+type Describe struct {
+	Base
+	Name    string
+	NamePos Pos
+}
+
+// Set is SET 'key' = 'value', or a bare SET (Key == "") that lists options.
+type Set struct {
+	Base
+	Key      string
+	Value    string
+	KeyPos   Pos
+	ValuePos Pos
+}
+
+// Reset is RESET 'key' or a bare RESET (Key == "": every option).
+type Reset struct {
+	Base
+	Key    string
+	KeyPos Pos
+}
+
+// Explain is EXPLAIN [PLAN FOR] <SELECT | INSERT | EXECUTE STATEMENT SET>.
+type Explain struct {
+	Base
+	Stmt Statement // *Select, *Insert or *StatementSet
+}
+
+// Select is a continuous query whose results go to the client.
+type Select struct {
+	Base
+	Query *Query
+}
+
+// Insert is INSERT INTO table [(cols)] query.
+type Insert struct {
+	Base
+	Table    string
+	TablePos Pos
+	Columns  []string
+	Query    *Query
+}
+
+// StatementSet is EXECUTE STATEMENT SET BEGIN insert; ... END (also accepted:
+// BEGIN STATEMENT SET; ... END;).
+type StatementSet struct {
+	Base
+	Inserts []*Insert
+}
+
+// ShowJobs is SHOW JOBS.
+type ShowJobs struct{ Base }
+
+// ShowCheckpoints is SHOW CHECKPOINTS.
+type ShowCheckpoints struct{ Base }
+
+// StopJob is STOP JOB 'id' [WITH SAVEPOINT] [WITH DRAIN].
+type StopJob struct {
+	Base
+	ID            string
+	WithSavepoint bool
+	WithDrain     bool
+}
+
+// Help is HELP. Quit is QUIT or EXIT.
+type Help struct{ Base }
+type Quit struct{ Base }
+
+// Query is a SELECT (or UNION) handed to the TiDB parser after the pre-lexer's
+// rewrites. Node is *ast.SelectStmt or *ast.SetOprStmt.
+type Query struct {
+	Node ast.ResultSetNode
+	Ctx  *QueryContext
+}
+
+// TableFunc is a table function call in FROM, written by the user as
+//
+//	, LATERAL TABLE(SPLIT(line, ' ')) AS T(word)
+//	CROSS JOIN LATERAL TABLE(SPLIT(line)) AS T(word)
+//	CROSS JOIN UNNEST(SPLIT(line, ' ')) AS T(word)
+//
+// The pre-lexer replaces the call in the text given to TiDB by a table name
+// (see QueryContext.TableFunc) and parses the arguments separately.
+type TableFunc struct {
+	Name    string // upper-case function name, e.g. "SPLIT"
+	Args    []ast.ExprNode
+	Alias   string   // T; may be empty
+	Columns []string // word; may be empty
+	Pos     Pos
+	// Kind is how it was written: "LATERAL" (LATERAL TABLE(F(..))), "UNNEST"
+	// (UNNEST(expr): Name is "UNNEST", Args has one element) or "TABLE"
+	// (FROM TABLE(F(..)), e.g. a window TVF; an argument written TABLE t
+	// appears as an *ast.ColumnNameExpr naming t, DESCRIPTOR(c) as a
+	// FuncCallExpr "descriptor").
+	Kind string
+}
+
+// QueryContext holds what the pre-lexer learned about a statement's text and
+// maps positions back to the user's original text.
+type QueryContext struct {
+	impl queryContextImpl
+}
+
+// queryContextImpl is implemented by the pre-lexer.
+type queryContextImpl interface {
+	castType(e *ast.FuncCastExpr) (TypeName, bool)
+	tableFunc(tn *ast.TableName) (*TableFunc, bool)
+	locate(word string, after int) Pos
+	startPos() Pos
+}
+
+// CastType returns the Flink type written in a CAST (TiDB's grammar only
+// knows MySQL cast targets, so the pre-lexer rewrites them).
+func (c *QueryContext) CastType(e *ast.FuncCastExpr) (TypeName, bool) { return c.impl.castType(e) }
+
+// TableFunc returns the table function that the pre-lexer replaced by tn, if any.
+func (c *QueryContext) TableFunc(tn *ast.TableName) (*TableFunc, bool) { return c.impl.tableFunc(tn) }
+
+// Locate returns the position in the original text of the first occurrence of
+// word (an identifier or keyword, matched case-insensitively on word
+// boundaries, outside string literals and comments) in this statement, or the
+// statement's start if it does not occur. Used for semantic errors
+// ("unknown column"), since TiDB's expression nodes carry no positions.
+func (c *QueryContext) Locate(word string) Pos { return c.impl.locate(word, 0) }
+
+// Start returns the position of the statement's first character.
+func (c *QueryContext) Start() Pos { return c.impl.startPos() }
+
+// Errorf builds an *Error at the first occurrence of word (or the statement
+// start when word is empty).
+func (c *QueryContext) Errorf(word, format string, args ...any) *Error {
+	p := c.Start()
+	if word != "" {
+		p = c.Locate(word)
+	}
+	return &Error{Pos: p, Msg: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,250 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/parser"
+)
+
+// buildAggregate plans GROUP BY / aggregates / HAVING:
+//
+//	in -> Calc(keys..., agg args...) -> GroupAggregate -> Calc(HAVING, select list)
+func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.QueryContext) (*rel, error) {
+	pre := &exprBuilder{ctx: ctx, in: in, clause: "GROUP BY"}
+	var preProjs []Expr
+	var preSchema catalog.Schema
+	var keyStrs []string
+	var keyNames []string
+	if sel.GroupBy != nil {
+		for _, item := range sel.GroupBy.Items {
+			e, err := pre.build(item.Expr)
+			if err != nil {
+				return nil, err
+			}
+			name := fmt.Sprintf("$f%d", len(preProjs))
+			if cn, ok := unparen(item.Expr).(*ast.ColumnNameExpr); ok {
+				name = cn.Name.Name.O
+			}
+			preProjs = append(preProjs, e)
+			preSchema = append(preSchema, catalog.Column{Name: name, Type: e.Type()})
+			keyStrs = append(keyStrs, e.String())
+			keyNames = append(keyNames, name)
+		}
+	}
+	nKeys := len(preProjs)
+
+	// Collect the aggregate calls of the select list and HAVING.
+	type aggRef struct {
+		key string
+		idx int
+	}
+	var calls []AggCall
+	var callKeys []string
+	argIndex := map[string]int{}
+	collect := func(n ast.ExprNode) error {
+		var err error
+		n.Accept(&aggVisitor{fn: func(a *ast.AggregateFuncExpr) {
+			if err != nil {
+				return
+			}
+			fn := strings.ToLower(a.F)
+			call := AggCall{Fn: fn, Arg: -1, Distinct: a.Distinct}
+			switch fn {
+			case "count", "sum", "min", "max", "avg":
+			default:
+				err = ctx.Errorf(a.F, "unsupported aggregate function %s (supported: COUNT, SUM, MIN, MAX, AVG)", strings.ToUpper(a.F))
+				return
+			}
+			if a.Distinct && fn != "count" {
+				err = ctx.Errorf(a.F, "DISTINCT is supported only in COUNT(DISTINCT x)")
+				return
+			}
+			isStar := fn == "count" && len(a.Args) == 1 && isStarArg(a.Args[0])
+			if isStar {
+				call.Fn = "count_star"
+				call.T = catalog.BigInt.WithNotNull(true)
+			} else {
+				if len(a.Args) != 1 {
+					err = ctx.Errorf(a.F, "%s takes exactly one argument", strings.ToUpper(fn))
+					return
+				}
+				ab := &exprBuilder{ctx: ctx, in: in, clause: strings.ToUpper(fn)}
+				arg, e := ab.build(a.Args[0])
+				if e != nil {
+					err = e
+					return
+				}
+				if arg.Type().Kind == catalog.KindNull {
+					arg = &Literal{T: catalog.Int}
+				}
+				t, e := aggResultType(fn, arg.Type())
+				if e != nil {
+					err = ctx.Errorf(a.F, "%v", e)
+					return
+				}
+				call.T = t
+				call.ArgType = arg.Type()
+				s := arg.String()
+				idx, ok := argIndex[s]
+				if !ok {
+					idx = len(preProjs)
+					argIndex[s] = idx
+					preProjs = append(preProjs, arg)
+					preSchema = append(preSchema, catalog.Column{Name: fmt.Sprintf("$f%d", idx), Type: arg.Type()})
+				}
+				call.Arg = idx
+			}
+			k := call.String()
+			for _, ck := range callKeys {
+				if ck == k {
+					return
+				}
+			}
+			call.Name = fmt.Sprintf("EXPR$%d", len(calls))
+			calls = append(calls, call)
+			callKeys = append(callKeys, k)
+		}})
+		return err
+	}
+	for _, f := range sel.Fields.Fields {
+		if f.Expr != nil {
+			if err := collect(f.Expr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if sel.Having != nil {
+		if err := collect(sel.Having.Expr); err != nil {
+			return nil, err
+		}
+	}
+
+	preRel := &rel{kind: relCalc, input: in, schema: preSchema, quals: make([]string, len(preSchema)), mode: in.mode, projs: preProjs}
+	keys := make([]int, nKeys)
+	outSchema := append(catalog.Schema{}, preSchema[:nKeys]...)
+	for i := range keys {
+		keys[i] = i
+	}
+	for _, c := range calls {
+		outSchema = append(outSchema, catalog.Column{Name: c.Name, Type: c.T})
+	}
+	op := &AggOp{Keys: keys, Aggs: calls, InputMode: in.mode, Out: outSchema, MaxParallel: p.MaxParallelism, KeyNames: keyNames}
+	aggRel := &rel{kind: relAgg, input: preRel, schema: outSchema, quals: make([]string, len(outSchema)), mode: Retract, agg: op, describ: op.Describe()}
+
+	// After the aggregation, expressions resolve aggregate calls and grouping
+	// keys to the aggregation's output columns.
+	hook := func(n ast.ExprNode) (Expr, bool, error) {
+		if a, ok := n.(*ast.AggregateFuncExpr); ok {
+			var k string
+			fn := strings.ToLower(a.F)
+			if fn == "count" && len(a.Args) == 1 && isStarArg(a.Args[0]) {
+				k = "COUNT(*)"
+			} else {
+				ab := &exprBuilder{ctx: ctx, in: in}
+				arg, err := ab.build(a.Args[0])
+				if err != nil {
+					return nil, true, err
+				}
+				k = AggCall{Fn: fn, Arg: argIndex[arg.String()], Distinct: a.Distinct}.String()
+			}
+			for i, ck := range callKeys {
+				if ck == k {
+					return &ColRef{Index: nKeys + i, Name: calls[i].Name, T: calls[i].T}, true, nil
+				}
+			}
+			return nil, true, ctx.Errorf(a.F, "internal error: aggregate %s not collected", k)
+		}
+		switch n.(type) {
+		case *ast.ColumnNameExpr, *ast.FuncCallExpr, *ast.BinaryOperationExpr, *ast.UnaryOperationExpr, *ast.FuncCastExpr, *ast.CaseExpr:
+			ab := &exprBuilder{ctx: ctx, in: in, noAggErr: true}
+			e, err := ab.build(n)
+			if err != nil {
+				if _, isCol := n.(*ast.ColumnNameExpr); isCol {
+					return nil, true, err
+				}
+				return nil, false, nil // contains aggregates: build its parts
+			}
+			s := e.String()
+			for i, ks := range keyStrs {
+				if ks == s {
+					return &ColRef{Index: i, Name: outSchema[i].Name, T: outSchema[i].Type}, true, nil
+				}
+			}
+			if cn, isCol := n.(*ast.ColumnNameExpr); isCol {
+				return nil, true, ctx.Errorf(cn.Name.Name.O, "column '%s' must appear in the GROUP BY clause or be used in an aggregate function", cn.Name.Name.O)
+			}
+		}
+		return nil, false, nil
+	}
+	cur := aggRel
+	if sel.Having != nil {
+		hb := &exprBuilder{ctx: ctx, in: aggRel, hook: hook, clause: "HAVING"}
+		cond, err := hb.build(sel.Having.Expr)
+		if err != nil {
+			return nil, err
+		}
+		if cond.Type().Kind != catalog.KindBoolean {
+			return nil, ctx.Errorf("HAVING", "HAVING condition must be BOOLEAN, got %s", cond.Type())
+		}
+		cur = &rel{kind: relCalc, input: aggRel, schema: aggRel.schema, quals: aggRel.quals, mode: Retract, filter: cond}
+	}
+	out, err := p.buildProjection(sel.Fields.Fields, cur, ctx, hook)
+	if err != nil {
+		return nil, err
+	}
+	if sel.Distinct {
+		return p.distinct(out), nil
+	}
+	return out, nil
+}
+
+func isStarArg(n ast.ExprNode) bool {
+	// TiDB parses COUNT(*) as COUNT(1) with a ValueExpr.
+	if v, ok := n.(ast.ValueExpr); ok {
+		return v.GetValue() != nil && fmt.Sprint(v.GetValue()) == "1"
+	}
+	return false
+}
+
+type aggVisitor struct{ fn func(*ast.AggregateFuncExpr) }
+
+func (v *aggVisitor) Enter(n ast.Node) (ast.Node, bool) {
+	if a, ok := n.(*ast.AggregateFuncExpr); ok {
+		v.fn(a)
+		return n, true
+	}
+	return n, false
+}
+func (v *aggVisitor) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// aggResultType follows Flink: COUNT is BIGINT NOT NULL; SUM and AVG keep the
+// input type (SUM of DECIMAL(p,s) is DECIMAL(38,s); AVG of DECIMAL(p,s) is
+// DECIMAL(38, max(6,s))); MIN and MAX keep the input type.
+func aggResultType(fn string, t catalog.Type) (catalog.Type, error) {
+	t = t.Nullable()
+	switch fn {
+	case "count":
+		return catalog.BigInt.WithNotNull(true), nil
+	case "sum", "avg":
+		switch t.Kind {
+		case catalog.KindInt, catalog.KindBigInt, catalog.KindDouble:
+			return t, nil
+		case catalog.KindDecimal:
+			if fn == "sum" {
+				return catalog.Decimal(38, t.Scale), nil
+			}
+			return catalog.Decimal(38, max(6, t.Scale)), nil
+		}
+		return catalog.Type{}, fmt.Errorf("%s does not accept an argument of type %s", strings.ToUpper(fn), t)
+	case "min", "max":
+		if t.Kind == catalog.KindString {
+			return catalog.String, nil
+		}
+		return t, nil
+	}
+	return catalog.Type{}, fmt.Errorf("unknown aggregate %s", fn)
+}

@@ -1,0 +1,385 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/parser"
+)
+
+// Planner turns queries into physical DAGs. It is pure: the same catalog,
+// options and SQL always give the same plan (and the same operator ids).
+type Planner struct {
+	Catalog        *catalog.Catalog
+	Parallelism    int
+	MaxParallelism int
+	// SourceParallelism returns the parallelism of a source table's scan
+	// (e.g. 1 for a socket); nil means Parallelism.
+	SourceParallelism func(t *catalog.Table, def int) int
+	// SinkCaps reports whether a connector can be a sink and accepts
+	// updating input.
+	SinkCaps func(connector string) (sink, updates bool)
+}
+
+// rel is a node of the logical plan: a chain from a source (no joins yet).
+type rel struct {
+	kind   relKind
+	input  *rel
+	schema catalog.Schema
+	quals  []string // qualifier (table alias) of each column, lower-case
+	mode   ChangelogMode
+	// by kind
+	table   *catalog.Table // relScan
+	values  bool           // relScan of the single-row VALUES source
+	filter  Expr           // relCalc
+	projs   []Expr         // relCalc (nil: keep columns)
+	tfunc   *TableFuncOp   // relTableFunc
+	agg     *AggOp         // relAgg
+	describ string         // for error messages (which node makes a stream updating)
+}
+
+type relKind uint8
+
+const (
+	relScan relKind = iota
+	relCalc
+	relTableFunc
+	relAgg
+)
+
+func (r *rel) qualify(q string) *rel {
+	out := *r
+	out.quals = make([]string, len(r.schema))
+	for i := range out.quals {
+		out.quals[i] = strings.ToLower(q)
+	}
+	return &out
+}
+
+// updatingNode returns the description of the node that makes r updating.
+func (r *rel) updatingNode() string {
+	for n := r; n != nil; n = n.input {
+		if n.kind == relAgg && n.input.mode == InsertOnly {
+			return n.describ
+		}
+	}
+	for n := r; n != nil; n = n.input {
+		if n.kind == relAgg {
+			return n.describ
+		}
+	}
+	return "?"
+}
+
+// buildQuery plans a SELECT (or a view's query) into a rel.
+func (p *Planner) buildQuery(q *parser.Query) (*rel, error) {
+	sel, ok := q.Node.(*ast.SelectStmt)
+	if !ok {
+		return nil, q.Ctx.Errorf("UNION", "UNION, INTERSECT and EXCEPT are not supported yet")
+	}
+	return p.buildSelect(sel, q.Ctx)
+}
+
+func (p *Planner) buildSelect(sel *ast.SelectStmt, ctx *parser.QueryContext) (*rel, error) {
+	if sel.OrderBy != nil {
+		return nil, ctx.Errorf("ORDER", "ORDER BY is not supported on unbounded streams (Flink supports it only on time attributes)")
+	}
+	if sel.Limit != nil {
+		return nil, ctx.Errorf("LIMIT", "LIMIT is not supported yet")
+	}
+	if sel.With != nil {
+		return nil, ctx.Errorf("WITH", "WITH (common table expressions) is not supported yet; use CREATE VIEW")
+	}
+	if sel.WindowSpecs != nil {
+		return nil, ctx.Errorf("OVER", "OVER windows are not supported yet")
+	}
+	var in *rel
+	var err error
+	if sel.From == nil {
+		in = &rel{kind: relScan, values: true, describ: "Values"}
+	} else {
+		in, err = p.buildFrom(sel.From.TableRefs, ctx)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if sel.Where != nil {
+		b := &exprBuilder{ctx: ctx, in: in, clause: "WHERE"}
+		cond, err := b.build(sel.Where)
+		if err != nil {
+			return nil, err
+		}
+		if cond.Type().Kind != catalog.KindBoolean && cond.Type().Kind != catalog.KindNull {
+			return nil, ctx.Errorf("WHERE", "WHERE condition must be BOOLEAN, got %s", cond.Type())
+		}
+		in = &rel{kind: relCalc, input: in, schema: in.schema, quals: in.quals, mode: in.mode, filter: cond}
+	}
+	hasAgg := sel.GroupBy != nil || sel.Having != nil || containsAgg(sel.Fields.Fields)
+	if hasAgg {
+		return p.buildAggregate(sel, in, ctx)
+	}
+	out, err := p.buildProjection(sel.Fields.Fields, in, ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if sel.Distinct {
+		return p.distinct(out), nil
+	}
+	return out, nil
+}
+
+func containsAgg(fields []*ast.SelectField) bool {
+	found := false
+	for _, f := range fields {
+		if f.Expr != nil {
+			f.Expr.Accept(&aggFinder{found: &found})
+		}
+	}
+	return found
+}
+
+type aggFinder struct{ found *bool }
+
+func (v *aggFinder) Enter(n ast.Node) (ast.Node, bool) {
+	if _, ok := n.(*ast.AggregateFuncExpr); ok {
+		*v.found = true
+		return n, true
+	}
+	return n, false
+}
+func (v *aggFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// buildProjection evaluates the select list over in. hook, when set,
+// resolves aggregate calls and grouping keys (after an aggregation).
+func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parser.QueryContext, hook func(ast.ExprNode) (Expr, bool, error)) (*rel, error) {
+	var projs []Expr
+	var schema catalog.Schema
+	var quals []string
+	exprN := 0
+	for _, f := range fields {
+		if f.WildCard != nil {
+			if hook != nil {
+				return nil, ctx.Errorf("*", "SELECT * cannot be used with GROUP BY or aggregates")
+			}
+			q := strings.ToLower(f.WildCard.Table.O)
+			matched := false
+			for i, c := range in.schema {
+				if q == "" || in.quals[i] == q {
+					projs = append(projs, &ColRef{Index: i, Name: c.Name, T: c.Type})
+					schema = append(schema, c)
+					quals = append(quals, in.quals[i])
+					matched = true
+				}
+			}
+			if !matched {
+				return nil, ctx.Errorf(f.WildCard.Table.O, "unknown table '%s' in %s.*", f.WildCard.Table.O, f.WildCard.Table.O)
+			}
+			continue
+		}
+		b := &exprBuilder{ctx: ctx, in: in, hook: hook, clause: "SELECT"}
+		e, err := b.build(f.Expr)
+		if err != nil {
+			return nil, err
+		}
+		name := f.AsName.O
+		if name == "" {
+			if cn, ok := unparen(f.Expr).(*ast.ColumnNameExpr); ok {
+				name = cn.Name.Name.O
+			} else {
+				name = fmt.Sprintf("EXPR$%d", exprN)
+			}
+		}
+		exprN++
+		projs = append(projs, e)
+		schema = append(schema, catalog.Column{Name: name, Type: e.Type()})
+		quals = append(quals, "")
+	}
+	if err := checkDuplicateNames(schema, ctx); err != nil {
+		return nil, err
+	}
+	if isIdentity(projs, in.schema) {
+		out := *in
+		out.schema, out.quals = schema, quals // only names may differ (aliases)
+		return &out, nil
+	}
+	return &rel{kind: relCalc, input: in, schema: schema, quals: quals, mode: in.mode, projs: projs}, nil
+}
+
+func checkDuplicateNames(s catalog.Schema, ctx *parser.QueryContext) error {
+	seen := map[string]bool{}
+	for _, c := range s {
+		k := strings.ToLower(c.Name)
+		if seen[k] {
+			return ctx.Errorf(c.Name, "duplicate column name '%s' in the select list; use AS to rename", c.Name)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+func isIdentity(projs []Expr, in catalog.Schema) bool {
+	if len(projs) != len(in) {
+		return false
+	}
+	for i, e := range projs {
+		c, ok := e.(*ColRef)
+		if !ok || c.Index != i {
+			return false
+		}
+	}
+	return true
+}
+
+func unparen(n ast.ExprNode) ast.ExprNode {
+	for {
+		p, ok := n.(*ast.ParenthesesExpr)
+		if !ok {
+			return n
+		}
+		n = p.Expr
+	}
+}
+
+// distinct turns r into SELECT DISTINCT r: a keyed aggregation with no aggregates.
+func (p *Planner) distinct(r *rel) *rel {
+	keys := make([]int, len(r.schema))
+	names := make([]string, len(r.schema))
+	for i, c := range r.schema {
+		keys[i] = i
+		names[i] = c.Name
+	}
+	op := &AggOp{Keys: keys, InputMode: r.mode, Out: r.schema, MaxParallel: p.MaxParallelism, KeyNames: names, DistinctOnly: true}
+	return &rel{kind: relAgg, input: r, schema: r.schema, quals: r.quals, mode: Retract, agg: op, describ: op.Describe()}
+}
+
+// buildFrom plans the FROM clause.
+func (p *Planner) buildFrom(n ast.ResultSetNode, ctx *parser.QueryContext) (*rel, error) {
+	switch x := n.(type) {
+	case *ast.Join:
+		if x.Right == nil {
+			return p.buildFrom(x.Left, ctx)
+		}
+		if ts, ok := x.Right.(*ast.TableSource); ok {
+			if tn, ok := ts.Source.(*ast.TableName); ok {
+				if tf, ok := ctx.TableFunc(tn); ok {
+					left, err := p.buildFrom(x.Left, ctx)
+					if err != nil {
+						return nil, err
+					}
+					return p.buildTableFunc(left, tf, ctx)
+				}
+			}
+		}
+		return nil, ctx.Errorf("JOIN", "joins are not supported yet (only LATERAL TABLE / UNNEST of a table function)")
+	case *ast.TableSource:
+		var r *rel
+		var err error
+		switch src := x.Source.(type) {
+		case *ast.TableName:
+			if _, ok := ctx.TableFunc(src); ok {
+				return nil, ctx.Errorf("TABLE", "a table function needs a table on its left: FROM t, LATERAL TABLE(...)")
+			}
+			r, err = p.buildTableName(src, ctx)
+		case *ast.SelectStmt:
+			r, err = p.buildSelect(src, ctx)
+			if err == nil {
+				r = r.qualify("")
+			}
+		default:
+			return nil, ctx.Errorf("FROM", "unsupported FROM item")
+		}
+		if err != nil {
+			return nil, err
+		}
+		if x.AsName.O != "" {
+			r = r.qualify(x.AsName.O)
+		}
+		return r, nil
+	}
+	return nil, ctx.Errorf("FROM", "unsupported FROM clause")
+}
+
+func (p *Planner) buildTableName(tn *ast.TableName, ctx *parser.QueryContext) (*rel, error) {
+	name := tn.Name.O
+	if tn.Schema.O != "" {
+		return nil, ctx.Errorf(tn.Schema.O, "catalogs and databases are not supported: use '%s'", name)
+	}
+	if t, ok := p.Catalog.Table(name); ok {
+		r := &rel{kind: relScan, table: t, schema: t.Schema, mode: InsertOnly, describ: "TableSourceScan(table=[" + t.Name + "])"}
+		return r.qualify(name), nil
+	}
+	if v, ok := p.Catalog.View(name); ok {
+		q, ok := v.Query.(*parser.Query)
+		if !ok {
+			return nil, ctx.Errorf(name, "view '%s' has no query", name)
+		}
+		r, err := p.buildQuery(q)
+		if err != nil {
+			return nil, fmt.Errorf("in view '%s': %w", name, err)
+		}
+		if len(v.Columns) > 0 {
+			out := *r
+			out.schema = append(catalog.Schema(nil), r.schema...)
+			for i := range out.schema {
+				out.schema[i].Name = v.Columns[i]
+			}
+			r = &out
+		}
+		return r.qualify(name), nil
+	}
+	msg := fmt.Sprintf("table or view '%s' not found", name)
+	if s := catalog.Suggest(name, p.Catalog.TableNames()); s != "" {
+		msg += fmt.Sprintf("; did you mean '%s'?", s)
+	}
+	return nil, ctx.Errorf(name, "%s", msg)
+}
+
+func (p *Planner) buildTableFunc(left *rel, tf *parser.TableFunc, ctx *parser.QueryContext) (*rel, error) {
+	name := strings.ToLower(tf.Name)
+	args := tf.Args
+	// UNNEST(SPLIT(s, d)) and UNNEST(STRING_TO_ARRAY(s, d)) mean SPLIT(s, d).
+	if name == "unnest" && len(args) == 1 {
+		if fc, ok := unparen(args[0]).(*ast.FuncCallExpr); ok {
+			name, args = fc.FnName.L, fc.Args
+		}
+	}
+	if name == "string_to_array" || name == "split_to_table" || name == "regexp_split_to_table" {
+		name = "split"
+	}
+	if name != "split" {
+		return nil, &parser.Error{Pos: tf.Pos, Msg: fmt.Sprintf("unknown table function %s (built-in: SPLIT(string[, delimiter]))", tf.Name)}
+	}
+	if len(args) < 1 || len(args) > 2 {
+		return nil, &parser.Error{Pos: tf.Pos, Msg: "SPLIT takes (string[, delimiter])"}
+	}
+	b := &exprBuilder{ctx: ctx, in: left, clause: "LATERAL TABLE"}
+	var eargs []Expr
+	for i, a := range args {
+		e, err := b.build(a)
+		if err != nil {
+			return nil, err
+		}
+		if e.Type().Kind != catalog.KindString {
+			if e.Type().Kind == catalog.KindNull {
+				e = &Literal{T: catalog.String}
+			} else {
+				return nil, &parser.Error{Pos: tf.Pos, Msg: fmt.Sprintf("SPLIT argument %d must be STRING, got %s", i+1, e.Type())}
+			}
+		}
+		eargs = append(eargs, e)
+	}
+	col := "f0"
+	if len(tf.Columns) > 0 {
+		col = tf.Columns[0]
+	}
+	if len(tf.Columns) > 1 {
+		return nil, &parser.Error{Pos: tf.Pos, Msg: "SPLIT returns one column"}
+	}
+	schema := append(append(catalog.Schema{}, left.schema...), catalog.Column{Name: col, Type: catalog.String.WithNotNull(true)})
+	quals := append(append([]string{}, left.quals...), strings.ToLower(tf.Alias))
+	op := &TableFuncOp{Fn: "split", Args: eargs, Out: schema}
+	return &rel{kind: relTableFunc, input: left, schema: schema, quals: quals, mode: left.mode, tfunc: op, describ: op.Describe()}, nil
+}

@@ -1,0 +1,14 @@
+// Package planner turns parsed queries into physical DAGs.
+//
+// It builds a logical chain (scan, calc, table function, aggregation) from
+// the TiDB AST given by package parser, resolves names and types (Flink's
+// typing rules, see functions.go), and cuts the chain into tasks: stateless
+// operators are fused into the task of their input; a keyed aggregation
+// starts a new task behind a hash exchange on its keys. Every edge records
+// its changelog mode (insert-only or retract) so that sinks that cannot
+// consume updates are rejected at planning time, naming the operator that
+// makes the stream updating. Explain renders the DAG.
+//
+// The planner is pure and deterministic: the same SQL and catalog give the
+// same plan and the same operator ids. It never imports exec.
+package planner

@@ -1,0 +1,207 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/streamsql/streamsql/catalog"
+)
+
+// ExchangeKind says how records of an edge are routed from the subtasks of
+// the producing task to those of the consuming task.
+type ExchangeKind uint8
+
+const (
+	// Forward: subtask i sends to subtask i (same parallelism).
+	Forward ExchangeKind = iota
+	// Hash: each row goes to the subtask owning its key group.
+	Hash
+	// Broadcast: every batch goes to every subtask.
+	Broadcast
+	// Rebalance: whole batches round-robin over the subtasks.
+	Rebalance
+	// Global: everything goes to subtask 0 (the consumer has parallelism 1).
+	Global
+)
+
+func (k ExchangeKind) String() string {
+	switch k {
+	case Forward:
+		return "FORWARD"
+	case Hash:
+		return "HASH"
+	case Broadcast:
+		return "BROADCAST"
+	case Rebalance:
+		return "REBALANCE"
+	case Global:
+		return "GLOBAL"
+	}
+	return "?"
+}
+
+// ChangelogMode is what kinds of rows an edge may carry.
+type ChangelogMode uint8
+
+const (
+	// InsertOnly: +I rows only (append-only stream).
+	InsertOnly ChangelogMode = iota
+	// Retract: +I, -U, +U, -D.
+	Retract
+)
+
+func (m ChangelogMode) String() string {
+	if m == Retract {
+		return "[I,UB,UA,D]"
+	}
+	return "[I]"
+}
+
+// Physical is a job's DAG: tasks connected by edges. Tasks are in
+// topological order (every edge goes from a lower to a higher index).
+type Physical struct {
+	Tasks []*Task
+	Edges []*Edge
+}
+
+// Task is a chain of fused operators run as Parallelism subtasks. A task
+// either reads a source (Source != nil) or reads its Inputs; it ends in a sink
+// (Sink != nil) or writes to its single Output edge.
+type Task struct {
+	Index       int
+	Name        string
+	Parallelism int
+	Source      *SourceSpec
+	Ops         []Op
+	Sink        *SinkSpec
+	Inputs      []*Edge
+	Output      *Edge
+	// OutSchema and OutMode describe what the last operator emits.
+	OutSchema catalog.Schema
+	OutMode   ChangelogMode
+}
+
+// Edge connects two tasks.
+type Edge struct {
+	From, To *Task
+	Kind     ExchangeKind
+	Keys     []int // Hash: key column indices of From.OutSchema
+	Mode     ChangelogMode
+}
+
+// SourceSpec is a source table scan.
+type SourceSpec struct {
+	// Values is the single-row, zero-column source of a SELECT without FROM.
+	Values bool
+	Table  *catalog.Table
+	Schema catalog.Schema
+	ID     string // stable operator id
+}
+
+// SinkSpec is the end of a pipeline: a table's connector or, when Table is
+// nil, the client (a SELECT's results).
+type SinkSpec struct {
+	Table  *catalog.Table
+	Schema catalog.Schema
+	Mode   ChangelogMode
+	ID     string
+}
+
+// Op is a fused, per-subtask operator of a task chain.
+type Op interface {
+	// OpID is the operator's stable id (derived from the plan's structure).
+	OpID() string
+	Describe() string
+}
+
+// CalcOp filters (Filter may be nil) then projects (Projs may be nil: keep
+// all columns). On a retract stream the filter keeps the changelog
+// consistent: of an adjacent -U/+U pair where only one side passes, the -U
+// becomes -D or the +U becomes +I.
+type CalcOp struct {
+	ID     string
+	Filter Expr
+	Projs  []Expr
+	Out    catalog.Schema
+	Mode   ChangelogMode
+}
+
+func (o *CalcOp) OpID() string { return o.ID }
+func (o *CalcOp) Describe() string {
+	var parts []string
+	if o.Filter != nil {
+		parts = append(parts, "where="+o.Filter.String())
+	}
+	if o.Projs != nil {
+		ps := make([]string, len(o.Projs))
+		for i, p := range o.Projs {
+			ps[i] = p.String() + " AS " + o.Out[i].Name
+		}
+		parts = append(parts, "select=["+strings.Join(ps, ", ")+"]")
+	}
+	return "Calc(" + strings.Join(parts, ", ") + ")"
+}
+
+// TableFuncOp joins each input row with the rows a table function returns
+// for it (LATERAL TABLE / CROSS JOIN UNNEST). Output = input columns followed
+// by the function's columns. Fn is "split": Args[0] is the string,
+// Args[1] (optional) the delimiter (default " ").
+type TableFuncOp struct {
+	ID   string
+	Fn   string
+	Args []Expr
+	Out  catalog.Schema
+}
+
+func (o *TableFuncOp) OpID() string { return o.ID }
+func (o *TableFuncOp) Describe() string {
+	as := make([]string, len(o.Args))
+	for i, a := range o.Args {
+		as[i] = a.String()
+	}
+	return fmt.Sprintf("Correlate(%s(%s))", strings.ToUpper(o.Fn), strings.Join(as, ", "))
+}
+
+// AggCall is one aggregate of an AggOp.
+type AggCall struct {
+	Fn       string // count_star, count, sum, min, max, avg
+	Arg      int    // input column; -1 for count_star
+	Distinct bool
+	ArgType  catalog.Type
+	T        catalog.Type
+	Name     string
+}
+
+func (a AggCall) String() string {
+	d := ""
+	if a.Distinct {
+		d = "DISTINCT "
+	}
+	if a.Fn == "count_star" {
+		return "COUNT(*)"
+	}
+	return fmt.Sprintf("%s(%s$%d)", strings.ToUpper(a.Fn), d, a.Arg)
+}
+
+// AggOp is a keyed (hash-partitioned) non-windowed aggregation. Its input
+// rows hold the grouping keys in Keys; output = keys then aggregates, as a
+// retract stream.
+type AggOp struct {
+	ID           string
+	Keys         []int
+	Aggs         []AggCall
+	InputMode    ChangelogMode
+	Out          catalog.Schema
+	MaxParallel  int
+	KeyNames     []string
+	DistinctOnly bool // SELECT DISTINCT
+}
+
+func (o *AggOp) OpID() string { return o.ID }
+func (o *AggOp) Describe() string {
+	as := make([]string, len(o.Aggs))
+	for i, a := range o.Aggs {
+		as[i] = a.String() + " AS " + a.Name
+	}
+	return fmt.Sprintf("GroupAggregate(groupBy=[%s], select=[%s])", strings.Join(o.KeyNames, ", "), strings.Join(as, ", "))
+}

@@ -1,0 +1,324 @@
+package planner
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/parser"
+)
+
+// QuerySchema returns the columns a query produces (for CREATE VIEW and DESCRIBE).
+func (p *Planner) QuerySchema(q *parser.Query) (catalog.Schema, error) {
+	r, err := p.buildQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	return r.schema, nil
+}
+
+// PlanSelect plans a SELECT whose changelog goes to the client.
+func (p *Planner) PlanSelect(q *parser.Query) (*Physical, catalog.Schema, error) {
+	r, err := p.buildQuery(q)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := &physBuilder{p: p}
+	t := b.build(r)
+	if t.Parallelism != 1 {
+		next := b.newTask(1)
+		next.OutSchema, next.OutMode = t.OutSchema, t.OutMode
+		b.connect(t, next, Global, nil)
+		t = next
+	}
+	t.Sink = &SinkSpec{Schema: r.schema, Mode: r.mode, ID: b.id(t, "CollectSink")}
+	b.finish()
+	return b.plan, r.schema, nil
+}
+
+// PlanInserts plans one or more INSERT INTO statements as one job.
+func (p *Planner) PlanInserts(ins []*parser.Insert) (*Physical, error) {
+	b := &physBuilder{p: p}
+	for _, in := range ins {
+		if err := p.planInsert(b, in); err != nil {
+			return nil, err
+		}
+	}
+	b.finish()
+	return b.plan, nil
+}
+
+func (p *Planner) planInsert(b *physBuilder, in *parser.Insert) error {
+	t, ok := p.Catalog.Table(in.Table)
+	if !ok {
+		msg := fmt.Sprintf("sink table '%s' not found", in.Table)
+		if _, isView := p.Catalog.View(in.Table); isView {
+			msg = fmt.Sprintf("'%s' is a view; INSERT INTO needs a table", in.Table)
+		} else if s := catalog.Suggest(in.Table, p.Catalog.TableNames()); s != "" {
+			msg += fmt.Sprintf("; did you mean '%s'?", s)
+		}
+		return &parser.Error{Pos: in.TablePos, Msg: msg}
+	}
+	isSink, updates := true, true
+	if p.SinkCaps != nil {
+		isSink, updates = p.SinkCaps(t.Connector())
+	}
+	if !isSink {
+		return &parser.Error{Pos: in.TablePos, Msg: fmt.Sprintf("connector '%s' of table '%s' cannot be used as a sink", t.Connector(), t.Name)}
+	}
+	r, err := p.buildQuery(in.Query)
+	if err != nil {
+		return err
+	}
+	// Map query columns to the sink's columns (by position, or by the
+	// explicit column list), casting where the types differ.
+	target := t.Schema
+	order := make([]int, len(target)) // sink column -> query column, -1 = NULL
+	if len(in.Columns) > 0 {
+		for i := range order {
+			order[i] = -1
+		}
+		if len(in.Columns) != len(r.schema) {
+			return &parser.Error{Pos: in.TablePos, Msg: fmt.Sprintf("INSERT INTO %s lists %d columns but the query produces %d", t.Name, len(in.Columns), len(r.schema))}
+		}
+		for qi, c := range in.Columns {
+			si := target.Index(c)
+			if si < 0 {
+				return &parser.Error{Pos: in.TablePos, Msg: fmt.Sprintf("column '%s' not found in sink table '%s'", c, t.Name)}
+			}
+			order[si] = qi
+		}
+	} else {
+		if len(r.schema) != len(target) {
+			return &parser.Error{Pos: in.TablePos, Msg: fmt.Sprintf("column count mismatch: query produces %d columns [%s] but sink table '%s' has %d [%s]",
+				len(r.schema), strings.Join(r.schema.Names(), ", "), t.Name, len(target), strings.Join(target.Names(), ", "))}
+		}
+		for i := range order {
+			order[i] = i
+		}
+	}
+	projs := make([]Expr, len(target))
+	identity := true
+	for si, c := range target {
+		qi := order[si]
+		if qi < 0 {
+			projs[si] = &Literal{T: c.Type.Nullable()}
+			identity = false
+			continue
+		}
+		var e Expr = &ColRef{Index: qi, Name: r.schema[qi].Name, T: r.schema[qi].Type}
+		if !e.Type().Equal(c.Type) {
+			ce, err := ResolveCast(e, c.Type.Nullable())
+			if err != nil {
+				return &parser.Error{Pos: in.TablePos, Msg: fmt.Sprintf("column '%s' of sink table '%s' is %s but the query produces %s", c.Name, t.Name, c.Type, e.Type())}
+			}
+			e = ce
+			identity = false
+		}
+		if qi != si {
+			identity = false
+		}
+		projs[si] = e
+	}
+	if !identity {
+		r = &rel{kind: relCalc, input: r, schema: target, quals: make([]string, len(target)), mode: r.mode, projs: projs}
+	}
+	if r.mode == Retract && !updates {
+		return &parser.Error{Pos: in.Pos, Msg: fmt.Sprintf("Table sink '%s' doesn't support consuming update changes which is produced by node %s", t.Name, r.updatingNode())}
+	}
+	task := b.build(r)
+	task.Sink = &SinkSpec{Table: t, Schema: target, Mode: r.mode, ID: b.id(task, "Sink:"+t.Name)}
+	return nil
+}
+
+// physBuilder turns rel chains into tasks.
+type physBuilder struct {
+	p    *Planner
+	plan *Physical
+	seq  int
+}
+
+func (b *physBuilder) id(t *Task, desc string) string {
+	h := sha1.New()
+	for _, op := range t.Ops {
+		h.Write([]byte(op.OpID()))
+	}
+	if t.Source != nil {
+		h.Write([]byte(t.Source.ID))
+	}
+	for _, e := range t.Inputs {
+		h.Write([]byte(e.From.Name))
+	}
+	fmt.Fprintf(h, "|%s|%d", desc, len(t.Ops))
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func (b *physBuilder) newTask(par int) *Task {
+	if b.plan == nil {
+		b.plan = &Physical{}
+	}
+	t := &Task{Parallelism: par}
+	b.plan.Tasks = append(b.plan.Tasks, t)
+	return t
+}
+
+func (b *physBuilder) connect(from, to *Task, kind ExchangeKind, keys []int) {
+	e := &Edge{From: from, To: to, Kind: kind, Keys: keys, Mode: from.OutMode}
+	from.Output = e
+	to.Inputs = append(to.Inputs, e)
+	b.plan.Edges = append(b.plan.Edges, e)
+}
+
+// build returns the task whose chain ends with r (the sink is attached by the caller).
+func (b *physBuilder) build(r *rel) *Task {
+	switch r.kind {
+	case relScan:
+		par := b.p.Parallelism
+		if r.values {
+			par = 1
+		} else if b.p.SourceParallelism != nil {
+			par = b.p.SourceParallelism(r.table, par)
+		}
+		t := b.newTask(par)
+		name := "Values"
+		spec := &SourceSpec{Values: r.values}
+		if !r.values {
+			name = r.table.Name
+			spec.Table = r.table
+			spec.Schema = r.table.Schema
+		}
+		spec.ID = b.id(t, "Source:"+name)
+		t.Source = spec
+		t.OutSchema, t.OutMode = r.schema, r.mode
+		return t
+	case relCalc, relTableFunc:
+		t := b.build(r.input)
+		var op Op
+		if r.kind == relCalc {
+			if r.filter == nil && r.projs == nil {
+				t.OutSchema = r.schema
+				return t
+			}
+			op = &CalcOp{Filter: r.filter, Projs: r.projs, Out: r.schema, Mode: r.mode}
+		} else {
+			op = r.tfunc
+		}
+		t.Ops = append(t.Ops, op)
+		setID(op, b.id(t, op.Describe()))
+		t.OutSchema, t.OutMode = r.schema, r.mode
+		return t
+	case relAgg:
+		in := b.build(r.input)
+		par := b.p.Parallelism
+		kind := Hash
+		if len(r.agg.Keys) == 0 {
+			par, kind = 1, Global
+		}
+		t := b.newTask(par)
+		b.connect(in, t, kind, r.agg.Keys)
+		t.Ops = append(t.Ops, r.agg)
+		r.agg.ID = b.id(t, r.agg.Describe())
+		t.OutSchema, t.OutMode = r.schema, r.mode
+		return t
+	}
+	panic("unknown rel")
+}
+
+func setID(op Op, id string) {
+	switch o := op.(type) {
+	case *CalcOp:
+		o.ID = id
+	case *TableFuncOp:
+		o.ID = id
+	case *AggOp:
+		o.ID = id
+	}
+}
+
+// finish numbers and names the tasks.
+func (b *physBuilder) finish() {
+	for i, t := range b.plan.Tasks {
+		t.Index = i
+		var parts []string
+		if t.Source != nil {
+			if t.Source.Values {
+				parts = append(parts, "Source: Values")
+			} else {
+				parts = append(parts, "Source: "+t.Source.Table.Name)
+			}
+		}
+		for _, op := range t.Ops {
+			d := op.Describe()
+			if j := strings.IndexByte(d, '('); j > 0 {
+				d = d[:j]
+			}
+			parts = append(parts, d)
+		}
+		if t.Sink != nil {
+			if t.Sink.Table != nil {
+				parts = append(parts, "Sink: "+t.Sink.Table.Name)
+			} else {
+				parts = append(parts, "Sink: client")
+			}
+		}
+		t.Name = strings.Join(parts, " -> ")
+	}
+}
+
+// Explain renders the physical DAG: tasks with their parallelism and
+// operators, exchanges with their keys, and the changelog mode of every edge.
+func Explain(ph *Physical) string {
+	var sb strings.Builder
+	sb.WriteString("== Physical Plan ==\n")
+	for _, t := range ph.Tasks {
+		fmt.Fprintf(&sb, "Task %d [parallelism=%d]\n", t.Index+1, t.Parallelism)
+		for _, e := range t.Inputs {
+			fmt.Fprintf(&sb, "  <- %s from Task %d %s\n", exchangeDesc(e), e.From.Index+1, e.Mode)
+		}
+		if t.Source != nil {
+			if t.Source.Values {
+				sb.WriteString("  Source: Values(1 row) [I]\n")
+			} else {
+				fmt.Fprintf(&sb, "  Source: TableSourceScan(table=[%s], connector=[%s], fields=[%s]) [I]\n",
+					t.Source.Table.Name, t.Source.Table.Connector(), strings.Join(t.Source.Schema.Names(), ", "))
+			}
+		}
+		for _, op := range t.Ops {
+			fmt.Fprintf(&sb, "  %s %s\n", op.Describe(), opMode(op))
+		}
+		if t.Sink != nil {
+			if t.Sink.Table != nil {
+				fmt.Fprintf(&sb, "  Sink: %s(table=[%s], fields=[%s]) %s\n", t.Sink.Table.Connector(), t.Sink.Table.Name, strings.Join(t.Sink.Schema.Names(), ", "), t.Sink.Mode)
+			} else {
+				fmt.Fprintf(&sb, "  Sink: client(fields=[%s]) %s\n", strings.Join(t.Sink.Schema.Names(), ", "), t.Sink.Mode)
+			}
+		}
+		if t.Output != nil {
+			fmt.Fprintf(&sb, "  -> %s to Task %d %s\n", exchangeDesc(t.Output), t.Output.To.Index+1, t.Output.Mode)
+		}
+	}
+	return sb.String()
+}
+
+func exchangeDesc(e *Edge) string {
+	if e.Kind != Hash {
+		return e.Kind.String()
+	}
+	names := make([]string, len(e.Keys))
+	for i, k := range e.Keys {
+		names[i] = e.From.OutSchema[k].Name
+	}
+	return "HASH[" + strings.Join(names, ", ") + "]"
+}
+
+func opMode(op Op) string {
+	switch o := op.(type) {
+	case *CalcOp:
+		return o.Mode.String()
+	case *AggOp:
+		return Retract.String()
+	}
+	return ""
+}

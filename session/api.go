@@ -1,0 +1,81 @@
+package session
+
+import (
+	"io"
+	"time"
+)
+
+// ResultKind tells how a statement's result is presented.
+type ResultKind uint8
+
+const (
+	// ResultOK is a one-line acknowledgement (Message), e.g. for CREATE TABLE:
+	// "[INFO] Execute statement succeeded."
+	ResultOK ResultKind = iota
+	// ResultTable is a small table (SHOW TABLES, DESCRIBE, SET, SHOW JOBS, EXPLAIN
+	// is ResultText).
+	ResultTable
+	// ResultText is free text (EXPLAIN, SHOW CREATE TABLE, HELP).
+	ResultText
+	// ResultStream is a continuous query's changelog (SELECT).
+	ResultStream
+	// ResultJob is a submitted job (INSERT, EXECUTE STATEMENT SET).
+	ResultJob
+	// ResultQuit asks the shell to exit.
+	ResultQuit
+)
+
+// Result is what executing one statement produced.
+type Result struct {
+	Kind    ResultKind
+	Message string     // ResultOK, ResultText, ResultJob (human-readable)
+	Columns []string   // ResultTable, ResultStream
+	Rows    [][]string // ResultTable
+	Stream  *Stream    // ResultStream
+	JobID   string     // ResultJob: 32 hex digits
+}
+
+// Change is one changelog row of a SELECT's result, its values rendered as
+// Flink's SQL client renders them (NULL as "<NULL>" in tableau mode is up to
+// the presenter: Values[i] is nil for NULL).
+type Change struct {
+	Op     string    // "+I", "-U", "+U", "-D"
+	Values []*string // nil element = SQL NULL
+}
+
+// Stream delivers a SELECT's changelog until the query ends or is cancelled.
+type Stream struct {
+	// Changes is closed when the query ends (bounded input), fails or is
+	// cancelled; then Err tells which.
+	Changes <-chan []Change
+	cancel  func()
+	err     func() error
+}
+
+// Cancel stops the query; idempotent. Changes is closed soon after.
+func (s *Stream) Cancel() { s.cancel() }
+
+// Err returns nil after a normal end, the failure otherwise (context.Canceled
+// after Cancel). Valid once Changes is closed.
+func (s *Stream) Err() error { return s.err() }
+
+// JobInfo is a row of SHOW JOBS.
+type JobInfo struct {
+	ID          string
+	Name        string
+	Status      string // RUNNING, FINISHED, FAILED, CANCELED
+	StartTime   time.Time
+	RecordsIn   int64
+	RecordsOut  int64
+	SkippedBad  int64 // records skipped by ignore-parse-errors
+	Err         error // cause of FAILED
+	Parallelism int
+}
+
+// Config configures a session.
+type Config struct {
+	// Stdout receives the print sink's output (default os.Stdout).
+	Stdout io.Writer
+	// Log receives job lifecycle messages (default io.Discard).
+	Log io.Writer
+}

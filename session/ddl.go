@@ -1,0 +1,233 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/parser"
+)
+
+func (s *Session) createTable(x *parser.CreateTable) (*Result, error) {
+	t := &catalog.Table{Name: x.Name, PrimaryKey: x.PrimaryKey}
+	for _, c := range x.Columns {
+		typ, err := catalog.ParseTypeName(c.Type.Name, c.Type.Args)
+		if err != nil {
+			return nil, &parser.Error{Pos: c.Type.Pos, Msg: err.Error()}
+		}
+		typ.NotNull = c.NotNull
+		if t.Schema.Index(c.Name) >= 0 {
+			return nil, &parser.Error{Pos: c.Pos, Msg: fmt.Sprintf("duplicate column '%s'", c.Name)}
+		}
+		t.Schema = append(t.Schema, catalog.Column{Name: c.Name, Type: typ})
+	}
+	if len(t.Schema) == 0 {
+		return nil, &parser.Error{Pos: x.NamePos, Msg: "a table needs at least one column"}
+	}
+	for _, k := range x.PrimaryKey {
+		i := t.Schema.Index(k)
+		if i < 0 {
+			return nil, &parser.Error{Pos: x.Pos, Msg: fmt.Sprintf("primary key column '%s' is not a column of the table", k)}
+		}
+		t.Schema[i].Type.NotNull = true
+	}
+	if w := x.Watermark; w != nil {
+		i := t.Schema.Index(w.Column)
+		if i < 0 {
+			return nil, &parser.Error{Pos: w.Pos, Msg: fmt.Sprintf("watermark column '%s' is not a column of the table", w.Column)}
+		}
+		if t.Schema[i].Type.Kind != catalog.KindTimestamp {
+			return nil, &parser.Error{Pos: w.Pos, Msg: fmt.Sprintf("watermark column '%s' must be TIMESTAMP(3), not %s", w.Column, t.Schema[i].Type)}
+		}
+		text := ""
+		if w.Expr != nil {
+			text = exprText(x.Text, w)
+		}
+		t.Watermark = &catalog.Watermark{Column: t.Schema[i].Name, ExprSQL: text}
+	}
+	for _, o := range x.Options {
+		t.Options = append(t.Options, catalog.Option{Key: o.Key, Value: o.Value})
+	}
+	if err := catalog.ValidateTable(t); err != nil {
+		p := x.Pos
+		var oe *catalog.OptionError
+		if errors.As(err, &oe) {
+			for _, o := range x.Options {
+				if o.Key == oe.Key {
+					p = o.KeyPos
+				}
+			}
+		}
+		return nil, &parser.Error{Pos: p, Msg: err.Error()}
+	}
+	if err := s.Catalog.CreateTable(t, x.IfNotExists); err != nil {
+		return nil, &parser.Error{Pos: x.NamePos, Msg: err.Error()}
+	}
+	return ok(succeeded), nil
+}
+
+// exprText returns the watermark expression's text: what follows AS in the
+// watermark clause, up to the end of the clause.
+func exprText(stmt string, w *parser.WatermarkDef) string {
+	up := strings.ToUpper(stmt)
+	i := strings.Index(up, "WATERMARK")
+	if i < 0 {
+		return ""
+	}
+	rest := stmt[i:]
+	j := strings.Index(strings.ToUpper(rest), " AS ")
+	if j < 0 {
+		return ""
+	}
+	rest = rest[j+4:]
+	depth := 0
+	for k, r := range rest {
+		switch r {
+		case '(':
+			depth++
+		case ')':
+			if depth == 0 {
+				return strings.TrimSpace(rest[:k])
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				return strings.TrimSpace(rest[:k])
+			}
+		}
+	}
+	return strings.TrimSpace(rest)
+}
+
+func (s *Session) createView(x *parser.CreateView) (*Result, error) {
+	schema, err := s.Planner().QuerySchema(x.Query)
+	if err != nil {
+		return nil, err
+	}
+	if len(x.Columns) > 0 && len(x.Columns) != len(schema) {
+		return nil, &parser.Error{Pos: x.NamePos, Msg: fmt.Sprintf("view '%s' lists %d columns but its query produces %d", x.Name, len(x.Columns), len(schema))}
+	}
+	v := &catalog.View{Name: x.Name, Columns: x.Columns, SQL: x.Text, Query: x.Query}
+	if err := s.Catalog.CreateView(v, x.IfNotExists); err != nil {
+		return nil, &parser.Error{Pos: x.NamePos, Msg: err.Error()}
+	}
+	return ok(succeeded), nil
+}
+
+func (s *Session) showCreate(x *parser.ShowCreate) (*Result, error) {
+	if x.Kind == "VIEW" {
+		v, found := s.Catalog.View(x.Name)
+		if !found {
+			return nil, &parser.Error{Pos: x.NamePos, Msg: fmt.Sprintf("view '%s' not found", x.Name)}
+		}
+		return &Result{Kind: ResultText, Message: v.SQL}, nil
+	}
+	t, found := s.Catalog.Table(x.Name)
+	if !found {
+		msg := fmt.Sprintf("table '%s' not found", x.Name)
+		if _, isView := s.Catalog.View(x.Name); isView {
+			msg = fmt.Sprintf("'%s' is a view: use SHOW CREATE VIEW", x.Name)
+		}
+		return nil, &parser.Error{Pos: x.NamePos, Msg: msg}
+	}
+	return &Result{Kind: ResultText, Message: ShowCreateTable(t)}, nil
+}
+
+// ShowCreateTable renders t's DDL in canonical form, as Flink does.
+func ShowCreateTable(t *catalog.Table) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "CREATE TABLE `%s` (\n", t.Name)
+	var lines []string
+	for _, c := range t.Schema {
+		lines = append(lines, fmt.Sprintf("  `%s` %s", c.Name, c.Type))
+	}
+	if t.Watermark != nil {
+		lines = append(lines, fmt.Sprintf("  WATERMARK FOR `%s` AS %s", t.Watermark.Column, t.Watermark.ExprSQL))
+	}
+	if len(t.PrimaryKey) > 0 {
+		ks := make([]string, len(t.PrimaryKey))
+		for i, k := range t.PrimaryKey {
+			ks[i] = "`" + k + "`"
+		}
+		lines = append(lines, fmt.Sprintf("  PRIMARY KEY (%s) NOT ENFORCED", strings.Join(ks, ", ")))
+	}
+	sb.WriteString(strings.Join(lines, ",\n"))
+	sb.WriteString("\n) WITH (\n")
+	var opts []string
+	for _, o := range t.Options {
+		opts = append(opts, fmt.Sprintf("  '%s' = '%s'", o.Key, strings.ReplaceAll(o.Value, "'", "''")))
+	}
+	sb.WriteString(strings.Join(opts, ",\n"))
+	sb.WriteString("\n)")
+	return sb.String()
+}
+
+func (s *Session) describe(x *parser.Describe) (*Result, error) {
+	r := &Result{Kind: ResultTable, Columns: []string{"name", "type", "null", "key", "extras", "watermark"}}
+	if t, found := s.Catalog.Table(x.Name); found {
+		for _, c := range t.Schema {
+			null := "TRUE"
+			if c.Type.NotNull {
+				null = "FALSE"
+			}
+			key := ""
+			for _, k := range t.PrimaryKey {
+				if strings.EqualFold(k, c.Name) {
+					key = "PRI(" + strings.Join(t.PrimaryKey, ", ") + ")"
+				}
+			}
+			wm := ""
+			if t.Watermark != nil && strings.EqualFold(t.Watermark.Column, c.Name) {
+				wm = t.Watermark.ExprSQL
+			}
+			r.Rows = append(r.Rows, []string{c.Name, c.Type.Nullable().String(), null, key, "", wm})
+		}
+		return r, nil
+	}
+	if v, found := s.Catalog.View(x.Name); found {
+		q := v.Query.(*parser.Query)
+		schema, err := s.Planner().QuerySchema(q)
+		if err != nil {
+			return nil, err
+		}
+		for i, c := range schema {
+			name := c.Name
+			if len(v.Columns) > 0 {
+				name = v.Columns[i]
+			}
+			null := "TRUE"
+			if c.Type.NotNull {
+				null = "FALSE"
+			}
+			r.Rows = append(r.Rows, []string{name, c.Type.Nullable().String(), null, "", "", ""})
+		}
+		return r, nil
+	}
+	msg := fmt.Sprintf("table or view '%s' not found", x.Name)
+	if sg := catalog.Suggest(x.Name, s.Catalog.TableNames()); sg != "" {
+		msg += fmt.Sprintf("; did you mean '%s'?", sg)
+	}
+	return nil, &parser.Error{Pos: x.NamePos, Msg: msg}
+}
+
+// HelpText is what HELP prints.
+const HelpText = `Statements (end each with ';'):
+  CREATE [TEMPORARY] TABLE [IF NOT EXISTS] t (col TYPE [NOT NULL], ...,
+      [WATERMARK FOR ts AS expr], [PRIMARY KEY (c) NOT ENFORCED]) WITH ('connector' = '...', ...)
+  CREATE [TEMPORARY] VIEW [IF NOT EXISTS] v [(cols)] AS SELECT ...
+  DROP TABLE|VIEW [IF EXISTS] name
+  SHOW TABLES | SHOW VIEWS | SHOW FUNCTIONS | SHOW CREATE TABLE t | SHOW CREATE VIEW v
+  DESCRIBE t
+  SET                      list the session options
+  SET 'key' = 'value'      e.g. SET 'parallelism.default' = '2'
+  RESET ['key']
+  SELECT ...               run a continuous query; results stream here until it ends or Ctrl-C
+  INSERT INTO t SELECT ... submit a job writing to table t
+  EXECUTE STATEMENT SET BEGIN INSERT ...; INSERT ...; END   several INSERTs as one job
+  EXPLAIN <SELECT | INSERT | EXECUTE STATEMENT SET>          show the physical DAG
+  SHOW JOBS | STOP JOB '<id>'
+  HELP | QUIT
+Types: BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p, s), STRING, VARCHAR(n), TIMESTAMP(3)
+Connectors: datagen, filesystem (csv, json), socket, print, blackhole
+Table function: FROM t, LATERAL TABLE(SPLIT(s[, delimiter])) AS T(word)`
