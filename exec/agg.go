@@ -46,10 +46,13 @@ type groupAgg struct {
 	accs     []accumulator
 
 	// per-batch scratch
-	gids    []int32
-	mark    []uint32
-	epoch   uint32
-	touched []int32
+	before, after, take, pairsOld, pairsNew []int32
+	pairPos                                 []int
+	changed                                 []bool
+	gids                                    []int32
+	mark                                    []uint32
+	epoch                                   uint32
+	touched                                 []int32
 }
 
 func newAgg(s *planner.AggOp, mem memory.Allocator, batchSize int) (*groupAgg, error) {
@@ -320,7 +323,7 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 			a.touched = append(a.touched, g)
 		}
 	}
-	var before []int32 // touched slots alive before the batch
+	before := a.before[:0] // touched slots alive before the batch
 	for _, g := range a.touched {
 		if a.rowCount[g] > 0 {
 			before = append(before, g)
@@ -350,7 +353,7 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 		acc.update(a.gids, col, b.Ops)
 	}
 
-	var after []int32
+	after := a.after[:0]
 	for _, g := range a.touched {
 		if a.rowCount[g] > 0 {
 			after = append(after, g)
@@ -393,29 +396,31 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 		}
 	}
 	// Drop unchanged -U/+U pairs (Flink emits nothing when the result is equal).
+	a.take, a.pairsOld, a.pairsNew, a.pairPos = take, pairsOld, pairsNew, pairPos
 	if len(pairPos) > 0 {
-		changed := make([]bool, len(pairPos))
+		changed := a.changed[:0]
+		for range pairPos {
+			changed = append(changed, false)
+		}
+		a.changed = changed
 		for c := len(a.spec.Keys); c < int(oldRec.NumCols()); c++ {
 			diffRows(oldRec.Column(c), newRec.Column(c), pairsOld, pairsNew, changed)
 		}
-		drop := map[int]bool{}
-		for k, ch := range changed {
-			if !ch {
-				drop[pairPos[k]] = true
-			}
-		}
-		if len(drop) > 0 {
-			t2, o2 := take[:0:0], ops[:0:0]
-			for i := 0; i < len(take); i++ {
-				if drop[i] {
-					i++ // skip the pair
+		// Compact in place, skipping unchanged pairs.
+		w, k := 0, 0
+		for i := 0; i < len(take); i++ {
+			if k < len(pairPos) && pairPos[k] == i {
+				ch := changed[k]
+				k++
+				if !ch {
+					i++ // skip the -U and its +U
 					continue
 				}
-				t2 = append(t2, take[i])
-				o2 = append(o2, ops[i])
 			}
-			take, ops = t2, o2
+			take[w], ops[w] = take[i], ops[i]
+			w++
 		}
+		take, ops = take[:w], ops[:w]
 	}
 	if len(take) == 0 {
 		return nil

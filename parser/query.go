@@ -178,6 +178,7 @@ type rewriter struct {
 	src   *source
 	toks  []token // all tokens of the range, comments included
 	code  []int   // indexes into toks of the code tokens
+	match []int   // by code index: the matching ')' of a '(' or -1
 	repl  map[int]replacement
 	q     *qctx
 	funcs []pendingFunc
@@ -256,6 +257,19 @@ func newRewriter(src *source, from, to int) *rewriter {
 	for i, t := range r.toks {
 		if t.kind != tComment && t.kind != tHint {
 			r.code = append(r.code, i)
+		}
+	}
+	// Matching parentheses, once.
+	r.match = make([]int, len(r.code))
+	var stack []int
+	for k := range r.code {
+		r.match[k] = -1
+		switch {
+		case r.isOp(k, "("):
+			stack = append(stack, k)
+		case r.isOp(k, ")") && len(stack) > 0:
+			r.match[stack[len(stack)-1]] = k
+			stack = stack[:len(stack)-1]
 		}
 	}
 	return r
@@ -353,10 +367,36 @@ func (r *rewriter) parse(b *builder, from int) (ast.StmtNode, *Error) {
 	if err != nil {
 		return nil, r.tidbError(err, b, sql, from)
 	}
+	node.Accept(normalizer{})
 	return node, nil
 }
 
-var tidbPosRE = regexp.MustCompile(`line (\d+) column (\d+) near "`)
+// normalizer lower-cases aggregate and window function names (TiDB keeps
+// them as written).
+type normalizer struct{}
+
+func (normalizer) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.AggregateFuncExpr:
+		x.F = strings.ToLower(x.F)
+	case *ast.WindowFuncExpr:
+		x.Name = strings.ToLower(x.Name)
+	}
+	return n, false
+}
+
+func (normalizer) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// IsFullOuterJoin reports whether j was written FULL [OUTER] JOIN. TiDB's
+// grammar has no full join; the pre-lexer writes it as STRAIGHT_JOIN (which
+// Flink SQL does not have), so j.Tp is 0 and j.StraightJoin is set.
+func IsFullOuterJoin(j *ast.Join) bool { return j != nil && j.StraightJoin }
+
+var (
+	tidbPosRE  = regexp.MustCompile(`line (\d+) column (\d+) near "`)
+	tidbCodeRE = regexp.MustCompile(`^\[[a-z]+:\d+\]`)
+	quotedRE   = regexp.MustCompile(`'([^']+)'`)
+)
 
 // tidbError converts a TiDB error ("line L column C near "rest of text"")
 // into an *Error at the offending token of the original text.
@@ -364,8 +404,15 @@ func (r *rewriter) tidbError(err error, b *builder, sql string, from int) *Error
 	msg := err.Error()
 	m := tidbPosRE.FindStringSubmatchIndex(msg)
 	if m == nil {
-		msg = strings.TrimSpace(regexp.MustCompile(`^\[[a-z]+:\d+\]`).ReplaceAllString(msg, ""))
-		return r.src.errAt(from, "%s", msg)
+		msg = strings.TrimSpace(tidbCodeRE.ReplaceAllString(msg, ""))
+		at := from
+		// Point at a quoted fragment of the message if the text has it.
+		if q := quotedRE.FindStringSubmatch(msg); q != nil {
+			if i := strings.Index(r.src.text[from:b.origEnd], q[1]); i >= 0 {
+				at = from + i
+			}
+		}
+		return r.src.errAt(at, "%s", msg)
 	}
 	line, _ := strconv.Atoi(msg[m[2]:m[3]])
 	col, _ := strconv.Atoi(msg[m[4]:m[5]])
@@ -435,19 +482,10 @@ func (r *rewriter) isOp(k int, op string) bool {
 
 // matchParen returns the code index of the ')' matching the '(' at k, or -1.
 func (r *rewriter) matchParen(k int) int {
-	depth := 0
-	for ; k < len(r.code); k++ {
-		switch {
-		case r.isOp(k, "("):
-			depth++
-		case r.isOp(k, ")"):
-			depth--
-			if depth == 0 {
-				return k
-			}
-		}
+	if k < 0 || k >= len(r.match) {
+		return -1
 	}
-	return -1
+	return r.match[k]
 }
 
 // replace registers a replacement of code tokens [k, l] (inclusive).
@@ -487,6 +525,14 @@ func (r *rewriter) analyze() *Error {
 				start = k - 1
 			}
 			err = r.rewriteTableFunc(start, k, "UNNEST")
+		case w == "FOR" && r.word(k+1) == "SYSTEM_TIME" && r.word(k+2) == "AS" && r.word(k+3) == "OF":
+			err = r.rewriteSystemTime(k)
+		case w == "FULL" && (r.word(k+1) == "JOIN" || (r.word(k+1) == "OUTER" && r.word(k+2) == "JOIN")):
+			last := k + 1
+			if r.word(k+1) == "OUTER" {
+				last = k + 2
+			}
+			r.replace(k, last, "STRAIGHT_JOIN")
 		case mysqlOnlyReserved[w] && !r.isOp(k+1, "("):
 			r.replace(k, k, "`"+r.src.tokText(t)+"`")
 		case w != "" && r.isOp(k+1, "(") && !r.isOp(k-1, ".") && funcNameNeedsQuote(w):
@@ -602,6 +648,42 @@ func (r *rewriter) rewriteInterval(k int) *Error {
 		n = iv.Months
 	}
 	r.replace(k, last, fmt.Sprintf("%s('%d', '%s')", IntervalFunc, n, unit))
+	return nil
+}
+
+// rewriteSystemTime handles a temporal join's table
+//
+//	r FOR SYSTEM_TIME AS OF o.ts [AS] alias  ->  r AS alias AS OF TIMESTAMP o.ts
+//
+// (TiDB's grammar wants the alias first). The planner finds the time
+// attribute in TableName.AsOf.TsExpr.
+func (r *rewriter) rewriteSystemTime(k int) *Error {
+	j := k + 4
+	var parts []string
+	for {
+		name, ok := r.src.ident(r.codeTok(j))
+		if !ok {
+			at := r.codeTok(j)
+			return r.src.errAt(at.start, "expected a time attribute (a column) after FOR SYSTEM_TIME AS OF, found %s", r.src.describe(at))
+		}
+		parts = append(parts, "`"+strings.ReplaceAll(name, "`", "``")+"`")
+		j++
+		if !r.isOp(j, ".") {
+			break
+		}
+		j++
+	}
+	last := j - 1
+	text := ""
+	if r.word(j) == "AS" {
+		j++
+	}
+	if at := r.codeTok(j); at.kind == tQIdent || (at.kind == tIdent && !aliasStop[r.word(j)]) {
+		name, _ := r.src.ident(at)
+		text = "AS `" + strings.ReplaceAll(name, "`", "``") + "` "
+		last = j
+	}
+	r.replace(k, last, text+"AS OF TIMESTAMP "+strings.Join(parts, "."))
 	return nil
 }
 

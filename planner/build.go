@@ -19,9 +19,9 @@ type Planner struct {
 	// SourceParallelism returns the parallelism of a source table's scan
 	// (e.g. 1 for a socket); nil means Parallelism.
 	SourceParallelism func(t *catalog.Table, def int) int
-	// SinkCaps reports whether a connector can be a sink and accepts
-	// updating input.
-	SinkCaps func(connector string) (sink, updates bool)
+	// SinkCaps reports whether a table can be a sink and accepts updating
+	// input (which may depend on its format).
+	SinkCaps func(t *catalog.Table) (sink, updates bool)
 }
 
 // rel is a node of the logical plan: a chain from a source (no joins yet).

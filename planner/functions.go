@@ -30,7 +30,9 @@ package planner
 //     to BOOLEAN accepts true/t/yes/y/1 and false/f/no/n/0, any case.
 //   - TRIM convention: trim(s) removes spaces on both sides; trim(s, chars)
 //     removes any of the characters of chars on both sides; trim(s, chars,
-//     mode) with mode a string literal 'BOTH', 'LEADING' or 'TRAILING';
+//     mode) with mode a string literal 'BOTH', 'LEADING' or 'TRAILING' (''
+//     is BOTH; an untyped NULL chars argument means a space, which is what
+//     the parser passes for TRIM(LEADING FROM s));
 //     ltrim(s[, chars]) and rtrim(s[, chars]) are LEADING and TRAILING.
 //   - IF(c, a, b) and NULLIF(a, b) are rewritten to "case"; "||" is "concat";
 //     "mod" is "%"; "ceiling" is "ceil"; "character_length" is
@@ -226,10 +228,18 @@ func ResolveCall(name string, args []Expr) (Expr, error) {
 				s, ok := l.Value.(string)
 				return strings.ToUpper(s), ok
 			}()
+			if m == "" {
+				m = "BOTH"
+			}
 			if m != "BOTH" && m != "LEADING" && m != "TRAILING" {
 				return nil, fmt.Errorf("function TRIM: the mode must be the literal 'BOTH', 'LEADING' or 'TRAILING', got %s", args[2])
 			}
-			args = []Expr{args[0], args[1], &Literal{Value: m, T: catalog.String.WithNotNull(true)}}
+			chars := args[1]
+			if l, ok := chars.(*Literal); ok && l.Value == nil && l.T.Kind == catalog.KindNull {
+				// TRIM(LEADING FROM s): the parser passes no characters
+				chars = &Literal{Value: " ", T: catalog.String.WithNotNull(true)}
+			}
+			args = []Expr{args[0], chars, &Literal{Value: m, T: catalog.String.WithNotNull(true)}}
 		}
 		return resolveStrings(fn, args, stringResult(args[0].Type()))
 	case "char_length":
@@ -593,6 +603,12 @@ func resolveSubstring(args []Expr) (Expr, error) {
 		}
 		nn = nn && t.NotNull
 		out = append(out, coerce(a, catalog.Int))
+	}
+	if len(args) == 3 {
+		// a negative length gives NULL (Flink)
+		if v, ok := constInt(args[2]); !ok || v < 0 {
+			nn = false
+		}
 	}
 	return &Call{Fn: "substring", Args: out, T: stringResult(st).WithNotNull(nn)}, nil
 }

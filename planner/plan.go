@@ -63,7 +63,7 @@ func (p *Planner) planInsert(b *physBuilder, in *parser.Insert) error {
 	}
 	isSink, updates := true, true
 	if p.SinkCaps != nil {
-		isSink, updates = p.SinkCaps(t.Connector())
+		isSink, updates = p.SinkCaps(t)
 	}
 	if !isSink {
 		return &parser.Error{Pos: in.TablePos, Msg: fmt.Sprintf("connector '%s' of table '%s' cannot be used as a sink", t.Connector(), t.Name)}

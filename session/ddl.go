@@ -12,6 +12,9 @@ import (
 func (s *Session) createTable(x *parser.CreateTable) (*Result, error) {
 	t := &catalog.Table{Name: x.Name, PrimaryKey: x.PrimaryKey}
 	for _, c := range x.Columns {
+		if c.Computed != nil || c.Metadata {
+			return nil, &parser.Error{Pos: c.Pos, Msg: fmt.Sprintf("column '%s': computed and metadata columns are not supported yet", c.Name)}
+		}
 		typ, err := catalog.ParseTypeName(c.Type.Name, c.Type.Args)
 		if err != nil {
 			return nil, &parser.Error{Pos: c.Type.Pos, Msg: err.Error()}

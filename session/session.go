@@ -178,9 +178,9 @@ func (s *Session) Planner() *planner.Planner {
 		Parallelism:       s.Options.Int("parallelism.default"),
 		MaxParallelism:    s.Options.Int("pipeline.max-parallelism"),
 		SourceParallelism: connectors.SourceParallelism,
-		SinkCaps: func(name string) (bool, bool) {
-			_, sink, updates, ok := catalog.ConnectorCaps(name)
-			return ok && sink, updates
+		SinkCaps: func(t *catalog.Table) (bool, bool) {
+			_, sink, _, ok := catalog.ConnectorCaps(t.Connector())
+			return ok && sink, catalog.TableSinkAcceptsUpdates(t)
 		},
 	}
 }

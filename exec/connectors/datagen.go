@@ -23,7 +23,7 @@ import (
 // DatagenBaseTime is the fixed "now" of random TIMESTAMP values: a random
 // timestamp is DatagenBaseTime minus a uniform amount in [0, max-past].
 // (Flink uses the wall clock; a fixed base keeps runs reproducible.)
-var DatagenBaseTime = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+const DatagenBaseTime int64 = 1704067200000 // 2024-01-01 00:00:00.000
 
 // Datagen is the datagen source. Row n of the table (n = 0, 1, 2, ...) has
 // values that depend only on (seed, column name, n); subtask i of p produces
@@ -213,7 +213,9 @@ func (g *Datagen) bound(n int64) {
 	}
 }
 
-// Offset returns the number of rows this subtask has emitted.
+// Offset returns the number of rows this subtask has emitted. Offset and
+// SeekTo are called from the goroutine running Run (e.g. inside emit) or
+// while Run is not running.
 func (g *Datagen) Offset() int64 { return g.k }
 
 // SeekTo makes the next emitted row this subtask's n-th (0-based).

@@ -150,7 +150,8 @@ func (s *FileSource) Files() []string { return s.files }
 
 // Offset returns the position of the first record not yet emitted: a file
 // and the byte offset of the record in it. After the last file it is that
-// file and its size.
+// file and its size. Like SeekTo, call it from Run's goroutine (e.g. inside
+// emit) or while Run is not running.
 func (s *FileSource) Offset() (file string, off int64) { return s.emFile, s.emOff }
 
 // SeekTo positions the source at byte offset off of file (a file of this

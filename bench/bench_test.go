@@ -1,0 +1,93 @@
+// Package bench measures end-to-end throughput of SQL jobs (datagen to
+// blackhole) and reports events/s per core. Run with `make bench`.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/streamsql/streamsql/parser"
+	"github.com/streamsql/streamsql/session"
+)
+
+// rows returns the number of rows per run: BENCH_ROWS or def.
+func rows(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("BENCH_ROWS")); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func runJob(b *testing.B, par int, script string) {
+	b.Helper()
+	s := session.New(session.Config{})
+	defer s.Close()
+	stmts, err := parser.ParseScript(script)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, st := range stmts {
+		if _, err := s.Execute(context.Background(), st); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.WaitJobs(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func bench(b *testing.B, par, n int, script string) {
+	full := fmt.Sprintf("SET 'parallelism.default' = '%d';\n%s", par, fmt.Sprintf(script, n))
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		runJob(b, par, full)
+		total += time.Since(start)
+	}
+	perSec := float64(n) * float64(b.N) / total.Seconds()
+	b.ReportMetric(perSec, "events/s")
+	b.ReportMetric(perSec/float64(par), "events/s/core")
+}
+
+// bids is a Nexmark-like bid stream: auction ids, prices, bidders.
+const bids = `CREATE TABLE bid (
+  auction BIGINT, bidder BIGINT, price BIGINT, channel STRING
+) WITH (
+  'connector' = 'datagen', 'rows-per-second' = '0', 'number-of-rows' = '%d', 'seed' = '7',
+  'fields.auction.min' = '1000', 'fields.auction.max' = '100000',
+  'fields.bidder.min' = '1', 'fields.bidder.max' = '10000000',
+  'fields.price.min' = '100', 'fields.price.max' = '1000000',
+  'fields.channel.length' = '8'
+);
+CREATE TABLE sink (auction BIGINT, price BIGINT) WITH ('connector' = 'blackhole');
+`
+
+// BenchmarkFilterProject is the Nexmark q2 shape: a selective filter and a
+// projection, no state.
+func BenchmarkFilterProject(b *testing.B) {
+	for _, par := range []int{1, 2} {
+		b.Run(fmt.Sprintf("p%d", par), func(b *testing.B) {
+			bench(b, par, rows(20_000_000), bids+`INSERT INTO sink SELECT auction, price FROM bid WHERE MOD(auction, 123) = 0;`)
+		})
+	}
+}
+
+// BenchmarkGroupBy is a keyed non-windowed aggregation over 10,000 BIGINT
+// keys: COUNT and SUM, updating stream into a blackhole.
+func BenchmarkGroupBy(b *testing.B) {
+	const q = `CREATE TABLE src (k BIGINT, v BIGINT) WITH (
+  'connector' = 'datagen', 'rows-per-second' = '0', 'number-of-rows' = '%d', 'seed' = '11',
+  'fields.k.min' = '0', 'fields.k.max' = '9999', 'fields.v.min' = '0', 'fields.v.max' = '1000'
+);
+CREATE TABLE out (k BIGINT, c BIGINT, s BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO out SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k;`
+	for _, par := range []int{1, 2} {
+		b.Run(fmt.Sprintf("p%d", par), func(b *testing.B) {
+			bench(b, par, rows(10_000_000), q)
+		})
+	}
+}

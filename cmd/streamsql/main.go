@@ -1,0 +1,164 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/streamsql/streamsql/session"
+)
+
+func main() {
+	os.Exit(runMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// exitCode is returned by a command that has already reported what went
+// wrong and only needs the process to exit with this status.
+type exitCode int
+
+func (c exitCode) Error() string { return "exit status " + strconv.Itoa(int(c)) }
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1   // bad SQL, failed job, unreadable file
+	exitUsage   = 2   // bad flags or arguments
+	exitSIGINT  = 130 // 128 + SIGINT
+	exitSIGTERM = 143 // 128 + SIGTERM
+)
+
+// env is the process's standard streams (tests substitute their own).
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// sessionFlags configure the session of the shell and of `run`. Flags added
+// later (e.g. restoring from a savepoint) belong here, so that both entry
+// points get them; apply is the one place that turns them into session state.
+type sessionFlags struct {
+	init        string   // -i: SQL file run before anything else
+	parallelism int      // -p: parallelism.default (0: keep the default)
+	sets        []string // --set key=value, repeatable
+}
+
+func (f *sessionFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.init, "init", "i", "", "run this SQL `file` first (DDL, SET); an error in it aborts with exit status 1")
+	fl.IntVarP(&f.parallelism, "parallelism", "p", 0, "default parallelism of jobs (same as SET 'parallelism.default')")
+	fl.StringArrayVar(&f.sets, "set", nil, "set a session option, as `key=value` (repeatable; same as SET 'key' = 'value')")
+}
+
+// newSession returns a session configured by the flags.
+func (f *sessionFlags) newSession(stdout io.Writer) (*session.Session, error) {
+	s := session.New(session.Config{Stdout: stdout, Log: io.Discard})
+	if f.parallelism < 0 {
+		return nil, fmt.Errorf("--parallelism must be at least 1, got %d", f.parallelism)
+	}
+	if f.parallelism > 0 {
+		if err := s.Options.Set("parallelism.default", strconv.Itoa(f.parallelism)); err != nil {
+			return nil, fmt.Errorf("--parallelism: %v", err)
+		}
+	}
+	for _, kv := range f.sets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("--set %q: expected key=value", kv)
+		}
+		if err := s.Options.Set(strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
+			return nil, fmt.Errorf("--set %q: %v", kv, err)
+		}
+	}
+	return s, nil
+}
+
+const rootLong = `streamsql runs continuous SQL queries over streams, with Flink's SQL dialect:
+tables backed by connectors (datagen, filesystem, socket, print, blackhole),
+windows, joins, aggregations and INSERT jobs.
+
+Without arguments it starts an interactive shell. Statements end with ';' and
+may span several lines; Tab completes keywords and table names; Ctrl-C cancels
+a running query (or clears the line), Ctrl-D or QUIT; leaves. Type HELP; in
+the shell for the statements it understands.
+
+With -f FILE (the same as 'streamsql run FILE') it runs a job file instead.`
+
+const rootExample = `  # interactive shell
+  streamsql
+
+  # create the tables of init.sql, then start the shell
+  streamsql -i init.sql
+
+  # run a job file and wait for its jobs to finish
+  streamsql -f jobs/word_count.sql
+
+  # pipe statements into the shell
+  echo "SHOW TABLES;" | streamsql`
+
+func newRootCmd(e *env) *cobra.Command {
+	var sf sessionFlags
+	var file string
+	root := &cobra.Command{
+		Use:           "streamsql [-i init.sql] [-f file.sql]",
+		Short:         "A streaming SQL engine with a Flink-compatible SQL surface",
+		Long:          rootLong,
+		Example:       rootExample,
+		Args:          noArgs,
+		Version:       versionString(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if file != "" {
+				return runFile(e, file, &sf)
+			}
+			return runShell(e, &sf)
+		},
+	}
+	root.Flags().StringVarP(&file, "file", "f", "", "run this SQL `file` as 'streamsql run' does, instead of starting the shell")
+	sf.register(root)
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newRunCmd(e), newTestCmd(e), newVersionCmd(e))
+	return root
+}
+
+// noArgs rejects positional arguments of the root command with a hint.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("unknown command %q (to run a SQL file: streamsql run %s)", args[0], args[0])}
+	}
+	return nil
+}
+
+// usageError is a mistake in the command line; it exits with status 2.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+
+// runMain runs the command line args and returns the exit status.
+func runMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRootCmd(e)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var code exitCode
+	if errors.As(err, &code) {
+		return int(code)
+	}
+	// Cobra's own errors (unknown command or flag, wrong number of
+	// arguments) and usageError.
+	fmt.Fprintf(stderr, "streamsql: %v\nRun 'streamsql --help' for usage.\n", err)
+	return exitUsage
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/streamsql/streamsql/parser"
+	"github.com/streamsql/streamsql/session"
+)
+
+const runLong = `Run executes the statements of a SQL file in order, in one session:
+DDL and SET configure the session, each INSERT (or EXECUTE STATEMENT SET)
+submits a job, each SELECT prints its changelog to stdout in tableau mode
+until it ends. When the file is done, run waits for every submitted job to
+finish and prints one summary line per job to stderr:
+
+  job <id> (<name>) FINISHED: N records in, M out[, K bad records skipped]
+
+Exit status: 0 when every job finished; 1 on the first error in the file
+(printed as FILE:line:col: message) or when a job fails (FILE: job <id>
+failed: <cause>); 2 for a bad command line; 130 after Ctrl-C (SIGINT) and
+143 after SIGTERM, which cancel the running jobs first.`
+
+const runExample = `  # run a job file; the print sink writes to stdout
+  streamsql run jobs/word_count.sql
+
+  # the same
+  streamsql -f jobs/word_count.sql
+
+  # create shared tables first, run with 4 parallel subtasks
+  streamsql run -i tables.sql -p 4 jobs/enrich.sql
+
+  # set a session option from the command line
+  streamsql run --set execution.batch-size=256 jobs/enrich.sql`
+
+func newRunCmd(e *env) *cobra.Command {
+	var sf sessionFlags
+	cmd := &cobra.Command{
+		Use:     "run [flags] FILE.sql",
+		Short:   "Run a SQL job file and wait for its jobs to finish",
+		Long:    runLong,
+		Example: runExample,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runFile(e, args[0], &sf)
+		},
+	}
+	sf.register(cmd)
+	return cmd
+}
+
+// script is a parsed SQL file.
+type script struct {
+	file  string
+	stmts []parser.Statement
+}
+
+// loadScript reads and parses a SQL file, reporting problems to w.
+func loadScript(w io.Writer, file string) (*script, error) {
+	text, err := os.ReadFile(file)
+	if err != nil {
+		fmt.Fprintf(w, "streamsql: %v\n", err)
+		return nil, exitCode(exitFailure)
+	}
+	stmts, err := parser.ParseScript(string(text))
+	if err != nil {
+		fmt.Fprintln(w, fileError(file, err, nil))
+		return nil, exitCode(exitFailure)
+	}
+	return &script{file: file, stmts: stmts}, nil
+}
+
+// signalWatch turns SIGINT and SIGTERM into a closed channel and the exit
+// status they call for. A second signal exits at once, in case cancelling
+// the jobs hangs.
+type signalWatch struct {
+	ch     chan os.Signal
+	done   chan struct{} // closed on the first signal
+	stop   chan struct{}
+	once   sync.Once
+	mu     sync.Mutex
+	status int
+}
+
+func watchSignals() *signalWatch {
+	sw := &signalWatch{ch: make(chan os.Signal, 2), done: make(chan struct{}), stop: make(chan struct{})}
+	signal.Notify(sw.ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for {
+			select {
+			case sig := <-sw.ch:
+				code := exitSIGINT
+				if sig == syscall.SIGTERM {
+					code = exitSIGTERM
+				}
+				sw.mu.Lock()
+				first := sw.status == 0
+				if first {
+					sw.status = code
+				}
+				sw.mu.Unlock()
+				if !first {
+					os.Exit(code)
+				}
+				close(sw.done)
+			case <-sw.stop:
+				return
+			}
+		}
+	}()
+	return sw
+}
+
+func (sw *signalWatch) exitStatus() int {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.status
+}
+
+func (sw *signalWatch) close() {
+	sw.once.Do(func() {
+		signal.Stop(sw.ch)
+		close(sw.stop)
+	})
+}
+
+// runFile is `streamsql run FILE` (and `streamsql -f FILE`).
+func runFile(e *env, file string, sf *sessionFlags) error {
+	var scripts []*script
+	if sf.init != "" {
+		sc, err := loadScript(e.stderr, sf.init)
+		if err != nil {
+			return err
+		}
+		scripts = append(scripts, sc)
+	}
+	jobScript, err := loadScript(e.stderr, file)
+	if err != nil {
+		return err
+	}
+	scripts = append(scripts, jobScript)
+
+	s, err := sf.newSession(e.stdout)
+	if err != nil {
+		return usageError{err}
+	}
+	defer s.Close()
+	sw := watchSignals()
+	defer sw.close()
+
+	r := &scriptRunner{s: s, out: e.stdout, log: e.stderr, jobs: newJobWatcher(s, e.stderr),
+		interrupt: sw.done, jobFile: map[string]string{}}
+	for _, sc := range scripts {
+		if err := r.exec(sc); err != nil {
+			if errors.Is(err, errQuit) {
+				break
+			}
+			if errors.Is(err, errInterrupted) {
+				return r.interrupted(sw.exitStatus())
+			}
+			return err
+		}
+	}
+	failed, interrupted := r.jobs.wait(sw.done)
+	if interrupted {
+		return r.interrupted(sw.exitStatus())
+	}
+	if failed != nil {
+		return r.jobFailed(jobScript.file, failed)
+	}
+	return nil
+}
+
+var (
+	errQuit        = errors.New("quit")
+	errInterrupted = errors.New("interrupted")
+)
+
+// scriptRunner executes scripts in a session, printing results to out and
+// job lifecycle lines and errors to log. It is shared by `run` and the
+// shell's init file.
+type scriptRunner struct {
+	s         *session.Session
+	out, log  io.Writer
+	jobs      *jobWatcher
+	interrupt <-chan struct{}
+	jobFile   map[string]string // job id -> file that submitted it
+}
+
+// exec runs the statements of sc. It returns errQuit after QUIT,
+// errInterrupted when interrupted, and an exitCode after reporting an error.
+func (r *scriptRunner) exec(sc *script) error {
+	for _, st := range sc.stmts {
+		select {
+		case <-r.interrupt:
+			return errInterrupted
+		default:
+		}
+		res, err := r.s.Execute(context.Background(), st)
+		if err != nil {
+			fmt.Fprintln(r.log, fileError(sc.file, err, st))
+			return exitCode(exitFailure)
+		}
+		switch res.Kind {
+		case session.ResultQuit:
+			return errQuit
+		case session.ResultStream:
+			terminated, err := presentStream(r.out, res.Columns, res.Stream, r.interrupt)
+			if err != nil {
+				fmt.Fprintln(r.log, fileError(sc.file, fmt.Errorf("query failed: %w", err), st))
+				return exitCode(exitFailure)
+			}
+			if terminated {
+				return errInterrupted
+			}
+		case session.ResultJob:
+			r.jobFile[res.JobID] = sc.file
+			fmt.Fprintf(r.log, "job %s (%s) submitted\n", res.JobID, r.jobs.jobName(res.JobID))
+		case session.ResultOK:
+			// Acknowledgements would only clutter the output of a job file.
+		default:
+			if err := presentResult(r.out, res); err != nil {
+				return err
+			}
+		}
+		if f := r.jobs.poll(); f != nil {
+			return r.jobFailed(sc.file, f)
+		}
+	}
+	return nil
+}
+
+// jobFailed reports a failed job, cancels the others and returns exit status 1.
+func (r *scriptRunner) jobFailed(file string, f *session.JobInfo) error {
+	if src, ok := r.jobFile[f.ID]; ok {
+		file = src
+	}
+	fmt.Fprintf(r.log, "%s: job %s failed: %v\n", file, f.ID, f.Err)
+	_ = r.s.Close()
+	r.jobs.poll()
+	return exitCode(exitFailure)
+}
+
+// interrupted cancels every job after a signal and returns its exit status.
+func (r *scriptRunner) interrupted(status int) error {
+	if n := r.jobs.running(); n > 0 {
+		fmt.Fprintf(r.log, "streamsql: interrupted, cancelling %s\n", plural(n, "running job"))
+	}
+	_ = r.s.Close()
+	r.jobs.poll()
+	if status == 0 {
+		status = exitSIGINT
+	}
+	return exitCode(status)
+}

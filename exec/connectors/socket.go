@@ -1,0 +1,246 @@
+package connectors
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/exec"
+)
+
+// SocketSource reads delimited lines from a TCP connection: one row per
+// line, either the raw line as the table's single STRING column, or parsed
+// with the table's 'format'. It is unbounded and ends when the peer closes
+// the connection. A reader goroutine feeds a bounded channel of chunks; Run
+// selects on it, ctx and a Linger ticker.
+type SocketSource struct {
+	sc    *exec.SourceContext
+	addr  string
+	delim byte
+	rb    *array.RecordBuilder
+	str   *array.StringBuilder // raw mode
+	dec   recordDecoder        // format mode
+	raw   bool
+
+	mu     sync.Mutex
+	conn   net.Conn
+	closed bool
+	done   chan struct{}
+	ch     chan sockChunk
+	wg     sync.WaitGroup
+
+	carry  []byte
+	lineNo int64
+}
+
+type sockChunk struct {
+	data []byte
+	err  error // io.EOF when the peer closed
+}
+
+func newSocketSource(t *catalog.Table, sc *exec.SourceContext) (*SocketSource, error) {
+	host := t.OptionOr("hostname", "")
+	port := optInt(t, "port", 0)
+	s := &SocketSource{
+		sc:    sc,
+		addr:  net.JoinHostPort(host, strconv.FormatInt(port, 10)),
+		delim: byte(optInt(t, "byte-delimiter", '\n')),
+		done:  make(chan struct{}),
+		ch:    make(chan sockChunk, 4),
+	}
+	mem := sc.Mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	s.rb = array.NewRecordBuilder(mem, sc.Schema.Arrow())
+	if _, ok := t.Option("format"); ok {
+		var err error
+		if s.dec, err = newRecordDecoder(t, sc.Schema, s.rb); err != nil {
+			s.rb.Release()
+			return nil, err
+		}
+	} else {
+		if len(sc.Schema) != 1 || sc.Schema[0].Type.Kind != catalog.KindString {
+			s.rb.Release()
+			return nil, fmt.Errorf("socket source: without 'format' the table needs exactly one STRING column")
+		}
+		s.raw = true
+		s.str = s.rb.Field(0).(*array.StringBuilder)
+	}
+	return s, nil
+}
+
+// Run connects and emits a batch when BatchSize rows are ready or Linger
+// passed; it returns nil when the peer closes the connection.
+func (s *SocketSource) Run(ctx context.Context, emit func(arrow.Record) error) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", s.addr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("socket source: %w", err)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		conn.Close()
+		return errors.New("socket source: closed")
+	}
+	s.conn = conn
+	s.wg.Add(1)
+	go s.read(conn)
+	s.mu.Unlock()
+
+	linger := s.sc.Linger
+	if linger <= 0 {
+		linger = 200 * time.Millisecond
+	}
+	tick := time.NewTicker(linger)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			if s.rb.Field(0).Len() > 0 {
+				if err := emit(s.rb.NewRecord()); err != nil {
+					return err
+				}
+			} else if err := emit(nil); err != nil {
+				return err
+			}
+		case c := <-s.ch:
+			if err := s.consume(c.data, emit); err != nil {
+				return err
+			}
+			if c.err != nil {
+				if len(s.carry) > 0 {
+					if err := s.addLine(s.carry); err != nil {
+						return err
+					}
+					s.carry = s.carry[:0]
+				}
+				if s.rb.Field(0).Len() > 0 {
+					if err := emit(s.rb.NewRecord()); err != nil {
+						return err
+					}
+				}
+				if c.err == io.EOF || s.isClosed() {
+					return nil
+				}
+				return fmt.Errorf("socket source: reading from %s: %w", s.addr, c.err)
+			}
+		}
+	}
+}
+
+func (s *SocketSource) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// consume splits data into lines (carrying a partial line over).
+func (s *SocketSource) consume(data []byte, emit func(arrow.Record) error) error {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, s.delim)
+		if i < 0 {
+			s.carry = append(s.carry, data...)
+			return nil
+		}
+		line := data[:i]
+		if len(s.carry) > 0 {
+			s.carry = append(s.carry, line...)
+			line = s.carry
+		}
+		data = data[i+1:]
+		if !s.raw && !s.dec.complete(line) {
+			// a quoted CSV field spans the delimiter
+			if len(s.carry) == 0 {
+				s.carry = append(s.carry, line...)
+			}
+			s.carry = append(s.carry, s.delim)
+			continue
+		}
+		if err := s.addLine(line); err != nil {
+			return err
+		}
+		s.carry = s.carry[:0]
+		if s.rb.Field(0).Len() >= s.sc.BatchSize {
+			if err := emit(s.rb.NewRecord()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *SocketSource) addLine(line []byte) error {
+	s.lineNo++
+	if s.raw {
+		if n := len(line); n > 0 && line[n-1] == '\r' && s.delim == '\n' {
+			line = line[:n-1]
+		}
+		s.str.BinaryBuilder.Append(line)
+		return nil
+	}
+	if _, err := s.dec.decode(line); err != nil {
+		if !s.dec.ignore {
+			return fmt.Errorf("%s: line %d: %w", s.addr, s.lineNo, err)
+		}
+		s.sc.SkippedRecords.Add(1)
+	}
+	return nil
+}
+
+func (s *SocketSource) read(conn net.Conn) {
+	defer s.wg.Done()
+	for {
+		buf := make([]byte, 64<<10)
+		n, err := conn.Read(buf)
+		if n > 0 {
+			select {
+			case s.ch <- sockChunk{data: buf[:n]}:
+			case <-s.done:
+				return
+			}
+		}
+		if err != nil {
+			select {
+			case s.ch <- sockChunk{err: err}:
+			case <-s.done:
+			}
+			return
+		}
+	}
+}
+
+// Close closes the connection and waits for the reader goroutine.
+func (s *SocketSource) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	if s.conn != nil {
+		s.conn.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	s.rb.Release()
+	return nil
+}

@@ -1,0 +1,239 @@
+package sqltests
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/cockroachdb/datadriven"
+)
+
+// Ext is the extension of test files found in directories.
+const Ext = ".sqltest"
+
+// Options controls RunFiles and RunTest.
+type Options struct {
+	// Rewrite replaces each case's expected output by the canonical run's
+	// output (review the diff!).
+	Rewrite bool
+	// Variants also runs every file at parallelism 1 and 4 with batch
+	// sizes 1, 7 and 1024 and checks that final tables, folded print-sink
+	// output and folded sink files equal the canonical run's.
+	Variants bool
+	// Verbose prints every case with its output.
+	Verbose bool
+	// Out receives PASS/FAIL lines and diffs (RunFiles; default os.Stdout).
+	Out io.Writer
+
+	// newAlloc, when set (by tests), gives each session its allocator.
+	newAlloc func() memory.Allocator
+}
+
+func (o *Options) alloc() memory.Allocator {
+	if o.newAlloc == nil {
+		return nil
+	}
+	return o.newAlloc()
+}
+
+// ListFiles expands paths: a file is taken as is, a directory contributes
+// every *.sqltest file below it (recursively), sorted.
+func ListFiles(paths []string) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		var found []string
+		err = filepath.WalkDir(p, func(q string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && strings.HasSuffix(d.Name(), Ext) && !strings.HasPrefix(d.Name(), ".") {
+				found = append(found, q)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(found)
+		files = append(files, found...)
+	}
+	return files, nil
+}
+
+// RunFiles runs test files (see ListFiles for directories) without the
+// testing package, as `streamsql test` does. It prints "PASS file" or, per
+// failing case, "FAIL file:line: directive" and a diff to opts.Out. failed
+// counts failing cases (a variant mismatch counts as one); err reports a
+// file that cannot be read, parsed or rewritten.
+func RunFiles(paths []string, opts Options) (failed int, err error) {
+	if opts.Out == nil {
+		opts.Out = os.Stdout
+	}
+	files, err := ListFiles(paths)
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range files {
+		n, err := runFile(f, opts)
+		failed += n
+		if err != nil {
+			return failed, err
+		}
+		if n == 0 {
+			fmt.Fprintf(opts.Out, "PASS %s\n", f)
+		}
+	}
+	return failed, nil
+}
+
+// runAll runs every case of file in variant v in a fresh session and temp dir.
+func runAll(path string, file *ddFile, v variant, opts *Options, each func(i int, c *ddCase, res result)) error {
+	tmp, err := os.MkdirTemp("", "sqltest-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	r, err := newFileRunner(path, tmp, v, opts.alloc())
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	for i := range file.Cases {
+		c := &file.Cases[i]
+		each(i, c, r.run(c))
+	}
+	return nil
+}
+
+func runFile(path string, opts Options) (failed int, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	file, err := parseDD(path, string(data))
+	if err != nil {
+		return 0, err
+	}
+	outs := make([]string, len(file.Cases))
+	cmps := make([]string, len(file.Cases))
+	err = runAll(path, file, canonical, &opts, func(i int, c *ddCase, res result) {
+		outs[i], cmps[i] = normOutput(res.out), res.cmp
+		if opts.Verbose {
+			fmt.Fprintf(opts.Out, "%s:%d: %s\n%s\n----\n%s\n", path, c.Line, c.fullCmd(), c.Input, outs[i])
+		}
+		if !opts.Rewrite && outs[i] != c.Expected {
+			failed++
+			fmt.Fprintf(opts.Out, "FAIL %s:%d: %s\n%s", path, c.Line, c.fullCmd(), lineDiff(c.Expected, outs[i]))
+		}
+	})
+	if err != nil {
+		return failed, err
+	}
+	if opts.Rewrite {
+		if text := file.render(outs); text != string(data) {
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				return failed, err
+			}
+		}
+	}
+	if !opts.Variants {
+		return failed, nil
+	}
+	for _, v := range variants {
+		err := runAll(path, file, v, &opts, func(i int, c *ddCase, res result) {
+			if res.cmp != cmps[i] {
+				failed++
+				fmt.Fprintf(opts.Out, "FAIL %s:%d: %s (variant %s differs from %s)\n%s",
+					path, c.Line, c.fullCmd(), v, canonical, lineDiff(cmps[i], res.cmp))
+			}
+		})
+		if err != nil {
+			return failed, err
+		}
+	}
+	return failed, nil
+}
+
+// RunTest runs the test file (or every *.sqltest file under the directory)
+// at path as subtests, through datadriven.RunTest, so `go test -rewrite`
+// regenerates expected outputs. With opts.Variants every file also runs in
+// each variant as a subtest.
+func RunTest(t *testing.T, path string, opts Options) {
+	t.Helper()
+	if opts.Rewrite {
+		if err := flag.Set("rewrite", "true"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, err := ListFiles([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		if rel, err := filepath.Rel(path, f); err == nil && rel != "." {
+			name = rel
+		}
+		t.Run(strings.TrimSuffix(filepath.ToSlash(name), Ext), func(t *testing.T) {
+			runTestFile(t, f, &opts)
+		})
+	}
+}
+
+func runTestFile(t *testing.T, path string, opts *Options) {
+	r, err := newFileRunner(path, t.TempDir(), canonical, opts.alloc())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmps []string
+	func() {
+		defer r.close()
+		datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+			c := ddCase{Cmd: td.Cmd, Args: td.CmdArgs, Input: td.Input}
+			res := r.run(&c)
+			cmps = append(cmps, res.cmp)
+			return res.out
+		})
+	}()
+	if !opts.Variants || t.Failed() {
+		return
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := parseDD(path, string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Cases) != len(cmps) {
+		t.Fatalf("%s: read %d cases, datadriven ran %d", path, len(file.Cases), len(cmps))
+	}
+	for _, v := range variants {
+		t.Run(fmt.Sprintf("p=%d,batch=%d", v.Parallelism, v.BatchSize), func(t *testing.T) {
+			err := runAll(path, file, v, opts, func(i int, c *ddCase, res result) {
+				if res.cmp != cmps[i] {
+					t.Errorf("%s:%d: %s\n%s\nvariant %s differs from %s:\n%s",
+						path, c.Line, c.fullCmd(), c.Input, v, canonical, lineDiff(cmps[i], res.cmp))
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
