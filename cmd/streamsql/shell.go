@@ -197,7 +197,7 @@ type shell struct {
 	status    int           // exit status requested by SIGTERM
 }
 
-const banner = `streamsql %s
+const banner = `%s
 Streaming SQL with Flink's dialect. Statements end with ';'.
 Type HELP; for the statements, QUIT; or Ctrl-D to leave. Tab completes,
 Ctrl-C cancels a running query or clears the line.
@@ -216,6 +216,7 @@ func runShell(e *env, sf *sessionFlags) error {
 	}
 	sh := &shell{interactive: isTerminal(e), log: e.stderr}
 	comp := &completer{}
+	var sinkOut io.Writer
 	if sh.interactive {
 		cfg := &readline.Config{
 			Prompt:                 mainPrompt,
@@ -237,13 +238,16 @@ func runShell(e *env, sf *sessionFlags) error {
 			fmt.Fprintf(e.stderr, "streamsql: cannot start the line editor: %v\n", err)
 			return exitCode(exitFailure)
 		}
-		sh.in, sh.out, sh.errOut = &ttyReader{rl: rl}, rl.Stdout(), rl.Stdout()
+		// Results are written between prompts, straight to stdout; the
+		// print sink writes at any time, so through readline, which
+		// redraws the prompt around it.
+		sh.in, sh.out, sh.errOut, sinkOut = &ttyReader{rl: rl}, e.stdout, e.stdout, rl.Stdout()
 	} else {
-		sh.in, sh.out, sh.errOut = &pipeReader{r: bufio.NewReader(e.stdin)}, e.stdout, e.stderr
+		sh.in, sh.out, sh.errOut, sinkOut = &pipeReader{r: bufio.NewReader(e.stdin)}, e.stdout, e.stderr, e.stdout
 	}
 	defer sh.in.Close()
 
-	s, err := sf.newSession(sh.out)
+	s, err := sf.newSession(sinkOut)
 	if err != nil {
 		return usageError{err}
 	}
