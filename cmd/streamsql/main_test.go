@@ -25,7 +25,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "streamsql")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	args := []string{"build", "-o", binary}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintf(os.Stderr, "building streamsql: %v\n", err)
@@ -96,6 +100,16 @@ func TestRun(t *testing.T) {
 		"uses_init.sql": `CREATE TABLE out (id BIGINT) WITH ('connector' = 'print');
 INSERT INTO out SELECT id FROM src;`,
 		"badopt.sql": "CREATE TABLE t (a INT) WITH ('connector' = 'datagen', 'rows-per-second' = 'fast');\n",
+		"data.csv":   "1\nabc\n3\n",
+		"fail.sql": `CREATE TABLE src (id INT) WITH ('connector' = 'filesystem', 'path' = 'data.csv', 'format' = 'csv');
+CREATE TABLE out (id INT) WITH ('connector' = 'print');
+INSERT INTO out SELECT id FROM src;
+`,
+		"skip.sql": `CREATE TABLE src (id INT) WITH ('connector' = 'filesystem', 'path' = 'data.csv', 'format' = 'csv',
+  'csv.ignore-parse-errors' = 'true');
+CREATE TABLE out (id INT) WITH ('connector' = 'print');
+INSERT INTO out SELECT id FROM src;
+`,
 	})
 	tests := []struct {
 		name       string
@@ -160,6 +174,18 @@ INSERT INTO out SELECT id FROM src;`,
 			args:       []string{"run", "-i", "syntax.sql", "job.sql"},
 			code:       1,
 			stderrHead: "syntax.sql:3:",
+		},
+		{
+			name:   "job failure",
+			args:   []string{"run", "-p", "1", "fail.sql"},
+			code:   1,
+			stderr: []string{"FAILED: ", "fail.sql: job ", " failed: ", "abc"},
+		},
+		{
+			name:   "bad records skipped",
+			args:   []string{"run", "-p", "1", "skip.sql"},
+			stdout: []string{"+I[1]", "+I[3]"},
+			stderr: []string{"FINISHED: 2 records in, 2 out, 1 bad record skipped"},
 		},
 		{
 			name:   "missing file",

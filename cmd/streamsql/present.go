@@ -166,7 +166,7 @@ func (jw *jobWatcher) poll() (failed *session.JobInfo) {
 func jobSummary(in session.JobInfo) string {
 	s := fmt.Sprintf("job %s (%s) %s: %d records in, %d out", in.ID, in.Name, in.Status, in.RecordsIn, in.RecordsOut)
 	if in.SkippedBad > 0 {
-		s += fmt.Sprintf(", %d bad records skipped", in.SkippedBad)
+		s += ", " + plural(int(in.SkippedBad), "bad record") + " skipped"
 	}
 	return s
 }

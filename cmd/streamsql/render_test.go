@@ -333,6 +333,8 @@ func TestJobSummary(t *testing.T) {
 			"job ab12 (insert-into_out) FINISHED: 3 records in, 2 out"},
 		{session.JobInfo{ID: "ab12", Name: "x", Status: "FINISHED", RecordsIn: 5, RecordsOut: 3, SkippedBad: 2},
 			"job ab12 (x) FINISHED: 5 records in, 3 out, 2 bad records skipped"},
+		{session.JobInfo{ID: "ab12", Name: "x", Status: "FINISHED", RecordsIn: 3, RecordsOut: 2, SkippedBad: 1},
+			"job ab12 (x) FINISHED: 3 records in, 2 out, 1 bad record skipped"},
 	}
 	for _, tc := range tests {
 		if got := jobSummary(tc.in); got != tc.want {
