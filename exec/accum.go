@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -56,19 +57,19 @@ func newAccumulator(c planner.AggCall, retract bool) (accumulator, error) {
 		dt := c.T.ArrowType()
 		switch c.ArgType.Kind {
 		case catalog.KindBoolean:
-			return newMinMax[bool](dt, isMax, retract), nil
+			return newMinMax(dt, isMax, retract, func(a, b bool) bool { return !a && b }), nil
 		case catalog.KindInt:
-			return newMinMax[int32](dt, isMax, retract), nil
+			return newMinMax(dt, isMax, retract, cmp.Less[int32]), nil
 		case catalog.KindBigInt:
-			return newMinMax[int64](dt, isMax, retract), nil
+			return newMinMax(dt, isMax, retract, cmp.Less[int64]), nil
 		case catalog.KindDouble:
-			return newMinMax[float64](dt, isMax, retract), nil
+			return newMinMax(dt, isMax, retract, cmp.Less[float64]), nil
 		case catalog.KindDecimal:
-			return newMinMax[decimal128.Num](dt, isMax, retract), nil
+			return newMinMax(dt, isMax, retract, decimal128.Num.Less), nil
 		case catalog.KindString:
-			return newMinMax[string](dt, isMax, retract), nil
+			return newMinMax(dt, isMax, retract, cmp.Less[string]), nil
 		case catalog.KindTimestamp:
-			return newMinMax[arrow.Timestamp](dt, isMax, retract), nil
+			return newMinMax(dt, isMax, retract, cmp.Less[arrow.Timestamp]), nil
 		}
 	}
 	return nil, fmt.Errorf("unsupported aggregate %s(%s)", c.Fn, c.ArgType)
@@ -190,8 +191,7 @@ func (a *sumAcc[I, S]) result(slots []int32, mem memory.Allocator) arrow.Array {
 
 // decSumAcc is SUM or AVG over DECIMAL(p, s). The running sum keeps the
 // input scale; SUM's result is DECIMAL(38, s); AVG rescales to the result
-// scale and divides (truncating, as Java's BigDecimal division to a scale
-// with RoundingMode.DOWN would).
+// scale and divides, rounding half up as Flink's decimal division does.
 type decSumAcc struct {
 	avg     bool
 	in, out catalog.Type
@@ -233,7 +233,7 @@ func (a *decSumAcc) result(slots []int32, mem memory.Allocator) arrow.Array {
 			v = v.IncreaseScaleBy(int32(a.out.Scale - a.in.Scale))
 		}
 		if a.avg && a.nn[g] > 0 {
-			v, _ = v.Div(decimal128.FromI64(a.nn[g]))
+			v = divHalfUp(v, a.nn[g])
 		}
 		a.res = append(a.res, v)
 	}
@@ -247,6 +247,7 @@ type minMax[T scalar] struct {
 	dt      arrow.DataType
 	isMax   bool
 	retract bool
+	less    func(a, b T) bool // a direct call, resolved once per operator
 	val     []T
 	has     []bool
 	multi   []map[T]int64
@@ -255,8 +256,8 @@ type minMax[T scalar] struct {
 	in      []T
 }
 
-func newMinMax[T scalar](dt arrow.DataType, isMax, retract bool) *minMax[T] {
-	return &minMax[T]{dt: dt, isMax: isMax, retract: retract}
+func newMinMax[T scalar](dt arrow.DataType, isMax, retract bool, less func(a, b T) bool) *minMax[T] {
+	return &minMax[T]{dt: dt, isMax: isMax, retract: retract, less: less}
 }
 
 func (a *minMax[T]) grow(n int) {
@@ -279,9 +280,9 @@ func (a *minMax[T]) reset(g int32) {
 
 func (a *minMax[T]) better(x, y T) bool {
 	if a.isMax {
-		return less(y, x)
+		return a.less(y, x)
 	}
-	return less(x, y)
+	return a.less(x, y)
 }
 
 func (a *minMax[T]) update(gids []int32, col arrow.Array, ops []RowKind) {
@@ -411,4 +412,17 @@ func (a *distinctCount[T]) result(slots []int32, mem memory.Allocator) arrow.Arr
 		a.scratch = append(a.scratch, int64(len(a.sets[g])))
 	}
 	return buildArray(mem, arrow.PrimitiveTypes.Int64, a.scratch, nil)
+}
+
+// divHalfUp divides v by a positive count, rounding half away from zero.
+func divHalfUp(v decimal128.Num, n int64) decimal128.Num {
+	d := decimal128.FromI64(n)
+	q, r := v.Div(d)
+	if !r.Abs().Mul(decimal128.FromI64(2)).Less(d) {
+		if v.Sign() < 0 {
+			return q.Sub(decimal128.FromI64(1))
+		}
+		return q.Add(decimal128.FromI64(1))
+	}
+	return q
 }

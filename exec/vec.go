@@ -97,24 +97,3 @@ func cloneScalar[T scalar](v T) T {
 	}
 	return v
 }
-
-// less orders scalars of the same type (booleans false < true).
-func less[T scalar](a, b T) bool {
-	switch x := any(a).(type) {
-	case decimal128.Num:
-		return x.Less(any(b).(decimal128.Num))
-	case bool:
-		return !x && any(b).(bool)
-	case int32:
-		return x < any(b).(int32)
-	case int64:
-		return x < any(b).(int64)
-	case float64:
-		return x < any(b).(float64)
-	case string:
-		return x < any(b).(string)
-	case arrow.Timestamp:
-		return x < any(b).(arrow.Timestamp)
-	}
-	return false
-}

@@ -249,6 +249,7 @@ type QueryContext struct {
 // queryContextImpl is implemented by the pre-lexer.
 type queryContextImpl interface {
 	castType(e *ast.FuncCastExpr) (TypeName, bool)
+	isTryCast(e *ast.FuncCastExpr) bool
 	tableFunc(tn *ast.TableName) (*TableFunc, bool)
 	locate(word string, after int) Pos
 	startPos() Pos
@@ -257,6 +258,10 @@ type queryContextImpl interface {
 // CastType returns the Flink type written in a CAST (TiDB's grammar only
 // knows MySQL cast targets, so the pre-lexer rewrites them).
 func (c *QueryContext) CastType(e *ast.FuncCastExpr) (TypeName, bool) { return c.impl.castType(e) }
+
+// IsTryCast reports whether the user wrote TRY_CAST (NULL instead of an
+// error when the value cannot be converted).
+func (c *QueryContext) IsTryCast(e *ast.FuncCastExpr) bool { return c.impl.isTryCast(e) }
 
 // TableFunc returns the table function that the pre-lexer replaced by tn, if any.
 func (c *QueryContext) TableFunc(tn *ast.TableName) (*TableFunc, bool) { return c.impl.tableFunc(tn) }

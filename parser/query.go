@@ -189,7 +189,15 @@ type qctx struct {
 	src      *source
 	from, to int
 	casts    []TypeName
+	tries    []bool // tries[i]: the i-th cast was written TRY_CAST
 	funcs    []*TableFunc
+}
+
+func (q *qctx) isTryCast(e *ast.FuncCastExpr) bool {
+	if _, ok := q.castType(e); !ok {
+		return false
+	}
+	return q.tries[e.Tp.GetFlen()-castFlenBase]
 }
 
 func (q *qctx) castType(e *ast.FuncCastExpr) (TypeName, bool) {
@@ -512,7 +520,10 @@ func (r *rewriter) analyze() *Error {
 		var err *Error
 		switch {
 		case w == "CAST" && r.isOp(k+1, "("):
-			err = r.rewriteCast(k)
+			err = r.rewriteCast(k, false)
+		case w == "TRY_CAST" && r.isOp(k+1, "("):
+			r.replace(k, k, "CAST")
+			err = r.rewriteCast(k, true)
 		case w == "INTERVAL" && !r.isOp(k+1, "("):
 			err = r.rewriteInterval(k)
 		case w == "LATERAL" && r.word(k+1) == "TABLE" && r.isOp(k+2, "("):
@@ -552,9 +563,10 @@ func (r *rewriter) fromPosition(k int) bool {
 	return w == "FROM" || w == "JOIN" || r.isOp(k, ",")
 }
 
-// rewriteCast handles CAST(expr AS type): the type becomes
+// rewriteCast handles CAST(expr AS type) and TRY_CAST (which becomes CAST,
+// remembered as a try): the type becomes
 // CHAR(castFlenBase + i) and the Flink type is kept in the context.
-func (r *rewriter) rewriteCast(k int) *Error {
+func (r *rewriter) rewriteCast(k int, try bool) *Error {
 	closeK := r.matchParen(k + 1)
 	if closeK < 0 {
 		return nil // TiDB reports the unbalanced parenthesis
@@ -586,6 +598,7 @@ func (r *rewriter) rewriteCast(k int) *Error {
 	}
 	idx := len(r.q.casts)
 	r.q.casts = append(r.q.casts, tn)
+	r.q.tries = append(r.q.tries, try)
 	r.replace(asK+1, closeK-1, fmt.Sprintf("CHAR(%d)", castFlenBase+idx))
 	return nil
 }

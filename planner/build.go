@@ -19,6 +19,8 @@ type Planner struct {
 	// SourceParallelism returns the parallelism of a source table's scan
 	// (e.g. 1 for a socket); nil means Parallelism.
 	SourceParallelism func(t *catalog.Table, def int) int
+	// CanRead reports whether a table's connector can be a source; nil means yes.
+	CanRead func(t *catalog.Table) bool
 	// SinkCaps reports whether a table can be a sink and accepts updating
 	// input (which may depend on its format).
 	SinkCaps func(t *catalog.Table) (sink, updates bool)
@@ -308,6 +310,9 @@ func (p *Planner) buildTableName(tn *ast.TableName, ctx *parser.QueryContext) (*
 		return nil, ctx.Errorf(tn.Schema.O, "catalogs and databases are not supported: use '%s'", name)
 	}
 	if t, ok := p.Catalog.Table(name); ok {
+		if p.CanRead != nil && !p.CanRead(t) {
+			return nil, ctx.Errorf(name, "connector '%s' of table '%s' cannot be used as a source", t.Connector(), t.Name)
+		}
 		r := &rel{kind: relScan, table: t, schema: t.Schema, mode: InsertOnly, describ: "TableSourceScan(table=[" + t.Name + "])"}
 		return r.qualify(name), nil
 	}

@@ -83,7 +83,11 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		if !ok {
 			return nil, b.errf(x.Op.String(), "unsupported operator %s", x.Op)
 		}
-		return b.call(opWord(x.Op), fn, l, r)
+		word := opWord(x.Op)
+		if w := firstWord(x.L); w != "" && word == "" {
+			word = w
+		}
+		return b.call(word, fn, l, r)
 	case *ast.UnaryOperationExpr:
 		v, err := b.build(x.V)
 		if err != nil {
@@ -244,9 +248,13 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		if err != nil {
 			return nil, &parser.Error{Pos: tn.Pos, Msg: err.Error()}
 		}
-		e, err := ResolveCast(v, t)
+		resolve, word := ResolveCast, "CAST"
+		if b.ctx.IsTryCast(x) {
+			resolve, word = ResolveTryCast, "TRY_CAST"
+		}
+		e, err := resolve(v, t)
 		if err != nil {
-			return nil, b.errf("CAST", "%v", err)
+			return nil, b.errf(word, "%v", err)
 		}
 		return e, nil
 	case *ast.FuncCallExpr:
@@ -432,3 +440,32 @@ func opWord(op opcode.Op) string {
 	}
 	return ""
 }
+
+// firstWord returns the first column or function name in n, to place an
+// error about n (TiDB's expression nodes carry no positions).
+func firstWord(n ast.ExprNode) string {
+	w := ""
+	n.Accept(&wordFinder{w: &w})
+	return w
+}
+
+type wordFinder struct{ w *string }
+
+func (v *wordFinder) Enter(n ast.Node) (ast.Node, bool) {
+	if *v.w != "" {
+		return n, true
+	}
+	switch x := n.(type) {
+	case *ast.ColumnNameExpr:
+		*v.w = x.Name.Name.O
+		return n, true
+	case *ast.FuncCallExpr:
+		*v.w = x.FnName.O
+		return n, true
+	case *ast.AggregateFuncExpr:
+		*v.w = x.F
+		return n, true
+	}
+	return n, false
+}
+func (v *wordFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }

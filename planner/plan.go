@@ -110,6 +110,10 @@ func (p *Planner) planInsert(b *physBuilder, in *parser.Insert) error {
 		}
 		var e Expr = &ColRef{Index: qi, Name: r.schema[qi].Name, T: r.schema[qi].Type}
 		if !e.Type().Equal(c.Type) {
+			if !implicitSinkCast(e.Type(), c.Type) {
+				return &parser.Error{Pos: in.TablePos, Msg: fmt.Sprintf("column types of the query and sink table '%s' do not match: sink column '%s' (position %d) is %s but the query gives %s",
+					t.Name, c.Name, si, c.Type.Nullable(), e.Type().Nullable())}
+			}
 			ce, err := ResolveCast(e, c.Type.Nullable())
 			if err != nil {
 				return &parser.Error{Pos: in.TablePos, Msg: fmt.Sprintf("column '%s' of sink table '%s' is %s but the query produces %s", c.Name, t.Name, c.Type, e.Type())}
@@ -321,4 +325,22 @@ func opMode(op Op) string {
 		return Retract.String()
 	}
 	return ""
+}
+
+// implicitSinkCast reports whether a query column of type from may be
+// written to a sink column of type to without an explicit CAST: as in Flink,
+// only casts that lose nothing (widening numerics, any STRING length, NULL).
+func implicitSinkCast(from, to catalog.Type) bool {
+	if from.Kind == catalog.KindNull || from.Kind == to.Kind {
+		return true
+	}
+	switch from.Kind {
+	case catalog.KindInt:
+		return to.Kind == catalog.KindBigInt || to.Kind == catalog.KindDecimal || to.Kind == catalog.KindDouble
+	case catalog.KindBigInt:
+		return to.Kind == catalog.KindDecimal || to.Kind == catalog.KindDouble
+	case catalog.KindDecimal:
+		return to.Kind == catalog.KindDouble
+	}
+	return false
 }

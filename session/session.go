@@ -178,6 +178,10 @@ func (s *Session) Planner() *planner.Planner {
 		Parallelism:       s.Options.Int("parallelism.default"),
 		MaxParallelism:    s.Options.Int("pipeline.max-parallelism"),
 		SourceParallelism: connectors.SourceParallelism,
+		CanRead: func(t *catalog.Table) bool {
+			src, _, _, ok := catalog.ConnectorCaps(t.Connector())
+			return ok && src
+		},
 		SinkCaps: func(t *catalog.Table) (bool, bool) {
 			_, sink, _, ok := catalog.ConnectorCaps(t.Connector())
 			return ok && sink, catalog.TableSinkAcceptsUpdates(t)
