@@ -360,3 +360,22 @@ func compareTables(kinds string, want, got [][]*string) string {
 	}
 	return ""
 }
+
+func TestCompareTables(t *testing.T) {
+	s := func(v string) *string { return &v }
+	want := [][]*string{{s("a"), s("1.0")}, {nil, s("2.5")}}
+	for _, tc := range []struct {
+		got [][]*string
+		ok  bool
+	}{
+		{[][]*string{{nil, s("2.5000000000001")}, {s("a"), s("1")}}, true},
+		{[][]*string{{s("a"), s("1.1")}, {nil, s("2.5")}}, false},
+		{[][]*string{{s("a"), s("1.0")}}, false},
+		{[][]*string{{s("b"), s("1.0")}, {nil, s("2.5")}}, false},
+		{[][]*string{{s("a"), nil}, {nil, s("2.5")}}, false},
+	} {
+		if msg := compareTables("sf", append([][]*string{}, want...), tc.got); (msg == "") != tc.ok {
+			t.Errorf("%v: %q", tc.got, msg)
+		}
+	}
+}
