@@ -19,6 +19,9 @@ type Planner struct {
 	// SourceParallelism returns the parallelism of a source table's scan
 	// (e.g. 1 for a socket); nil means Parallelism.
 	SourceParallelism func(t *catalog.Table, def int) int
+	// SinkParallelism returns the parallelism a sink table asks for
+	// ('sink.parallelism'), or def; nil means def.
+	SinkParallelism func(t *catalog.Table, def int) int
 	// CanRead reports whether a table's connector can be a source; nil means yes.
 	CanRead func(t *catalog.Table) bool
 	// SinkCaps reports whether a table can be a sink and accepts updating

@@ -133,6 +133,18 @@ func (p *Planner) planInsert(b *physBuilder, in *parser.Insert) error {
 		return &parser.Error{Pos: in.Pos, Msg: fmt.Sprintf("Table sink '%s' doesn't support consuming update changes which is produced by node %s", t.Name, r.updatingNode())}
 	}
 	task := b.build(r)
+	if p.SinkParallelism != nil {
+		if want := p.SinkParallelism(t, task.Parallelism); want != task.Parallelism {
+			if r.mode != InsertOnly {
+				return &parser.Error{Pos: in.TablePos, Msg: fmt.Sprintf("'sink.parallelism' = '%d' of table '%s' differs from the parallelism %d of its input, which is possible only for an insert-only stream (this one is updating because of %s)",
+					want, t.Name, task.Parallelism, r.updatingNode())}
+			}
+			next := b.newTask(want)
+			next.OutSchema, next.OutMode = task.OutSchema, task.OutMode
+			b.connect(task, next, Rebalance, nil)
+			task = next
+		}
+	}
 	task.Sink = &SinkSpec{Table: t, Schema: target, Mode: r.mode, ID: b.id(task, "Sink:"+t.Name)}
 	return nil
 }

@@ -178,6 +178,7 @@ func (s *Session) Planner() *planner.Planner {
 		Parallelism:       s.Options.Int("parallelism.default"),
 		MaxParallelism:    s.Options.Int("pipeline.max-parallelism"),
 		SourceParallelism: connectors.SourceParallelism,
+		SinkParallelism:   connectors.SinkParallelism,
 		CanRead: func(t *catalog.Table) bool {
 			src, _, _, ok := catalog.ConnectorCaps(t.Connector())
 			return ok && src
