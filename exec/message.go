@@ -130,8 +130,13 @@ type SinkContext struct {
 	// Stdout is where the print sink writes (os.Stdout unless redirected by
 	// the shell or tests). Writes of whole batches are serialised by the sink.
 	Stdout io.Writer
-	// RolloverInterval is sink.rolling-policy.rollover-interval, for unbounded
-	// jobs without checkpointing.
+}
+
+// Ticker is implemented by sinks that act on processing time even when no
+// input arrives (e.g. the file sink's rollover interval). The runtime calls
+// Tick about every batch linger, on the sink's own goroutine.
+type Ticker interface {
+	Tick(now time.Time) error
 }
 
 // Sink is one parallel instance of a sink connector.

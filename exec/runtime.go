@@ -291,8 +291,11 @@ func (st *subtask) runSource() error {
 	}
 	defer src.Close()
 	return src.Run(st.ctx, func(rec arrow.Record) error {
-		if rec == nil {
-			return st.ctx.Err()
+		if rec == nil { // idle heartbeat
+			if err := st.ctx.Err(); err != nil {
+				return err
+			}
+			return st.tick()
 		}
 		if err := st.ctx.Err(); err != nil {
 			rec.Release()
@@ -303,15 +306,44 @@ func (st *subtask) runSource() error {
 	})
 }
 
+// tick gives a ticking sink its processing-time call.
+func (st *subtask) tick() error {
+	if so, ok := st.out.(*sinkOutput); ok {
+		if t, ok := so.sink.(Ticker); ok {
+			return t.Tick(time.Now())
+		}
+	}
+	return nil
+}
+
+// ticks returns a channel that fires every linger if this subtask ends in a
+// ticking sink (nil otherwise: never fires) and a function to stop it.
+func (st *subtask) ticks() (<-chan time.Time, func()) {
+	if so, ok := st.out.(*sinkOutput); ok {
+		if _, ok := so.sink.(Ticker); ok {
+			t := time.NewTicker(st.cfg.Linger)
+			return t.C, t.Stop
+		}
+	}
+	return nil, func() {}
+}
+
 func (st *subtask) runInputs() error {
 	n := len(st.inputs)
 	ended := 0
+	tickC, stop := st.ticks()
+	defer stop()
 	if n == 1 {
 		ch := st.inputs[0]
 		for {
 			var m Message
 			select {
 			case m = <-ch:
+			case <-tickC:
+				if err := st.tick(); err != nil {
+					return err
+				}
+				continue
 			case <-st.ctx.Done():
 				return st.ctx.Err()
 			}
@@ -320,15 +352,25 @@ func (st *subtask) runInputs() error {
 			}
 		}
 	}
-	cases := make([]reflect.SelectCase, n+1)
+	cases := make([]reflect.SelectCase, n+2)
 	for i, ch := range st.inputs {
 		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)}
 	}
 	cases[n] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(st.ctx.Done())}
+	cases[n+1] = reflect.SelectCase{Dir: reflect.SelectRecv}
+	if tickC != nil {
+		cases[n+1].Chan = reflect.ValueOf(tickC)
+	}
 	for ended < n {
 		i, v, _ := reflect.Select(cases)
 		if i == n {
 			return st.ctx.Err()
+		}
+		if i == n+1 {
+			if err := st.tick(); err != nil {
+				return err
+			}
+			continue
 		}
 		m := v.Interface().(Message)
 		if m.Kind == MsgEnd {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -239,4 +240,71 @@ func waitGoroutines(t *testing.T, n int) {
 	}
 	buf := make([]byte, 1<<16)
 	t.Fatalf("goroutines leaked: %d > %d\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
+}
+
+// idleSource emits nothing but heartbeats until cancelled.
+type idleSource struct{ sc *SourceContext }
+
+func (s *idleSource) Run(ctx context.Context, emit func(arrow.Record) error) error {
+	t := time.NewTicker(s.sc.Linger)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if err := emit(nil); err != nil {
+				return err
+			}
+		}
+	}
+}
+func (s *idleSource) Close() error { return nil }
+
+type tickSink struct{ ticks chan struct{} }
+
+func (s *tickSink) Write(Batch) error { return nil }
+func (s *tickSink) Finish() error     { return nil }
+func (s *tickSink) Close() error      { return nil }
+func (s *tickSink) Tick(time.Time) error {
+	select {
+	case s.ticks <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// TestIdleSinksTick checks that a sink implementing Ticker gets processing
+// time calls while no data flows, both when chained to its source and
+// behind an exchange.
+func TestIdleSinksTick(t *testing.T) {
+	for _, chained := range []bool{true, false} {
+		t.Run(fmt.Sprintf("chained=%v", chained), func(t *testing.T) {
+			sinkT := &catalog.Table{Name: "s"}
+			src := &planner.Task{Name: "src", Parallelism: 1, Source: &planner.SourceSpec{Table: &catalog.Table{Name: "idle"}, Schema: kvSchema}, OutSchema: kvSchema}
+			plan := &planner.Physical{Tasks: []*planner.Task{src}}
+			if chained {
+				src.Sink = &planner.SinkSpec{Table: sinkT, Schema: kvSchema}
+			} else {
+				snk := &planner.Task{Name: "sink", Parallelism: 2, Sink: &planner.SinkSpec{Table: sinkT, Schema: kvSchema}}
+				e := &planner.Edge{From: src, To: snk, Kind: planner.Rebalance}
+				src.Output, snk.Inputs = e, []*planner.Edge{e}
+				plan.Tasks, plan.Edges = append(plan.Tasks, snk), []*planner.Edge{e}
+			}
+			ticks := make(chan struct{}, 1)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error)
+			go func() {
+				done <- RunJob(ctx, plan, JobConfig{Linger: time.Millisecond,
+					NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) { return &idleSource{sc: sc}, nil },
+					NewSink:   func(*catalog.Table, *SinkContext) (Sink, error) { return &tickSink{ticks: ticks}, nil },
+				})
+			}()
+			<-ticks // the condition: a tick arrived with no data flowing
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Fatal(err)
+			}
+		})
+	}
 }

@@ -282,6 +282,15 @@ func (s *FileSink) Write(b exec.Batch) error {
 	return nil
 }
 
+// Tick rolls the in-progress file when it is older than the rollover
+// interval, so an idle unbounded job still commits what it wrote.
+func (s *FileSink) Tick(now time.Time) error {
+	if s.autoCommit && s.parts.ShouldRoll(s.fileSize, s.rollover, now) {
+		return s.commitAll()
+	}
+	return nil
+}
+
 func (s *FileSink) commitAll() error {
 	s.epoch++
 	if err := s.parts.PreCommit(s.epoch); err != nil {

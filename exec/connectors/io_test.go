@@ -427,3 +427,33 @@ func TestSocketSourceNoLeak(t *testing.T) {
 		t.Fatalf("%d goroutines, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// TestFileSinkTickRollsIdleFile: an unbounded job that stops writing still
+// commits its file once it is older than the rollover interval.
+func TestFileSinkTickRollsIdleFile(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rec := kvRecord(mem, []string{"x"}, []int64{1}, nil)
+	defer rec.Release()
+	dir := filepath.Join(t.TempDir(), "out")
+	tb := table("sink", kv, "connector", "filesystem", "path", dir, "format", "csv", "sink.rolling-policy.rollover-interval", "1 min")
+	s, err := NewSink(tb, &exec.SinkContext{Parallelism: 1, Mem: mem, Schema: kv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Write(exec.Batch{Rec: rec}); err != nil {
+		t.Fatal(err)
+	}
+	visible := func() int {
+		files, _ := ListFiles(dir)
+		return len(files)
+	}
+	tk := s.(exec.Ticker)
+	if err := tk.Tick(time.Now().Add(30 * time.Second)); err != nil || visible() != 0 {
+		t.Fatalf("rolled too early: err=%v, %d visible", err, visible())
+	}
+	if err := tk.Tick(time.Now().Add(61 * time.Second)); err != nil || visible() != 1 {
+		t.Fatalf("not rolled after the interval: err=%v, %d visible", err, visible())
+	}
+}
