@@ -24,7 +24,7 @@ run: build
 
 # Throughput benchmarks (events/s per core); see docs/benchmarks.md.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./bench/
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 3 ./bench/
 
 clean:
 	rm -rf bin
