@@ -159,7 +159,8 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 			return nil, true, ctx.Errorf(a.F, "internal error: aggregate %s not collected", k)
 		}
 		switch n.(type) {
-		case *ast.ColumnNameExpr, *ast.FuncCallExpr, *ast.BinaryOperationExpr, *ast.UnaryOperationExpr, *ast.FuncCastExpr, *ast.CaseExpr:
+		case ast.ValueExpr, *ast.ParenthesesExpr:
+		default:
 			ab := &exprBuilder{ctx: ctx, in: in, noAggErr: true}
 			e, err := ab.build(n)
 			if err != nil {

@@ -189,6 +189,9 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 		if err != nil {
 			return nil, err
 		}
+		if e.Type().Kind == catalog.KindNull {
+			e = &Literal{T: catalog.String} // an untyped NULL column is a NULL STRING
+		}
 		name := f.AsName.O
 		if name == "" {
 			if cn, ok := unparen(f.Expr).(*ast.ColumnNameExpr); ok {

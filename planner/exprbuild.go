@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/pingcap/tidb/pkg/parser/ast"
@@ -111,6 +112,9 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		v, err := b.build(x.Expr)
 		if err != nil {
 			return nil, err
+		}
+		if v.Type().Kind == catalog.KindNull {
+			return &Literal{Value: !x.Not, T: catalog.Boolean.WithNotNull(true)}, nil
 		}
 		if x.Not {
 			return b.call("NULL", "is_not_null", v)
@@ -265,6 +269,10 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		return &Literal{Value: x.Direction.String(), T: catalog.String.WithNotNull(true)}, nil
 	case *ast.TimeUnitExpr:
 		return &Literal{Value: x.Unit.String(), T: catalog.String.WithNotNull(true)}, nil
+	case *ast.WindowFuncExpr:
+		return nil, b.errf(x.Name, "OVER windows (%s) are not supported yet", strings.ToUpper(x.Name))
+	case *ast.PositionExpr:
+		return nil, b.errf("", "positions (GROUP BY 1, ORDER BY 1) are not supported; name the column or expression")
 	case *ast.RowExpr:
 		return nil, b.errf("ROW", "row values are not supported")
 	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
@@ -282,6 +290,16 @@ func (b *exprBuilder) clauseName() string {
 
 func (b *exprBuilder) funcCall(x *ast.FuncCallExpr) (Expr, error) {
 	name := x.FnName.L
+	switch name {
+	case ast.TimestampLiteral:
+		return b.timestampLiteral(x)
+	case ast.DateLiteral:
+		return nil, b.errf("DATE", "the DATE type is not supported yet; use TIMESTAMP '2024-01-01 00:00:00'")
+	case ast.TimeLiteral:
+		return nil, b.errf("TIME", "the TIME type is not supported yet")
+	case parser.IntervalFunc:
+		return nil, b.errf("INTERVAL", "INTERVAL values are supported only in WATERMARK FOR ... AS ts - INTERVAL '...' unit (interval arithmetic is not supported yet)")
+	}
 	args, err := b.buildAll(x.Args)
 	if err != nil {
 		return nil, err
@@ -469,3 +487,19 @@ func (v *wordFinder) Enter(n ast.Node) (ast.Node, bool) {
 	return n, false
 }
 func (v *wordFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// timestampLiteral turns TIMESTAMP 'yyyy-MM-dd HH:mm:ss[.SSS]' into a
+// TIMESTAMP(3) literal (milliseconds since the epoch, no time zone).
+func (b *exprBuilder) timestampLiteral(x *ast.FuncCallExpr) (Expr, error) {
+	v, ok := x.Args[0].(ast.ValueExpr)
+	if !ok {
+		return nil, b.errf("TIMESTAMP", "bad TIMESTAMP literal")
+	}
+	text := v.GetString()
+	for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.Parse(layout, text); err == nil {
+			return &Literal{Value: t.UnixMilli(), T: catalog.Timestamp.WithNotNull(true)}, nil
+		}
+	}
+	return nil, b.errf("TIMESTAMP", "bad TIMESTAMP literal '%s' (expected 'yyyy-MM-dd HH:mm:ss[.SSS]')", text)
+}

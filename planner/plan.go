@@ -343,14 +343,21 @@ func opMode(op Op) string {
 // written to a sink column of type to without an explicit CAST: as in Flink,
 // only casts that lose nothing (widening numerics, any STRING length, NULL).
 func implicitSinkCast(from, to catalog.Type) bool {
-	if from.Kind == catalog.KindNull || from.Kind == to.Kind {
+	if from.Kind == catalog.KindNull {
 		return true
+	}
+	// digits a DECIMAL target keeps before and after the point
+	fits := func(intDigits, scale int) bool {
+		return to.Kind == catalog.KindDecimal && to.Precision-to.Scale >= intDigits && to.Scale >= scale
+	}
+	if from.Kind == to.Kind {
+		return from.Kind != catalog.KindDecimal || fits(from.Precision-from.Scale, from.Scale)
 	}
 	switch from.Kind {
 	case catalog.KindInt:
-		return to.Kind == catalog.KindBigInt || to.Kind == catalog.KindDecimal || to.Kind == catalog.KindDouble
+		return to.Kind == catalog.KindBigInt || to.Kind == catalog.KindDouble || fits(10, 0)
 	case catalog.KindBigInt:
-		return to.Kind == catalog.KindDecimal || to.Kind == catalog.KindDouble
+		return to.Kind == catalog.KindDouble || fits(19, 0)
 	case catalog.KindDecimal:
 		return to.Kind == catalog.KindDouble
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/parser"
+	"github.com/streamsql/streamsql/planner"
 )
 
 func (s *Session) createTable(x *parser.CreateTable) (*Result, error) {
@@ -45,6 +46,9 @@ func (s *Session) createTable(x *parser.CreateTable) (*Result, error) {
 		}
 		text := ""
 		if w.Expr != nil {
+			if _, err := planner.WatermarkDelay(t.Schema, w.Expr); err != nil {
+				return nil, err
+			}
 			text = exprText(x.Text, w)
 		}
 		t.Watermark = &catalog.Watermark{Column: t.Schema[i].Name, ExprSQL: text}

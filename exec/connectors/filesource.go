@@ -285,7 +285,12 @@ func (s *FileSource) Run(ctx context.Context, emit func(arrow.Record) error) err
 			}
 			if _, derr := s.dec.decode(rec); derr != nil {
 				if !s.dec.ignore {
-					return fmt.Errorf("%s:%d: byte offset %d: %w", s.files[s.fi], s.line, s.off, derr)
+					bad := fmt.Errorf("%s:%d: byte offset %d: %w", s.files[s.fi], s.line, s.off, derr)
+					// Hand on the good records before the bad one, then fail.
+					if err := s.flush(emit); err != nil {
+						return err
+					}
+					return bad
 				}
 				s.sc.SkippedRecords.Add(1)
 			}
