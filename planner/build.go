@@ -287,7 +287,11 @@ func (p *Planner) buildFrom(n ast.ResultSetNode, ctx *parser.QueryContext) (*rel
 		var err error
 		switch src := x.Source.(type) {
 		case *ast.TableName:
-			if _, ok := ctx.TableFunc(src); ok {
+			if tf, ok := ctx.TableFunc(src); ok {
+				switch strings.ToUpper(tf.Name) {
+				case "TUMBLE", "HOP", "CUMULATE", "SESSION":
+					return nil, &parser.Error{Pos: tf.Pos, Msg: fmt.Sprintf("window table function %s is not supported yet", strings.ToUpper(tf.Name))}
+				}
 				return nil, ctx.Errorf("TABLE", "a table function needs a table on its left: FROM t, LATERAL TABLE(...)")
 			}
 			r, err = p.buildTableName(src, ctx)
