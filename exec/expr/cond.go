@@ -277,11 +277,7 @@ func (n *inSetNode[K]) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array
 	rows := a.Len()
 	vals := values[K](a)
 	buf, out := allocBits(mem, rows)
-	vbuf := andValidity(mem, rows, a)
-	if vbuf == nil {
-		vbuf, _ = allValidBits(mem, rows)
-	}
-	vb := vbuf.Bytes()
+	vbuf, vb := writableValidity(mem, rows, a)
 	for i := 0; i < rows; i++ {
 		if !bitutil.BitIsSet(vb, i) {
 			continue
@@ -317,11 +313,7 @@ func (n *inStrNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, e
 	rows := a.Len()
 	sa := a.(*array.String)
 	buf, out := allocBits(mem, rows)
-	vbuf := andValidity(mem, rows, a)
-	if vbuf == nil {
-		vbuf, _ = allValidBits(mem, rows)
-	}
-	vb := vbuf.Bytes()
+	vbuf, vb := writableValidity(mem, rows, a)
 	for i := 0; i < rows; i++ {
 		if !bitutil.BitIsSet(vb, i) {
 			continue

@@ -3,7 +3,6 @@ package expr
 import (
 	"math/big"
 	"math/bits"
-	"strconv"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/bitutil"
@@ -161,11 +160,7 @@ func (d *decArith) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 	defer releaseAll(arrs)
 	av, as := decVals(arrs[0], d.l.c)
 	bv, bs := decVals(arrs[1], d.r.c)
-	valid := andValidity(mem, rows, arrs[0], arrs[1])
-	if valid == nil {
-		valid, _ = allValidBits(mem, rows)
-	}
-	vb := valid.Bytes()
+	valid, vb := writableValidity(mem, rows, arrs[0], arrs[1])
 	buf, out := allocFixed[decimal128.Num](mem, rows)
 	f := d.kernel()
 	for i := 0; i < rows; i++ {
@@ -331,11 +326,7 @@ func (u *decUnary) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 	n := a.Len()
 	in := values[decimal128.Num](a)
 	buf, out := allocFixed[decimal128.Num](mem, n)
-	valid := andValidity(mem, n, a)
-	if valid == nil {
-		valid, _ = allValidBits(mem, n)
-	}
-	vb := valid.Bytes()
+	valid, vb := writableValidity(mem, n, a)
 	si, so := int32(u.in.Scale), int32(u.out.Scale)
 	po := int32(u.out.Precision)
 	for i := 0; i < n; i++ {
@@ -396,37 +387,4 @@ func scaleAfter(fn string, si, digits int32) int32 {
 		return min(si, digits)
 	}
 	return si
-}
-
-// FormatDecimal renders an unscaled value at scale as plain text
-// ("-12.50"), the form Flink's CAST to STRING uses.
-func FormatDecimal(n decimal128.Num, scale int32) string {
-	var digits string
-	neg := n.Sign() < 0
-	if fitsI64(n) {
-		v := int64(n.LowBits())
-		digits = strconv.FormatUint(absU(v), 10)
-	} else {
-		b := n.BigInt()
-		b.Abs(b)
-		digits = b.String()
-	}
-	if scale > 0 {
-		if len(digits) <= int(scale) {
-			digits = zeros(int(scale)-len(digits)+1) + digits
-		}
-		digits = digits[:len(digits)-int(scale)] + "." + digits[len(digits)-int(scale):]
-	}
-	if neg {
-		return "-" + digits
-	}
-	return digits
-}
-
-func zeros(n int) string {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = '0'
-	}
-	return string(b)
 }

@@ -4,9 +4,9 @@
 //
 // What it owns: the run-time semantics of every built-in scalar function the
 // planner can resolve (planner/functions.go decides types and inserts casts;
-// this package trusts those types), value formatting and parsing for CAST
-// (FormatDouble, FormatDecimal, FormatTimestamp, ParseTimestamp), and row
-// gathering for every SQL column type.
+// this package trusts those types) and row gathering for every SQL column
+// type. The text of values (CAST to and from STRING) comes from exec/format,
+// the one home of value text encoding and decoding.
 //
 // Invariants:
 //   - Type dispatch happens once, in Compile. Eval runs typed loops over whole

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/exec/format"
 	"github.com/streamsql/streamsql/planner"
 )
 
@@ -29,7 +30,7 @@ var testSchema = catalog.Schema{
 }
 
 func dec(s string, p, sc int) decimal128.Num {
-	n, err := parseDecimal(s, catalog.Decimal(p, sc))
+	n, err := format.CastDecimal(s, int32(p), int32(sc))
 	if err != nil {
 		panic(err)
 	}
@@ -55,7 +56,7 @@ func testRecord(mem memory.Allocator) arrow.Record {
 	sb.AppendValues([]string{"Hello", "  wörld  ", "a_b%c"}, nil)
 	sb.AppendNull()
 	tb := b.Field(5).(*array.TimestampBuilder)
-	ts, _ := ParseTimestamp("2024-02-29 13:45:01.250")
+	ts, _ := format.CastTimestamp("2024-02-29 13:45:01.250")
 	tb.AppendValues([]arrow.Timestamp{arrow.Timestamp(ts), 0, -1}, nil)
 	tb.AppendNull()
 	fb := b.Field(6).(*array.BooleanBuilder)
@@ -130,22 +131,12 @@ func render(a arrow.Array) string {
 			continue
 		}
 		switch x := a.(type) {
-		case *array.Int32:
-			parts[i] = strconv.Itoa(int(x.Value(i)))
-		case *array.Int64:
-			parts[i] = strconv.FormatInt(x.Value(i), 10)
-		case *array.Float64:
-			parts[i] = FormatDouble(x.Value(i))
-		case *array.Decimal128:
-			parts[i] = FormatDecimal(x.Value(i), x.DataType().(*arrow.Decimal128Type).Scale)
 		case *array.String:
 			parts[i] = "'" + x.Value(i) + "'"
 		case *array.Boolean:
 			parts[i] = strings.ToUpper(strconv.FormatBool(x.Value(i)))
-		case *array.Timestamp:
-			parts[i] = FormatTimestamp(int64(x.Value(i)))
-		default:
-			parts[i] = "?"
+		default: // CAST's text form (format.FormatValue); "?" for other types
+			parts[i] = format.FormatValue(a, i)
 		}
 	}
 	return strings.Join(parts, ",")

@@ -251,11 +251,7 @@ func (n *likeNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 		return nil, err
 	}
 	defer releaseAll(arrs)
-	valid := andValidity(mem, rows, arrs...)
-	if valid == nil {
-		valid, _ = allValidBits(mem, rows)
-	}
-	vb := valid.Bytes()
+	valid, vb := writableValidity(mem, rows, arrs...)
 	buf, out := allocBits(mem, rows)
 	s := newStrCol(arrs[0], n.args[0].c)
 	if n.fixed != nil {

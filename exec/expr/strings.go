@@ -129,10 +129,7 @@ func (n *strFn) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error
 	for i := range arrs {
 		cols[i] = newStrCol(arrs[i], n.args[i].c)
 	}
-	valid := andValidity(mem, rows, arrs...)
-	if valid == nil {
-		valid, _ = allValidBits(mem, rows)
-	}
+	valid, _ := writableValidity(mem, rows, arrs...)
 	for _, c := range cols {
 		if c.nullC {
 			clear(valid.Bytes())

@@ -179,41 +179,9 @@ func TestColumnRefRetains(t *testing.T) {
 	a.Release()
 }
 
-func TestFormatting(t *testing.T) {
-	for _, tc := range []struct {
-		v    float64
-		want string
-	}{
-		{1, "1.0"}, {0.001, "0.001"}, {0.0001, "1.0E-4"}, {1234567, "1234567.0"},
-		{12345678, "1.2345678E7"}, {-0.5, "-0.5"}, {1e100, "1.0E100"},
-	} {
-		if got := FormatDouble(tc.v); got != tc.want {
-			t.Errorf("FormatDouble(%v) = %s, want %s", tc.v, got, tc.want)
-		}
-	}
-	for _, tc := range []struct{ in, want string }{
-		{"2024-02-29 13:45:01.25", "2024-02-29 13:45:01.250"},
-		{"2024-02-29T13:45", "2024-02-29 13:45:00.000"},
-		{"1900-1-2", "1900-01-02 00:00:00.000"},
-		{"1969-12-31 23:59:59.999999", "1969-12-31 23:59:59.999"},
-		{"0001-01-01 00:00:00", "0001-01-01 00:00:00.000"},
-	} {
-		ms, err := ParseTimestamp(tc.in)
-		if err != nil {
-			t.Fatalf("ParseTimestamp(%q): %v", tc.in, err)
-		}
-		if got := FormatTimestamp(ms); got != tc.want {
-			t.Errorf("round trip %q = %s, want %s", tc.in, got, tc.want)
-		}
-	}
-	for _, bad := range []string{"2023-02-29", "2024-13-01", "2024-01-01 24:00", "x", "2024-01-01 10", "2024-01-01 10:00:00."} {
-		if _, err := ParseTimestamp(bad); err == nil {
-			t.Errorf("ParseTimestamp(%q) accepted", bad)
-		}
-	}
-	if got := FormatDecimal(decimal128.FromI64(-5), 3); got != "-0.005" {
-		t.Errorf("FormatDecimal = %s", got)
-	}
+// Text conversion (DOUBLE, DECIMAL, TIMESTAMP) is tested in exec/format.
+
+func TestRoundDouble(t *testing.T) {
 	for _, tc := range []struct {
 		v    float64
 		d    int32

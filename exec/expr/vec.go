@@ -58,6 +58,15 @@ func allValidBits(mem memory.Allocator, n int) (*memory.Buffer, []byte) {
 	return buf, b
 }
 
+// writableValidity is andValidity always allocated (all bits set when no
+// argument has nulls), for kernels that clear bits of rows that fail.
+func writableValidity(mem memory.Allocator, n int, arrs ...arrow.Array) (*memory.Buffer, []byte) {
+	if valid := andValidity(mem, n, arrs...); valid != nil {
+		return valid, valid.Bytes()
+	}
+	return allValidBits(mem, n)
+}
+
 // makeArray wraps buffers into an array of type dt and length n, taking over
 // the caller's references to the buffers. validity may be nil (no nulls).
 func makeArray(dt arrow.DataType, n int, validity *memory.Buffer, bufs ...*memory.Buffer) arrow.Array {

@@ -135,13 +135,21 @@ func (r *rowDecoder) parse(i int, text []byte) string {
 	case catalog.KindBoolean:
 		s.b, reason = parseBool(text)
 	case catalog.KindInt:
-		s.i, reason = parseInt(text, math.MinInt32, math.MaxInt32, "INT")
+		var st status
+		s.i, st = parseInt(text, math.MinInt32, math.MaxInt32)
+		reason = intReason(st, "INT")
 	case catalog.KindBigInt:
-		s.i, reason = parseInt(text, math.MinInt64, math.MaxInt64, "BIGINT")
+		var st status
+		s.i, st = parseInt(text, math.MinInt64, math.MaxInt64)
+		reason = intReason(st, "BIGINT")
 	case catalog.KindDouble:
-		s.f, reason = parseDouble(text)
+		var st status
+		s.f, st = parseDouble(text)
+		reason = doubleReason(st)
 	case catalog.KindDecimal:
-		s.d, reason = parseDecimal(text, c.prec, c.scale)
+		var st status
+		s.d, st = parseDecimal(text, c.prec, c.scale)
+		reason = decimalReason(st, c.prec, c.scale)
 	case catalog.KindTimestamp:
 		s.i, reason = parseTimestamp(text, r.isoTS, r.json)
 	case catalog.KindString:

@@ -11,11 +11,15 @@
 //     bufio.Writer, reading typed column views (Column): no boxing per value.
 //   - FormatValue and Column.Append render values as Flink prints them
 //     (Java's Double.toString for DOUBLE, the exact scale for DECIMAL, ...).
-//   - ParseTimestamp is the one timestamp parser shared by CSV and JSON.
+//   - It is the one home of value text: the parsers in parse.go serve both
+//     the decoders (strict rules; ParseTimestamp for CSV and JSON) and
+//     CAST(STRING AS T) in exec/expr (Cast* in cast.go, Flink's lenient
+//     rules); AppendJavaDouble, AppendDecimal and AppendTimestamp serve the
+//     encoders, the SQL client and CAST(x AS STRING).
 //
 // Invariants: decoders never retain the input line after Decode returns;
 // builders are owned by the caller (the decoder only appends).
 //
-// This package must not import exec (it sits below the runtime) and does no
-// I/O of its own beyond writing to the writer it is given.
+// This package must not import exec or exec/expr (both sit above it) and
+// does no I/O of its own beyond writing to the writer it is given.
 package format

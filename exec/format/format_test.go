@@ -48,6 +48,7 @@ func TestJavaDouble(t *testing.T) {
 		1e7: "1.0E7", 9999999: "9999999.0", 0.001: "0.001", 0.0001: "1.0E-4", 100: "100.0",
 		math.NaN(): "NaN", math.Inf(1): "Infinity", math.Inf(-1): "-Infinity", math.Copysign(0, -1): "-0.0",
 		0: "0.0", 1.5e300: "1.5E300", math.MaxFloat64: "1.7976931348623157E308", 12345.678: "12345.678",
+		1234567: "1234567.0", 12345678: "1.2345678E7", -0.5: "-0.5", 1e100: "1.0E100",
 	}
 	for f, want := range cases {
 		if got := string(AppendJavaDouble(nil, f)); got != want {
@@ -61,7 +62,7 @@ func TestDecimalAndTimestampText(t *testing.T) {
 		n     int64
 		scale int32
 		want  string
-	}{{150, 2, "1.50"}, {-5, 2, "-0.05"}, {12, 0, "12"}, {0, 3, "0.000"}, {-123456, 3, "-123.456"}}
+	}{{150, 2, "1.50"}, {-5, 2, "-0.05"}, {12, 0, "12"}, {0, 3, "0.000"}, {-123456, 3, "-123.456"}, {-5, 3, "-0.005"}}
 	for _, c := range dec {
 		if got := string(AppendDecimal(nil, decimal128.FromI64(c.n), c.scale)); got != c.want {
 			t.Errorf("AppendDecimal(%d, %d) = %q, want %q", c.n, c.scale, got, c.want)

@@ -5,19 +5,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
-
-	"github.com/streamsql/streamsql/catalog"
 )
-
-var fuzzSchema = catalog.Schema{
-	{Name: "b", Type: catalog.Boolean},
-	{Name: "i", Type: catalog.Int},
-	{Name: "l", Type: catalog.BigInt},
-	{Name: "d", Type: catalog.Double},
-	{Name: "m", Type: catalog.Decimal(10, 2)},
-	{Name: "s", Type: catalog.String},
-	{Name: "t", Type: catalog.Timestamp},
-}
 
 // checkDecoder feeds line to a decoder and checks its contract: no panic; a
 // record is appended exactly when Decode reports it, and never on error;
@@ -25,7 +13,7 @@ var fuzzSchema = catalog.Schema{
 func checkDecoder(t *testing.T, line []byte, newDec func(rb *array.RecordBuilder) (Decoder, error)) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	rb := array.NewRecordBuilder(mem, fuzzSchema.Arrow())
+	rb := array.NewRecordBuilder(mem, testSchema.Arrow())
 	defer rb.Release()
 	dec, err := newDec(rb)
 	if err != nil {
@@ -61,7 +49,7 @@ func FuzzCSVDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		checkDecoder(t, line, func(rb *array.RecordBuilder) (Decoder, error) {
-			return NewCSVDecoder(fuzzSchema, DefaultCSVOptions(), rb)
+			return NewCSVDecoder(testSchema, DefaultCSVOptions(), rb)
 		})
 	})
 }
@@ -75,7 +63,7 @@ func FuzzJSONDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		checkDecoder(t, line, func(rb *array.RecordBuilder) (Decoder, error) {
-			return NewJSONDecoder(fuzzSchema, JSONOptions{}, rb)
+			return NewJSONDecoder(testSchema, JSONOptions{}, rb)
 		})
 	})
 }

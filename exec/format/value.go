@@ -1,9 +1,7 @@
 package format
 
 import (
-	"fmt"
 	"math"
-	"math/big"
 	"strconv"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -297,19 +295,25 @@ func daysFromCivil(y int64, m, d int) int64 {
 	return era*146097 + doe - 719468
 }
 
+const msPerDay = 86400000
+
 func append2(dst []byte, v int) []byte { return append(dst, byte('0'+v/10), byte('0'+v%10)) }
 
 // AppendTimestamp appends ms (milliseconds since the epoch, wall-clock time
 // without a zone) in the given style.
 func AppendTimestamp(dst []byte, ms int64, style Style) []byte {
-	days := ms / 86400000
-	rem := ms % 86400000
+	days := ms / msPerDay
+	rem := ms % msPerDay
 	if rem < 0 {
-		rem += 86400000
+		rem += msPerDay
 		days--
 	}
 	y, mo, d := civil(days)
-	if y >= 0 && y <= 9999 {
+	if y < 0 { // outside TIMESTAMP's range; java.time's form: -0001
+		dst = append(dst, '-')
+		y = -y
+	}
+	if y <= 9999 {
 		dst = append(dst, byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10))
 	} else {
 		dst = strconv.AppendInt(dst, y, 10)
@@ -354,335 +358,4 @@ func AppendTimestamp(dst []byte, ms int64, style Style) []byte {
 		}
 	}
 	return dst
-}
-
-// ParseTimestamp parses a TIMESTAMP(3) text into milliseconds since the epoch
-// (wall-clock time, no zone). With iso false the form is Flink's SQL one,
-// yyyy-MM-dd HH:mm:ss[.fraction]; with iso true it is ISO-8601,
-// yyyy-MM-ddTHH:mm:ss[.fraction][Z]. Seconds may be omitted (HH:mm); the
-// fraction has 1 to 9 digits and is truncated to milliseconds.
-func ParseTimestamp(s string, iso bool) (int64, error) {
-	ms, reason := parseTimestamp([]byte(s), iso, false)
-	if reason != "" {
-		return 0, fmt.Errorf("%s", reason)
-	}
-	return ms, nil
-}
-
-func tsFormatHint(iso bool) string {
-	if iso {
-		return "expected 'yyyy-MM-ddTHH:mm:ss[.SSS]' (ISO-8601)"
-	}
-	return "expected 'yyyy-MM-dd HH:mm:ss[.SSS]'"
-}
-
-// parseTimestamp returns ("" on success) a reason on failure; jsonHint adds
-// a hint about json.timestamp-format.standard when the other form was given.
-func parseTimestamp(b []byte, iso, jsonHint bool) (int64, string) {
-	b = trimSpace(b)
-	num := func(p, n int) (int, bool) {
-		if p+n > len(b) {
-			return 0, false
-		}
-		v := 0
-		for _, c := range b[p : p+n] {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v, true
-	}
-	bad := func() (int64, string) {
-		r := "invalid TIMESTAMP(3): " + tsFormatHint(iso)
-		if jsonHint && len(b) > 10 {
-			if !iso && b[10] == 'T' {
-				r += "; for ISO-8601 text set 'json.timestamp-format.standard' = 'ISO-8601'"
-			} else if iso && b[10] == ' ' {
-				r += "; for 'yyyy-MM-dd HH:mm:ss' text set 'json.timestamp-format.standard' = 'SQL'"
-			}
-		}
-		return 0, r
-	}
-	y, ok1 := num(0, 4)
-	mo, ok2 := num(5, 2)
-	d, ok3 := num(8, 2)
-	if !ok1 || !ok2 || !ok3 || len(b) < 16 || b[4] != '-' || b[7] != '-' {
-		return bad()
-	}
-	sep := byte(' ')
-	if iso {
-		sep = 'T'
-	}
-	if b[10] != sep {
-		return bad()
-	}
-	h, ok4 := num(11, 2)
-	mi, ok5 := num(14, 2)
-	if !ok4 || !ok5 || b[13] != ':' {
-		return bad()
-	}
-	sec, milli := 0, 0
-	p := 16
-	if p < len(b) && b[p] == ':' {
-		var ok bool
-		if sec, ok = num(p+1, 2); !ok {
-			return bad()
-		}
-		p += 3
-		if p < len(b) && b[p] == '.' {
-			p++
-			nd := 0
-			for p < len(b) && b[p] >= '0' && b[p] <= '9' {
-				if nd < 3 {
-					milli = milli*10 + int(b[p]-'0')
-				}
-				nd++
-				p++
-			}
-			if nd == 0 || nd > 9 {
-				return bad()
-			}
-			for ; nd < 3; nd++ {
-				milli *= 10
-			}
-		}
-	}
-	if iso && p < len(b) && b[p] == 'Z' {
-		p++
-	}
-	if p != len(b) {
-		return bad()
-	}
-	if mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) || h > 23 || mi > 59 || sec > 59 {
-		return 0, "invalid TIMESTAMP(3): date or time field out of range"
-	}
-	days := daysFromCivil(int64(y), mo, d)
-	return days*86400000 + int64(h)*3600000 + int64(mi)*60000 + int64(sec)*1000 + int64(milli), ""
-}
-
-func daysIn(y, m int) int {
-	switch m {
-	case 2:
-		if y%4 == 0 && (y%100 != 0 || y%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-// parseInt parses a decimal integer within [lo, hi]; reason "" on success.
-func parseInt(b []byte, lo, hi int64, typ string) (int64, string) {
-	b = trimSpace(b)
-	if len(b) == 0 {
-		return 0, "invalid " + typ + ": empty value"
-	}
-	neg := false
-	if b[0] == '-' || b[0] == '+' {
-		neg = b[0] == '-'
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, "invalid " + typ
-		}
-	}
-	var u uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, "invalid " + typ
-		}
-		if u > (math.MaxUint64-9)/10 {
-			return 0, typ + " out of range"
-		}
-		u = u*10 + uint64(c-'0')
-	}
-	var v int64
-	if neg {
-		if u > 1<<63 {
-			return 0, typ + " out of range"
-		}
-		v = int64(-u)
-	} else {
-		if u > math.MaxInt64 {
-			return 0, typ + " out of range"
-		}
-		v = int64(u)
-	}
-	if v < lo || v > hi {
-		return 0, typ + " out of range"
-	}
-	return v, ""
-}
-
-// parseDouble parses a DOUBLE as Java's Double.parseDouble does (also NaN,
-// Infinity).
-func parseDouble(b []byte) (float64, string) {
-	b = trimSpace(b)
-	if len(b) == 0 {
-		return 0, "invalid DOUBLE: empty value"
-	}
-	switch string(b) {
-	case "NaN":
-		return math.NaN(), ""
-	case "Infinity", "+Infinity":
-		return math.Inf(1), ""
-	case "-Infinity":
-		return math.Inf(-1), ""
-	}
-	for _, c := range b {
-		// strconv accepts forms Java rejects (hex floats, "inf", underscores)
-		if !(c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+') {
-			return 0, "invalid DOUBLE"
-		}
-	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return 0, "invalid DOUBLE"
-	}
-	return f, ""
-}
-
-var pow10u64 = func() (p [20]uint64) {
-	p[0] = 1
-	for i := 1; i < 20; i++ {
-		p[i] = p[i-1] * 10
-	}
-	return
-}()
-
-// parseDecimal parses a number (plain or with an exponent) into an unscaled
-// DECIMAL(prec, scale) value, rounding half up to the scale.
-func parseDecimal(b []byte, prec, scale int32) (decimal128.Num, string) {
-	b = trimSpace(b)
-	typ := fmt.Sprintf("DECIMAL(%d, %d)", prec, scale)
-	if len(b) == 0 {
-		return decimal128.Num{}, "invalid " + typ + ": empty value"
-	}
-	p := 0
-	neg := false
-	if b[0] == '-' || b[0] == '+' {
-		neg = b[0] == '-'
-		p++
-	}
-	var mant uint64
-	var big10 *big.Int
-	nd, frac := 0, 0
-	seenDot := false
-	for ; p < len(b); p++ {
-		c := b[p]
-		if c == '.' && !seenDot {
-			seenDot = true
-			continue
-		}
-		if c < '0' || c > '9' {
-			break
-		}
-		nd++
-		if seenDot {
-			frac++
-		}
-		if big10 == nil && mant <= (math.MaxUint64-9)/10 {
-			mant = mant*10 + uint64(c-'0')
-		} else {
-			if big10 == nil {
-				big10 = new(big.Int).SetUint64(mant)
-			}
-			big10.Mul(big10, big.NewInt(10))
-			big10.Add(big10, big.NewInt(int64(c-'0')))
-		}
-	}
-	if nd == 0 {
-		return decimal128.Num{}, "invalid " + typ
-	}
-	exp := 0
-	if p < len(b) && (b[p] == 'e' || b[p] == 'E') {
-		e, r := parseInt(b[p+1:], -100000, 100000, "exponent")
-		if r != "" {
-			return decimal128.Num{}, "invalid " + typ
-		}
-		exp = int(e)
-		p = len(b)
-	}
-	if p != len(b) {
-		return decimal128.Num{}, "invalid " + typ
-	}
-	shift := int(scale) + exp - frac // unscaled = mant * 10^shift
-	if big10 == nil && shift >= 0 && shift < 19 && mant < math.MaxInt64/pow10u64[shift] {
-		v := mant * pow10u64[shift]
-		if prec < 19 && v >= pow10u64[prec] {
-			return decimal128.Num{}, "value out of range for " + typ
-		}
-		n := decimal128.FromU64(v)
-		if neg {
-			n = n.Negate()
-		}
-		return n, ""
-	}
-	if big10 == nil && shift < 0 && -shift < 19 {
-		d := pow10u64[-shift]
-		q, r := mant/d, mant%d
-		if r*2 >= d {
-			q++
-		}
-		if prec < 19 && q >= pow10u64[prec] {
-			return decimal128.Num{}, "value out of range for " + typ
-		}
-		n := decimal128.FromU64(q)
-		if neg {
-			n = n.Negate()
-		}
-		return n, ""
-	}
-	// Slow path: big integers.
-	v := big10
-	if v == nil {
-		v = new(big.Int).SetUint64(mant)
-	}
-	if shift > 80 {
-		return decimal128.Num{}, "value out of range for " + typ
-	}
-	if shift >= 0 {
-		v.Mul(v, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(shift)), nil))
-	} else if -shift > 80 {
-		v.SetInt64(0)
-	} else {
-		d := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(-shift)), nil)
-		q, r := new(big.Int).QuoRem(v, d, new(big.Int))
-		if r.Lsh(r, 1).Cmp(d) >= 0 {
-			q.Add(q, big.NewInt(1))
-		}
-		v = q
-	}
-	limit := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(prec)), nil)
-	if v.Cmp(limit) >= 0 {
-		return decimal128.Num{}, "value out of range for " + typ
-	}
-	if neg {
-		v.Neg(v)
-	}
-	return decimal128.FromBigInt(v), ""
-}
-
-// parseBool accepts true/false, case-insensitive, surrounding blanks ignored.
-func parseBool(b []byte) (bool, string) {
-	b = trimSpace(b)
-	if len(b) == 4 && (b[0]|0x20) == 't' && (b[1]|0x20) == 'r' && (b[2]|0x20) == 'u' && (b[3]|0x20) == 'e' {
-		return true, ""
-	}
-	if len(b) == 5 && (b[0]|0x20) == 'f' && (b[1]|0x20) == 'a' && (b[2]|0x20) == 'l' && (b[3]|0x20) == 's' && (b[4]|0x20) == 'e' {
-		return false, ""
-	}
-	return false, "invalid BOOLEAN (expected true or false)"
 }

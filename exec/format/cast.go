@@ -1,0 +1,113 @@
+package format
+
+import (
+	"errors"
+	"math"
+	"strings"
+
+	"github.com/apache/arrow/go/v17/arrow/decimal128"
+)
+
+// The text rules of CAST(STRING AS T), Flink's (see docs/sql.md). exec/expr's
+// CAST kernels call these per value; errors are short causes that the caller
+// wraps ("cannot cast 'x' to INT: not an integer").
+
+var (
+	errCastBool      = errors.New("not a boolean")
+	errCastInt       = errors.New("not an integer")
+	errCastIntRange  = errors.New("out of range")
+	errCastDouble    = errors.New("not a number")
+	errCastDecimal   = errors.New("not a decimal number")
+	errCastTimestamp = errors.New("not a timestamp (expected yyyy-MM-dd HH:mm:ss.SSS)")
+)
+
+// ErrDecimalOverflow is CastDecimal's error for a well-formed number too
+// large for the precision (CAST gives NULL for it, as Flink does).
+var ErrDecimalOverflow = errors.New("decimal overflow")
+
+// CastBool parses true, t, yes, y, 1 and false, f, no, n, 0 in any case.
+func CastBool(s string) (bool, error) {
+	t := trimSpace(s)
+	if len(t) > 5 {
+		return false, errCastBool
+	}
+	var low [5]byte
+	for i := 0; i < len(t); i++ {
+		low[i] = t[i]
+		if 'A' <= t[i] && t[i] <= 'Z' {
+			low[i] += 'a' - 'A'
+		}
+	}
+	switch string(low[:len(t)]) {
+	case "true", "t", "yes", "y", "1":
+		return true, nil
+	case "false", "f", "no", "n", "0":
+		return false, nil
+	}
+	return false, errCastBool
+}
+
+// CastInt parses an integer of bitSize 32 (INT) or 64 (BIGINT); a fractional
+// part is dropped ("12.7" is 12, "-.5" is 0), as in Flink.
+func CastInt(s string, bitSize int) (int64, error) {
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if bitSize == 32 {
+		lo, hi = math.MinInt32, math.MaxInt32
+	}
+	v, st := parseInt(s, lo, hi)
+	if st == stBad {
+		t := trimSpace(s)
+		if dot := strings.IndexByte(t, '.'); dot >= 0 && allDigits(t[dot+1:]) {
+			switch ip := t[:dot]; ip {
+			case "", "-", "+":
+				if dot+1 < len(t) {
+					return 0, nil
+				}
+			default:
+				v, st = parseIntUntrimmed(ip, lo, hi)
+			}
+		}
+	}
+	switch st {
+	case stOK:
+		return v, nil
+	case stRange:
+		return 0, errCastIntRange
+	}
+	return 0, errCastInt
+}
+
+// CastDouble parses a DOUBLE as Java's Double.parseDouble does (decimal or
+// hexadecimal literals, NaN, Infinity).
+func CastDouble(s string) (float64, error) {
+	f, st := parseDouble(s)
+	if st != stOK {
+		return 0, errCastDouble
+	}
+	return f, nil
+}
+
+// CastDecimal parses a number with an optional exponent into an unscaled
+// DECIMAL(prec, scale) value, rounded half up; ErrDecimalOverflow when it
+// does not fit the precision.
+func CastDecimal(s string, prec, scale int32) (decimal128.Num, error) {
+	n, st := parseDecimal(s, prec, scale)
+	switch st {
+	case stOK:
+		return n, nil
+	case stRange:
+		return n, ErrDecimalOverflow
+	}
+	return n, errCastDecimal
+}
+
+// CastTimestamp parses yyyy-MM-dd[( |T)HH:mm[:ss[.fraction]]] into epoch
+// milliseconds; month, day, hour, minute and second may have one digit and
+// fraction digits beyond milliseconds are dropped.
+func CastTimestamp(s string) (int64, error) {
+	ms, st := scanTimestamp(s, tsCast)
+	if st != stOK {
+		return 0, errCastTimestamp
+	}
+	return ms, nil
+}
