@@ -51,6 +51,41 @@ func durationCheck(v string) error {
 	return nil
 }
 
+func durationOrZero(v string) error {
+	_, err := parseFlinkDuration(v)
+	return err
+}
+
+func pathCheck(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return fmt.Errorf("expected a directory path or file:// URI")
+	}
+	if i := strings.Index(v, "://"); i >= 0 && !strings.HasPrefix(v, "file://") {
+		return fmt.Errorf("only local paths and file:// URIs are supported, not %s", v[:i+3])
+	}
+	return nil
+}
+
+func floatAtLeast(min float64) func(string) error {
+	return func(v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f < min {
+			return fmt.Errorf("expected a number >= %g", min)
+		}
+		return nil
+	}
+}
+
+func floatBetween(lo, hi float64) func(string) error {
+	return func(v string) error {
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || f < lo || f > hi {
+			return fmt.Errorf("expected a number between %g and %g", lo, hi)
+		}
+		return nil
+	}
+}
+
 // SessionOptions lists the options a session accepts.
 var SessionOptions = []OptionDef{
 	{Key: "parallelism.default", Default: func() string { return strconv.Itoa(runtime.NumCPU()) },
@@ -65,6 +100,52 @@ var SessionOptions = []OptionDef{
 		Description: "flush a partial batch after this long", Check: durationCheck},
 	{Key: "execution.runtime-mode", Default: func() string { return "streaming" },
 		Description: "only streaming is supported", Check: enumOf("streaming")},
+	// Checkpointing and recovery (Flink's keys).
+	{Key: "execution.checkpointing.interval", Default: func() string { return "" },
+		Description: "take a checkpoint this often; unset means checkpointing is off", Check: durationCheck},
+	{Key: "execution.checkpointing.mode", Default: func() string { return "EXACTLY_ONCE" },
+		Description: "EXACTLY_ONCE (aligned barriers) or AT_LEAST_ONCE (no alignment)", Check: enumOf("EXACTLY_ONCE", "AT_LEAST_ONCE")},
+	{Key: "execution.checkpointing.timeout", Default: func() string { return "10 min" },
+		Description: "a checkpoint not complete after this long is aborted", Check: durationCheck},
+	{Key: "execution.checkpointing.min-pause", Default: func() string { return "0 ms" },
+		Description: "minimal pause between the end of a checkpoint and the start of the next", Check: durationOrZero},
+	{Key: "execution.checkpointing.max-concurrent-checkpoints", Default: func() string { return "1" },
+		Description: "checkpoints in flight at once (streamsql takes them one at a time: only 1)", Check: enumOf("1")},
+	{Key: "execution.checkpointing.tolerable-failed-checkpoints", Default: func() string { return "0" },
+		Description: "consecutive failed checkpoints tolerated before the job fails", Check: intAtLeast(0)},
+	{Key: "execution.checkpointing.externalized-checkpoint-retention", Default: func() string { return "DELETE_ON_CANCELLATION" },
+		Description: "whether checkpoints survive a cancelled or finished job", Check: enumOf("DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS")},
+	{Key: "state.checkpoints.dir", Default: func() string { return "" },
+		Description: "directory (path or file:// URI) for checkpoints: <dir>/<job-id>/chk-<n>", Check: pathCheck},
+	{Key: "state.checkpoints.num-retained", Default: func() string { return "1" },
+		Description: "complete checkpoints kept per job", Check: intAtLeast(1)},
+	{Key: "execution.savepoint.path", Default: func() string { return "" },
+		Description: "restore the next job from this checkpoint (chk-<n> or job directory)", Check: pathCheck},
+	{Key: "restart-strategy.type", Default: func() string { return "" },
+		Description: "none, fixed-delay, exponential-delay or failure-rate (default: exponential-delay with checkpointing, none without)",
+		Check:       enumOf("none", "off", "disable", "fixed-delay", "fixeddelay", "exponential-delay", "exponentialdelay", "failure-rate", "failurerate")},
+	{Key: "restart-strategy.fixed-delay.attempts", Default: func() string { return "1" },
+		Description: "restarts before the job fails", Check: intAtLeast(0)},
+	{Key: "restart-strategy.fixed-delay.delay", Default: func() string { return "1 s" },
+		Description: "delay before each restart", Check: durationOrZero},
+	{Key: "restart-strategy.exponential-delay.initial-backoff", Default: func() string { return "1 s" },
+		Description: "delay before the first restart", Check: durationOrZero},
+	{Key: "restart-strategy.exponential-delay.max-backoff", Default: func() string { return "1 min" },
+		Description: "upper bound of the delay", Check: durationOrZero},
+	{Key: "restart-strategy.exponential-delay.backoff-multiplier", Default: func() string { return "1.5" },
+		Description: "delay growth per restart", Check: floatAtLeast(1)},
+	{Key: "restart-strategy.exponential-delay.reset-backoff-threshold", Default: func() string { return "1 h" },
+		Description: "running this long without failure resets the delay", Check: durationCheck},
+	{Key: "restart-strategy.exponential-delay.jitter-factor", Default: func() string { return "0.1" },
+		Description: "random part of the delay (0 to 1)", Check: floatBetween(0, 1)},
+	{Key: "restart-strategy.exponential-delay.attempts-before-reset-backoff", Default: func() string { return "2147483647" },
+		Description: "restarts before the job fails", Check: intAtLeast(0)},
+	{Key: "restart-strategy.failure-rate.max-failures-per-interval", Default: func() string { return "1" },
+		Description: "failures tolerated within the interval", Check: intAtLeast(1)},
+	{Key: "restart-strategy.failure-rate.failure-rate-interval", Default: func() string { return "1 min" },
+		Description: "the interval of the failure rate", Check: durationCheck},
+	{Key: "restart-strategy.failure-rate.delay", Default: func() string { return "1 s" },
+		Description: "delay before each restart", Check: durationOrZero},
 	{Key: "sql-client.execution.result-mode", Default: func() string { return "tableau" },
 		Description: "how the shell shows SELECT results: tableau (changelog rows) or table (final table at the end)", Check: enumOf("tableau", "table", "changelog")},
 	{Key: "sql-client.execution.max-table-result.rows", Default: func() string { return "1000000" },
@@ -141,6 +222,20 @@ func (o *Options) Get(key string) string {
 		return d.Default()
 	}
 	return ""
+}
+
+// IsSet reports whether key was set in this session.
+func (o *Options) IsSet(key string) bool { _, ok := o.set[key]; return ok }
+
+// Float returns a number option (validated on Set).
+func (o *Options) Float(key string) float64 {
+	f, _ := strconv.ParseFloat(strings.TrimSpace(o.Get(key)), 64)
+	return f
+}
+
+// Path returns a path option with a file:// prefix removed.
+func (o *Options) Path(key string) string {
+	return strings.TrimPrefix(strings.TrimSpace(o.Get(key)), "file://")
 }
 
 // Int returns an integer option (validated on Set).

@@ -1,5 +1,32 @@
-// Package checkpoint will own the checkpoint coordinator, barrier ids, the
-// Pebble state store, key encoding, the on-disk layout, restore and
-// savepoints (issue 3). It must never import exec or planner; exec depends
-// on small interfaces defined here.
+// Package checkpoint owns the durable state of streaming jobs: the Pebble
+// state store every operator writes to at a barrier, the key encoding
+// ([operator id][key group][key]), Flink's on-disk checkpoint layout,
+// restore, retention and listing.
+//
+// Layout (exactly Flink's):
+//
+//	<dir>/<job-id>/chk-<n>/_metadata   complete checkpoints only
+//	<dir>/<job-id>/chk-<n>/...         small per-checkpoint Pebble files (MANIFEST, OPTIONS, markers, WAL)
+//	<dir>/<job-id>/shared/             immutable sstables, referenced by one or more checkpoints
+//	<dir>/<job-id>/taskowned/          the working Pebble DB and scratch space; never restored from
+//
+// Invariants:
+//   - A checkpoint is a transaction: Commit applies all writes of checkpoint n
+//     and n itself in one synced Pebble batch; Persist makes a durable copy and
+//     writes chk-<n>/_metadata LAST (temp file, fsync, rename, fsync of the
+//     directory). A chk directory without a valid _metadata is garbage: it is
+//     never restored and is removed by the next Persist.
+//   - _metadata lists every file the checkpoint needs with its size and
+//     CRC-32C; the body of _metadata carries its own CRC-32C. Restore verifies
+//     every listed file before anything is opened.
+//   - Files in shared/ are immutable. Their names carry a per-working-DB
+//     generation so a name never denotes two different contents; a file
+//     already in shared/ is referenced, never copied again. A shared file is
+//     deleted only when no retained checkpoint references it.
+//   - Every file operation goes through Options.FS (Pebble included), so
+//     tests can inject faults and crash images.
+//
+// It must not import exec, planner or session: the runtime depends on the
+// small interfaces in api.go, never the reverse. It knows nothing about
+// operators beyond opaque operator ids, key groups and bytes.
 package checkpoint

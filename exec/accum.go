@@ -21,6 +21,10 @@ type accumulator interface {
 	// ops == nil means all rows are additions.
 	update(gids []int32, col arrow.Array, ops []RowKind)
 	result(slots []int32, mem memory.Allocator) arrow.Array
+	// encode appends slot g's state; decode reads it back into slot g and
+	// returns the bytes used (checkpoints, see aggstate.go).
+	encode(dst []byte, g int32) []byte
+	decode(src []byte, g int32) (int, error)
 }
 
 func sign(ops []RowKind, i int) int64 {

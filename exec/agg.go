@@ -45,6 +45,15 @@ type groupAgg struct {
 	free     []int32
 	accs     []accumulator
 
+	// checkpointing: slots changed and keys removed since the last snapshot
+	maxP        int
+	kgOf        []uint16
+	dirty       []bool
+	dirtyList   []int32
+	tombstones  [][]byte
+	batchHashes []uint64
+	hashBuf     []uint64
+
 	// per-batch scratch
 	before, after, take, pairsOld, pairsNew []int32
 	pairPos                                 []int
@@ -55,8 +64,8 @@ type groupAgg struct {
 	touched                                 []int32
 }
 
-func newAgg(s *planner.AggOp, mem memory.Allocator, batchSize int) (*groupAgg, error) {
-	a := &groupAgg{spec: s, mem: mem, batchSize: max(batchSize, 1), schema: s.Out.Arrow(), nullSlot: -1}
+func newAgg(s *planner.AggOp, mem memory.Allocator, batchSize, maxParallelism int) (*groupAgg, error) {
+	a := &groupAgg{spec: s, mem: mem, batchSize: max(batchSize, 1), schema: s.Out.Arrow(), nullSlot: -1, maxP: max(maxParallelism, 1)}
 	if len(s.Keys) == 1 {
 		switch s.Out[0].Type.Kind {
 		case catalog.KindInt, catalog.KindBigInt, catalog.KindTimestamp:
@@ -94,25 +103,39 @@ func (a *groupAgg) Close() error {
 // slots returns the number of allocated slots.
 func (a *groupAgg) slots() int { return len(a.rowCount) }
 
-func (a *groupAgg) newSlot(rec arrow.Record, row int) int32 {
-	var g int32
+// allocSlot returns a free slot (state zeroed).
+func (a *groupAgg) allocSlot() int32 {
 	if n := len(a.free); n > 0 {
-		g = a.free[n-1]
+		g := a.free[n-1]
 		a.free = a.free[:n-1]
-	} else {
-		g = int32(len(a.rowCount))
-		a.rowCount = append(a.rowCount, 0)
-		a.mark = append(a.mark, 0)
-		for _, acc := range a.accs {
-			acc.grow(len(a.rowCount))
-		}
-		if !a.intKey {
-			a.keyOf = append(a.keyOf, "")
-		}
+		return g
 	}
+	g := int32(len(a.rowCount))
+	a.rowCount = append(a.rowCount, 0)
+	a.mark = append(a.mark, 0)
+	a.dirty = append(a.dirty, false)
+	a.kgOf = append(a.kgOf, 0)
+	for _, acc := range a.accs {
+		acc.grow(len(a.rowCount))
+	}
+	if !a.intKey {
+		a.keyOf = append(a.keyOf, "")
+	}
+	return g
+}
+
+// newSlot allocates a slot for the key of row row of rec.
+func (a *groupAgg) newSlot(rec arrow.Record, row int) int32 {
+	g := a.allocSlot()
 	for i, k := range a.spec.Keys {
 		a.keys[i].put(g, rec.Column(k), row)
 	}
+	// The key group, as the hash exchange computed it for this row.
+	if a.batchHashes == nil {
+		a.batchHashes = HashKeys(rec, a.spec.Keys, a.hashBuf[:0])
+		a.hashBuf = a.batchHashes
+	}
+	a.kgOf[g] = uint16(a.batchHashes[row] % uint64(a.maxP))
 	return g
 }
 
@@ -306,6 +329,7 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 	if n == 0 {
 		return nil
 	}
+	a.batchHashes = nil
 	a.lookup(b.Rec)
 
 	// touched slots in first-touch order
@@ -321,6 +345,10 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 		if a.mark[g] != a.epoch {
 			a.mark[g] = a.epoch
 			a.touched = append(a.touched, g)
+			if !a.dirty[g] {
+				a.dirty[g] = true
+				a.dirtyList = append(a.dirtyList, g)
+			}
 		}
 	}
 	before := a.before[:0] // touched slots alive before the batch
@@ -432,6 +460,17 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 }
 
 func (a *groupAgg) dropSlot(g int32) {
+	// Its key leaves the state at the next snapshot.
+	a.tombstones = append(a.tombstones, a.stateKey(nil, g))
+	if a.dirty[g] {
+		a.dirty[g] = false
+		for i, d := range a.dirtyList {
+			if d == g {
+				a.dirtyList = append(a.dirtyList[:i], a.dirtyList[i+1:]...)
+				break
+			}
+		}
+	}
 	if a.intKey {
 		if g == a.nullSlot {
 			a.nullSlot = -1
@@ -519,6 +558,8 @@ func diffRows(old, nw arrow.Array, oi, ni []int32, changed []bool) {
 type keyStore interface {
 	put(g int32, col arrow.Array, row int)
 	gather(slots []int32, mem memory.Allocator) arrow.Array
+	appendEncoded(dst []byte, g int32) []byte
+	decode(src []byte, g int32) (int, error)
 }
 
 type intKeyOf interface{ int64At(g int32) int64 }

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/checkpoint"
 )
 
 // RowKind is the change a row represents, with Flink's byte values.
@@ -66,7 +67,11 @@ const (
 	MsgData      MsgKind = iota // a Batch
 	MsgBarrier                  // a checkpoint barrier
 	MsgWatermark                // an event-time watermark
-	MsgEnd                      // end of input on this channel
+	MsgEnd                      // end of data on this channel (operators finish)
+	// MsgShutdown follows MsgEnd when checkpointing is on: after the end of
+	// data, barriers still flow (the final checkpoint commits the last
+	// output); shutdown says nothing more will come.
+	MsgShutdown
 )
 
 // BarrierKind distinguishes checkpoints from savepoints.
@@ -78,9 +83,12 @@ const (
 )
 
 // Barrier is a checkpoint barrier travelling in-band between batches.
+// Final marks the checkpoint taken after every source ended: it commits
+// the job's last output.
 type Barrier struct {
-	ID   int64
-	Kind BarrierKind
+	ID    int64
+	Kind  BarrierKind
+	Final bool
 }
 
 // Message is the one kind of value on every edge of the DAG. A MsgData message
@@ -127,6 +135,10 @@ type SinkContext struct {
 	Schema      catalog.Schema
 	// Updating is true when the input carries -U/+U/-D rows.
 	Updating bool
+	// Checkpointing is true when the job takes checkpoints: a TwoPhaseSink
+	// then never commits on its own (no rollover commits; Finish only
+	// flushes) and makes output visible only in Commit.
+	Checkpointing bool
 	// Stdout is where the print sink writes (os.Stdout unless redirected by
 	// the shell or tests). Writes of whole batches are serialised by the sink.
 	Stdout io.Writer
@@ -148,4 +160,42 @@ type Sink interface {
 	Finish() error
 	// Close releases resources; uncommitted data is discarded. Idempotent.
 	Close() error
+}
+
+// CheckpointedSource is a source whose position can be saved at a barrier
+// and restored after a failure. SnapshotState is called on the source's
+// goroutine between two batches (inside emit, or when Run has returned);
+// the state must describe exactly the records emitted so far.
+// RestoreState is called before Run.
+type CheckpointedSource interface {
+	Source
+	SnapshotState() ([]byte, error)
+	RestoreState(state []byte) error
+}
+
+// TwoPhaseSink is a sink whose output becomes visible only when a
+// checkpoint completes (exactly-once). On barrier n the runtime calls
+// PreCommit(n), which makes everything written so far durable but hidden
+// and returns the sink's state (what is pending for n and earlier); when
+// checkpoint n completes, Commit(n) makes the pending output of epochs <= n
+// visible. After a failure, RestoreState(state of the restored checkpoint)
+// completes the commits that were pending in it (idempotently: a file
+// already committed is left alone) and discards everything written after
+// it. With checkpointing on, Finish only flushes: the final checkpoint
+// commits.
+type TwoPhaseSink interface {
+	Sink
+	PreCommit(checkpointID int64) ([]byte, error)
+	Commit(checkpointID int64) error
+	RestoreState(state []byte) error
+}
+
+// StatefulOperator is an operator with keyed state that is checkpointed.
+// SnapshotState writes what changed since the previous snapshot (only the
+// subtask's key groups); RestoreState loads the state of the subtask's key
+// groups before any input. Both run on the subtask's goroutine.
+type StatefulOperator interface {
+	Operator
+	SnapshotState(w checkpoint.StateWriter, kg KeyGroups) error
+	RestoreState(r checkpoint.StateReader, kg KeyGroups) error
 }

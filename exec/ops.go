@@ -19,7 +19,7 @@ func newOperator(spec planner.Op, st *subtask) (Operator, error) {
 	case *planner.TableFuncOp:
 		return newTableFunc(s, st.cfg.Mem)
 	case *planner.AggOp:
-		return newAgg(s, st.cfg.Mem, st.cfg.BatchSize)
+		return newAgg(s, st.cfg.Mem, st.cfg.BatchSize, st.cfg.MaxParallelism)
 	}
 	return nil, fmt.Errorf("unknown operator %T", spec)
 }

@@ -3,6 +3,7 @@ package exec
 import (
 	"fmt"
 
+	"github.com/streamsql/streamsql/checkpoint"
 	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/planner"
 )
@@ -11,8 +12,12 @@ import (
 // sink, or the client.
 type output interface {
 	Collector
-	// end signals end of input downstream (flushes and commits a sink).
+	// end signals end of data downstream (flushes a sink, and commits it
+	// when checkpointing is off).
 	end() error
+	// barrier forwards a checkpoint barrier (exchange) or pre-commits (sink),
+	// adding the sink's state to buf.
+	barrier(b Barrier, buf *checkpoint.Buffer) error
 	close()
 }
 
@@ -139,6 +144,33 @@ func (o *exchangeOutput) end() error {
 
 func (o *exchangeOutput) close() {}
 
+// barrier broadcasts b on every output channel: a barrier never overtakes
+// the batches sent before it.
+func (o *exchangeOutput) barrier(b Barrier, _ *checkpoint.Buffer) error {
+	for t, ch := range o.chans {
+		if ch == nil {
+			continue
+		}
+		if err := o.send(t, Message{Kind: MsgBarrier, Barrier: b}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shutdown tells every consumer that nothing more will come.
+func (o *exchangeOutput) shutdown() error {
+	for t, ch := range o.chans {
+		if ch == nil {
+			continue
+		}
+		if err := o.send(t, Message{Kind: MsgShutdown}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // sinkOutput writes to a sink connector or to the client.
 type sinkOutput struct {
 	st      *subtask
@@ -158,13 +190,14 @@ func newSinkOutput(st *subtask) (output, error) {
 		return o, nil
 	}
 	sc := &SinkContext{
-		Subtask:     st.index,
-		Parallelism: st.task.Parallelism,
-		Mem:         st.cfg.Mem,
-		Table:       spec.Table,
-		Schema:      spec.Schema,
-		Updating:    spec.Mode == planner.Retract,
-		Stdout:      st.cfg.Stdout,
+		Subtask:       st.index,
+		Parallelism:   st.task.Parallelism,
+		Mem:           st.cfg.Mem,
+		Table:         spec.Table,
+		Schema:        spec.Schema,
+		Updating:      spec.Mode == planner.Retract,
+		Stdout:        st.cfg.Stdout,
+		Checkpointing: st.checkpointing(),
 	}
 	s, err := st.cfg.NewSink(spec.Table, sc)
 	if err != nil {
@@ -188,6 +221,31 @@ func (o *sinkOutput) end() error {
 		return nil
 	}
 	return o.sink.Finish()
+}
+
+// twoPhase reports whether the sink commits with checkpoints.
+func (o *sinkOutput) twoPhase() bool {
+	_, ok := o.sink.(TwoPhaseSink)
+	return ok
+}
+
+// barrier pre-commits a two-phase sink and records its state.
+func (o *sinkOutput) barrier(b Barrier, buf *checkpoint.Buffer) error {
+	tp, ok := o.sink.(TwoPhaseSink)
+	if !ok {
+		return nil
+	}
+	state, err := tp.PreCommit(b.ID)
+	if err != nil {
+		return fmt.Errorf("sink pre-commit: %w", err)
+	}
+	return buf.Put(checkpoint.SubtaskKey(o.st.task.Sink.ID, o.st.index), state)
+}
+
+func (o *sinkOutput) commit(id int64) error { return o.sink.(TwoPhaseSink).Commit(id) }
+
+func (o *sinkOutput) restore(state []byte) error {
+	return o.sink.(TwoPhaseSink).RestoreState(state)
 }
 
 func (o *sinkOutput) close() {

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"runtime/debug"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/checkpoint"
 	"github.com/streamsql/streamsql/planner"
 )
 
@@ -58,6 +62,8 @@ type JobConfig struct {
 	NewSource func(t *catalog.Table, sc *SourceContext) (Source, error)
 	NewSink   func(t *catalog.Table, sc *SinkContext) (Sink, error)
 	Metrics   *Metrics
+	// Checkpoint turns checkpointing on; nil means off.
+	Checkpoint *CheckpointConfig
 }
 
 func (c *JobConfig) defaults() {
@@ -122,9 +128,22 @@ func RunJob(ctx context.Context, plan *planner.Physical, cfg JobConfig) (err err
 	}()
 
 	g, gctx := errgroup.WithContext(ctx)
+	var coord *coordinator
+	var batchTick chan struct{}
+	if cfg.Checkpoint != nil {
+		n := 0
+		for _, t := range plan.Tasks {
+			n += t.Parallelism
+		}
+		coord = newCoordinator(cfg.Checkpoint, n)
+		if cfg.Checkpoint.TriggerEveryBatch {
+			batchTick = make(chan struct{}, n)
+		}
+	}
+	var subtasks sync.WaitGroup
 	for _, t := range plan.Tasks {
 		for s := 0; s < t.Parallelism; s++ {
-			st := &subtask{task: t, index: s, cfg: &cfg, ctx: gctx}
+			st := &subtask{task: t, index: s, cfg: &cfg, ctx: gctx, coord: coord, batchTick: batchTick}
 			for _, e := range t.Inputs {
 				for i := 0; i < e.From.Parallelism; i++ {
 					if ch := chans[e][i][s]; ch != nil {
@@ -136,7 +155,12 @@ func RunJob(ctx context.Context, plan *planner.Physical, cfg JobConfig) (err err
 				st.outChans = make([]chan Message, t.Output.To.Parallelism)
 				copy(st.outChans, chans[t.Output][s])
 			}
+			if coord != nil && t.Source != nil {
+				st.triggers = coord.addSource()
+			}
+			subtasks.Add(1)
 			g.Go(func() error {
+				defer subtasks.Done()
 				err := st.run()
 				if err != nil && !errors.Is(err, context.Canceled) {
 					return fmt.Errorf("%s (subtask %d/%d): %w", t.Name, s+1, t.Parallelism, err)
@@ -144,6 +168,15 @@ func RunJob(ctx context.Context, plan *planner.Physical, cfg JobConfig) (err err
 				return err
 			})
 		}
+	}
+	if coord != nil {
+		g.Go(func() error {
+			err := coord.run(gctx, batchTick)
+			if errors.Is(err, context.Canceled) && gctx.Err() == nil {
+				return nil
+			}
+			return err
+		})
 	}
 	err = g.Wait()
 	if err == nil && ctx.Err() != nil {
@@ -181,12 +214,23 @@ type subtask struct {
 	ops  []Operator
 	head Collector
 	out  output
+
+	// checkpointing (nil coord: off)
+	coord     *coordinator
+	triggers  chan trigger  // sources: barrier injection requests
+	batchTick chan struct{} // sources: "a batch was emitted" (TriggerEveryBatch)
+	notify    chan struct{} // two-phase sinks: a checkpoint completed
+	src       Source
+	committed int64 // two-phase sinks: last checkpoint committed
+	finalID   int64 // id of the final checkpoint, once its barrier passed
 }
+
+func (st *subtask) checkpointing() bool { return st.coord != nil }
 
 func (st *subtask) run() (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("internal error: %v", r)
+			err = fmt.Errorf("internal error: %v (at %s)", r, panicSite(debug.Stack()))
 		}
 	}()
 	if err := st.build(); err != nil {
@@ -194,21 +238,20 @@ func (st *subtask) run() (err error) {
 		return err
 	}
 	defer st.close()
+	if err := st.restore(); err != nil {
+		return fmt.Errorf("restoring state: %w", err)
+	}
 	if st.task.Source != nil {
-		err = st.runSource()
-	} else {
-		err = st.runInputs()
+		return st.runSource()
 	}
-	if err != nil {
-		return err
-	}
-	// End of input: finish the chain front to back, then the output.
+	return st.runInputs()
+}
+
+// finish runs at the end of data: the chain finishes front to back, then
+// the output (which signals the end downstream, or flushes a sink).
+func (st *subtask) finish() error {
 	for i, op := range st.ops {
-		var next Collector = st.out
-		if i+1 < len(st.ops) {
-			next = &link{op: st.ops[i+1], next: nextOf(st, i+1)}
-		}
-		if err := op.Finish(next); err != nil {
+		if err := op.Finish(nextOf(st, i)); err != nil {
 			return err
 		}
 	}
@@ -256,6 +299,28 @@ func (st *subtask) build() error {
 	} else {
 		st.head = st.out
 	}
+	if st.checkpointing() {
+		if so, ok := st.out.(*sinkOutput); ok && so.twoPhase() {
+			st.notify = st.coord.addSink()
+		}
+	}
+	if t.Source != nil && !t.Source.Values {
+		sc := &SourceContext{
+			Subtask:        st.index,
+			Parallelism:    t.Parallelism,
+			Mem:            st.cfg.Mem,
+			BatchSize:      st.cfg.BatchSize,
+			Linger:         st.cfg.Linger,
+			Table:          t.Source.Table,
+			Schema:         t.Source.Schema,
+			SkippedRecords: &st.cfg.Metrics.Skipped,
+		}
+		src, err := st.cfg.NewSource(t.Source.Table, sc)
+		if err != nil {
+			return err
+		}
+		st.src = src
+	}
 	return nil
 }
 
@@ -266,44 +331,232 @@ func (st *subtask) close() {
 	if st.out != nil {
 		st.out.close()
 	}
+	if st.src != nil {
+		st.src.Close()
+	}
 }
 
+// runSource runs the source; with checkpointing, barriers are injected
+// between batches (inside emit) and, after the input ended, until the final
+// checkpoint.
 func (st *subtask) runSource() error {
 	t := st.task
 	if t.Source.Values {
 		rec := array.NewRecord(arrow.NewSchema(nil, nil), nil, 1)
 		st.cfg.Metrics.RecordsIn.Add(1)
-		return st.head.Collect(Batch{Rec: rec})
-	}
-	sc := &SourceContext{
-		Subtask:        st.index,
-		Parallelism:    t.Parallelism,
-		Mem:            st.cfg.Mem,
-		BatchSize:      st.cfg.BatchSize,
-		Linger:         st.cfg.Linger,
-		Table:          t.Source.Table,
-		Schema:         t.Source.Schema,
-		SkippedRecords: &st.cfg.Metrics.Skipped,
-	}
-	src, err := st.cfg.NewSource(t.Source.Table, sc)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	return src.Run(st.ctx, func(rec arrow.Record) error {
-		if rec == nil { // idle heartbeat
-			if err := st.ctx.Err(); err != nil {
-				return err
-			}
-			return st.tick()
-		}
-		if err := st.ctx.Err(); err != nil {
-			rec.Release()
+		if err := st.head.Collect(Batch{Rec: rec}); err != nil {
 			return err
 		}
-		st.cfg.Metrics.RecordsIn.Add(rec.NumRows())
-		return st.head.Collect(Batch{Rec: rec})
-	})
+	} else {
+		err := st.src.Run(st.ctx, func(rec arrow.Record) error {
+			if err := st.ctx.Err(); err != nil {
+				if rec != nil {
+					rec.Release()
+				}
+				return err
+			}
+			if rec == nil { // idle heartbeat
+				if err := st.tick(); err != nil {
+					return err
+				}
+			} else {
+				st.cfg.Metrics.RecordsIn.Add(rec.NumRows())
+				if err := st.head.Collect(Batch{Rec: rec}); err != nil {
+					return err
+				}
+				if st.batchTick != nil { // lockstep: wait for this batch's barrier
+					select {
+					case st.batchTick <- struct{}{}:
+					case <-st.ctx.Done():
+						return st.ctx.Err()
+					}
+					select {
+					case tr := <-st.triggers:
+						if err := st.barrier(Barrier{ID: tr.id, Final: tr.final}, true); err != nil {
+							return err
+						}
+					case <-st.ctx.Done():
+						return st.ctx.Err()
+					}
+				}
+			}
+			return st.pollTriggers()
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if err := st.finish(); err != nil {
+		return err
+	}
+	if !st.checkpointing() {
+		return nil
+	}
+	// End of data: keep taking barriers until the final checkpoint.
+	select {
+	case st.coord.finished <- struct{}{}:
+	case <-st.ctx.Done():
+		return st.ctx.Err()
+	}
+	for {
+		select {
+		case tr := <-st.triggers:
+			if err := st.barrier(Barrier{ID: tr.id, Final: tr.final}, true); err != nil {
+				return err
+			}
+			if tr.final {
+				return st.shutdown()
+			}
+		case <-st.ctx.Done():
+			return st.ctx.Err()
+		}
+	}
+}
+
+// pollTriggers injects the barriers the coordinator asked for.
+func (st *subtask) pollTriggers() error {
+	for {
+		select {
+		case tr := <-st.triggers:
+			if err := st.barrier(Barrier{ID: tr.id, Final: tr.final}, true); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// barrier takes this subtask's snapshot for b (source offset, operator
+// state, sink pre-commit), acknowledges it, and forwards b downstream.
+func (st *subtask) barrier(b Barrier, isSource bool) error {
+	buf := checkpoint.NewBuffer()
+	err := st.snapshot(b, buf)
+	if err == nil {
+		err = st.out.barrier(b, buf)
+	}
+	if b.Final {
+		st.finalID = b.ID
+	}
+	select {
+	case st.coord.acks <- ack{id: b.ID, buf: buf, err: err}:
+	case <-st.ctx.Done():
+		return st.ctx.Err()
+	}
+	return nil // a failed snapshot fails the checkpoint, not the job
+}
+
+func (st *subtask) snapshot(b Barrier, buf *checkpoint.Buffer) error {
+	if cs, ok := st.src.(CheckpointedSource); ok {
+		state, err := cs.SnapshotState()
+		if err != nil {
+			return fmt.Errorf("source snapshot: %w", err)
+		}
+		if err := buf.Put(checkpoint.SubtaskKey(st.task.Source.ID, st.index), state); err != nil {
+			return err
+		}
+	}
+	for i, op := range st.ops {
+		if so, ok := op.(StatefulOperator); ok {
+			if err := so.SnapshotState(buf, st.keyGroups()); err != nil {
+				return fmt.Errorf("%s snapshot: %w", st.task.Ops[i].Describe(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// restore loads this subtask's state from the checkpoint being restored.
+func (st *subtask) restore() error {
+	if !st.checkpointing() || !st.coord.cfg.Restore {
+		if so, ok := st.out.(*sinkOutput); ok && so.twoPhase() && st.checkpointing() {
+			return so.restore(nil) // a fresh attempt discards hidden output of failed ones
+		}
+		return nil
+	}
+	r := st.coord.cfg.Backend.Reader()
+	get := func(key []byte) ([]byte, error) {
+		var out []byte
+		err := r.Scan(key, func(k, v []byte) error {
+			if len(k) == len(key) {
+				out = append([]byte(nil), v...)
+			}
+			return nil
+		})
+		return out, err
+	}
+	if cs, ok := st.src.(CheckpointedSource); ok {
+		state, err := get(checkpoint.SubtaskKey(st.task.Source.ID, st.index))
+		if err != nil {
+			return err
+		}
+		if state != nil {
+			if err := cs.RestoreState(state); err != nil {
+				return err
+			}
+		}
+	}
+	for i, op := range st.ops {
+		if so, ok := op.(StatefulOperator); ok {
+			if err := so.RestoreState(r, st.keyGroups()); err != nil {
+				return fmt.Errorf("%s: %w", st.task.Ops[i].Describe(), err)
+			}
+		}
+	}
+	if so, ok := st.out.(*sinkOutput); ok && so.twoPhase() {
+		state, err := get(checkpoint.SubtaskKey(st.task.Sink.ID, st.index))
+		if err != nil {
+			return err
+		}
+		return so.restore(state)
+	}
+	return nil
+}
+
+// KeyGroups is the range [Start, End) of key groups a subtask owns.
+type KeyGroups struct {
+	Start, End     int
+	MaxParallelism int
+}
+
+// keyGroups returns the key groups of this subtask: those k with
+// k*parallelism/maxParallelism == index, as the hash exchange routes them.
+func (st *subtask) keyGroups() KeyGroups {
+	p, maxP, i := st.task.Parallelism, st.cfg.MaxParallelism, st.index
+	start := (i*maxP + p - 1) / p
+	end := ((i+1)*maxP + p - 1) / p
+	return KeyGroups{Start: start, End: end, MaxParallelism: maxP}
+}
+
+// shutdown ends this subtask after the final checkpoint: downstream is told
+// nothing more comes; a two-phase sink first waits for the final commit.
+func (st *subtask) shutdown() error {
+	if so, ok := st.out.(*sinkOutput); ok {
+		if so.twoPhase() {
+			for st.committed < st.finalID {
+				select {
+				case <-st.notify:
+					if err := st.commit(); err != nil {
+						return err
+					}
+				case <-st.ctx.Done():
+					return st.ctx.Err()
+				}
+			}
+		}
+		return nil
+	}
+	return st.out.(*exchangeOutput).shutdown()
+}
+
+// commit commits a two-phase sink up to the latest completed checkpoint.
+func (st *subtask) commit() error {
+	id := st.coord.latest()
+	if id <= st.committed {
+		return nil
+	}
+	st.committed = id
+	return st.out.(*sinkOutput).commit(id)
 }
 
 // tick gives a ticking sink its processing-time call.
@@ -328,70 +581,116 @@ func (st *subtask) ticks() (<-chan time.Time, func()) {
 	return nil, func() {}
 }
 
+// runInputs reads the input channels until they all shut down (or, without
+// checkpointing, all ended). It is the barrier handler of every subtask: in
+// exactly-once mode a channel that delivered barrier n is not read again
+// until barrier n arrived on every channel (alignment); in at-least-once
+// mode barriers are only counted. Then the subtask snapshots and forwards.
 func (st *subtask) runInputs() error {
 	n := len(st.inputs)
-	ended := 0
-	tickC, stop := st.ticks()
-	defer stop()
-	if n == 1 {
-		ch := st.inputs[0]
-		for {
-			var m Message
-			select {
-			case m = <-ch:
-			case <-tickC:
-				if err := st.tick(); err != nil {
-					return err
-				}
-				continue
-			case <-st.ctx.Done():
-				return st.ctx.Err()
-			}
-			if done, err := st.handle(m); err != nil || done {
-				return err
-			}
-		}
-	}
-	cases := make([]reflect.SelectCase, n+2)
+	const (
+		extraDone = iota
+		extraTick
+		extraNotify
+		extras
+	)
+	cases := make([]reflect.SelectCase, n+extras)
 	for i, ch := range st.inputs {
 		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)}
 	}
-	cases[n] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(st.ctx.Done())}
-	cases[n+1] = reflect.SelectCase{Dir: reflect.SelectRecv}
+	tickC, stop := st.ticks()
+	defer stop()
+	cases[n+extraDone] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(st.ctx.Done())}
+	cases[n+extraTick] = reflect.SelectCase{Dir: reflect.SelectRecv}
 	if tickC != nil {
-		cases[n+1].Chan = reflect.ValueOf(tickC)
+		cases[n+extraTick].Chan = reflect.ValueOf(tickC)
 	}
-	for ended < n {
-		i, v, _ := reflect.Select(cases)
-		if i == n {
-			return st.ctx.Err()
+	cases[n+extraNotify] = reflect.SelectCase{Dir: reflect.SelectRecv}
+	if st.notify != nil {
+		cases[n+extraNotify].Chan = reflect.ValueOf(st.notify)
+	}
+	ended, shut := 0, 0
+	alignID, arrived := int64(0), 0
+	blocked := make([]bool, n)
+	unblockAll := func() {
+		for i := range blocked {
+			if blocked[i] {
+				blocked[i] = false
+				cases[i].Chan = reflect.ValueOf(st.inputs[i])
+			}
 		}
-		if i == n+1 {
+	}
+	for {
+		i, v, _ := reflect.Select(cases)
+		switch i {
+		case n + extraDone:
+			return st.ctx.Err()
+		case n + extraTick:
 			if err := st.tick(); err != nil {
+				return err
+			}
+			continue
+		case n + extraNotify:
+			if err := st.commit(); err != nil {
 				return err
 			}
 			continue
 		}
 		m := v.Interface().(Message)
-		if m.Kind == MsgEnd {
+		switch m.Kind {
+		case MsgData:
+			if err := st.head.Collect(m.Batch); err != nil {
+				return err
+			}
+		case MsgBarrier:
+			b := m.Barrier
+			if b.ID < alignID {
+				continue // a barrier of an aborted checkpoint
+			}
+			if b.ID > alignID {
+				unblockAll() // a newer checkpoint supersedes an unfinished alignment
+				alignID, arrived = b.ID, 0
+			}
+			arrived++
+			if !st.coord.cfg.AtLeastOnce {
+				blocked[i] = true
+				cases[i].Chan = reflect.Value{}
+			}
+			if arrived == n-shut {
+				if err := st.barrier(b, false); err != nil {
+					return err
+				}
+				unblockAll()
+				alignID, arrived = b.ID+1, 0
+			}
+		case MsgEnd:
 			ended++
-			cases[i].Chan = reflect.Value{} // never selected again
-			continue
-		}
-		if _, err := st.handle(m); err != nil {
-			return err
+			if ended == n {
+				if err := st.finish(); err != nil {
+					return err
+				}
+				if !st.checkpointing() {
+					return nil
+				}
+			}
+		case MsgShutdown:
+			shut++
+			cases[i].Chan = reflect.Value{}
+			if shut == n {
+				return st.shutdown()
+			}
 		}
 	}
-	return nil
 }
 
-// handle processes one message; done reports end of input (single input).
-func (st *subtask) handle(m Message) (done bool, err error) {
-	switch m.Kind {
-	case MsgData:
-		return false, st.head.Collect(m.Batch)
-	case MsgEnd:
-		return true, nil
+// panicSite returns the function and file:line where a recovered panic
+// happened, from a debug.Stack() trace.
+func panicSite(stack []byte) string {
+	lines := strings.Split(string(stack), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "panic(") && i+2 < len(lines) {
+			return strings.TrimSpace(lines[i+1]) + " " + strings.Fields(strings.TrimSpace(lines[i+2]))[0]
+		}
 	}
-	return false, nil
+	return "unknown"
 }

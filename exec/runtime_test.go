@@ -23,26 +23,39 @@ import (
 // table has k = n % keys and v = n; subtask i of p emits rows i, i+p, ...
 // It is unbounded when total < 0.
 type genSource struct {
-	sc      *SourceContext
-	total   int64
-	keys    int64
-	emitted *atomic.Int64
+	sc       *SourceContext
+	total    int64
+	keys     int64
+	emitted  *atomic.Int64
+	n        int64 // next row number
+	restored bool
+}
+
+// SnapshotState and RestoreState make genSource a CheckpointedSource: its
+// state is the next row number.
+func (g *genSource) SnapshotState() ([]byte, error) { return []byte(fmt.Sprint(g.n)), nil }
+func (g *genSource) RestoreState(b []byte) error {
+	g.restored = true
+	_, err := fmt.Sscan(string(b), &g.n)
+	return err
 }
 
 func (g *genSource) Run(ctx context.Context, emit func(arrow.Record) error) error {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	n := int64(g.sc.Subtask)
+	if !g.restored {
+		g.n = int64(g.sc.Subtask)
+	}
 	p := int64(g.sc.Parallelism)
-	for g.total < 0 || n < g.total {
+	for g.total < 0 || g.n < g.total {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		kb := array.NewInt64Builder(g.sc.Mem)
 		vb := array.NewInt64Builder(g.sc.Mem)
-		for i := 0; i < g.sc.BatchSize && (g.total < 0 || n < g.total); i++ {
-			kb.Append(n % g.keys)
-			vb.Append(n)
-			n += p
+		for i := 0; i < g.sc.BatchSize && (g.total < 0 || g.n < g.total); i++ {
+			kb.Append(g.n % g.keys)
+			vb.Append(g.n)
+			g.n += p
 		}
 		k, v := kb.NewArray(), vb.NewArray()
 		kb.Release()

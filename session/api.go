@@ -70,6 +70,16 @@ type JobInfo struct {
 	SkippedBad  int64 // records skipped by ignore-parse-errors
 	Err         error // cause of FAILED
 	Parallelism int
+	// Attempts counts job attempts (1 + restarts); Failures lists the cause
+	// of each failed attempt that was followed by a restart.
+	Attempts int
+	Failures []string
+	// CheckpointDir is <state.checkpoints.dir>/<job id> when checkpointing.
+	CheckpointDir string
+	// Checkpoints counts completed checkpoints; LastCheckpoint is the latest.
+	Checkpoints    int
+	LastCheckpoint int64
+	RestoredFrom   string
 }
 
 // Config configures a session.

@@ -33,6 +33,10 @@ type Session struct {
 	// Mem is the allocator of every job (tests pass a checked allocator).
 	Mem memory.Allocator
 
+	// CheckpointTestHook, when set, may adjust every job's checkpoint
+	// configuration (tests: deterministic triggers, injected crashes).
+	CheckpointTestHook func(*exec.CheckpointConfig)
+
 	mu   sync.Mutex
 	jobs []*job
 }
@@ -217,15 +221,19 @@ func (s *Session) jobConfig(m *exec.Metrics) exec.JobConfig {
 	}
 }
 
-func (s *Session) startJob(ctx context.Context, cancel context.CancelFunc, name string, ph *planner.Physical, cfg exec.JobConfig, onEnd func(error)) *job {
+func (s *Session) startJob(ctx context.Context, cancel context.CancelFunc, id, name string, ph *planner.Physical, cfg exec.JobConfig, ck *ckptSetup, onEnd func(error)) *job {
 	j := &job{metrics: cfg.Metrics, cancel: cancel, done: make(chan struct{})}
-	j.info = JobInfo{ID: newJobID(), Name: name, Status: "RUNNING", StartTime: time.Now(), Parallelism: s.Options.Int("parallelism.default")}
+	j.info = JobInfo{ID: id, Name: name, Status: "RUNNING", StartTime: time.Now(), Parallelism: s.Options.Int("parallelism.default"), Attempts: 1}
+	if ck != nil {
+		j.info.CheckpointDir = ck.store.JobDir()
+	}
 	s.mu.Lock()
 	s.jobs = append(s.jobs, j)
 	s.mu.Unlock()
 	fmt.Fprintf(s.cfg.Log, "job %s (%s) started\n", j.info.ID, name)
+	policy := newRestartPolicy(s.Options, ck != nil)
 	go func() {
-		err := exec.RunJob(ctx, ph, cfg)
+		err := s.runAttempts(ctx, j, ph, cfg, ck, policy)
 		j.mu.Lock()
 		switch {
 		case err == nil:
@@ -237,6 +245,9 @@ func (s *Session) startJob(ctx context.Context, cancel context.CancelFunc, name 
 			j.info.Err = err
 		}
 		j.mu.Unlock()
+		if ck != nil {
+			ck.release(j.info.Status)
+		}
 		fmt.Fprintf(s.cfg.Log, "job %s %s\n", j.info.ID, j.info.Status)
 		if onEnd != nil {
 			onEnd(err)
@@ -260,8 +271,17 @@ func (s *Session) submit(st parser.Statement, ins []*parser.Insert) (*Result, er
 		}
 		name = "insert-into_" + strings.Join(sinks, ",")
 	}
+	id := newJobID()
+	cfg := s.jobConfig(&exec.Metrics{})
+	ck, err := s.setupCheckpointing(id, name, st, ph)
+	if err != nil {
+		return nil, err
+	}
+	if ck != nil {
+		cfg.Checkpoint = ck.cfg
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	j := s.startJob(ctx, cancel, name, ph, s.jobConfig(&exec.Metrics{}), nil)
+	j := s.startJob(ctx, cancel, id, name, ph, cfg, ck, nil)
 	return &Result{Kind: ResultJob, JobID: j.info.ID,
 		Message: "[INFO] Submitting SQL update statement to the cluster...\n[INFO] SQL update statement has been successfully submitted to the cluster:\nJob ID: " + j.info.ID}, nil
 }
@@ -296,7 +316,7 @@ func (s *Session) runSelect(ctx context.Context, x *parser.Select) (*Result, err
 		}
 	}
 	var endErr error
-	j := s.startJob(jctx, cancel, "collect", ph, cfg, func(err error) {
+	j := s.startJob(jctx, cancel, newJobID(), "collect", ph, cfg, nil, func(err error) {
 		endErr = err
 		close(ch)
 	})

@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -220,6 +221,31 @@ func (g *Datagen) Offset() int64 { return g.k }
 
 // SeekTo makes the next emitted row this subtask's n-th (0-based).
 func (g *Datagen) SeekTo(n int64) { g.k = n }
+
+// SnapshotState implements exec.CheckpointedSource. The state is the
+// header (see state.go) and uvarint k, the rows this subtask has emitted:
+// row values depend only on (seed, column, row index), so k is all a
+// restored generator needs to continue with exactly the same rows, at any
+// batch size. The rate limiter starts afresh after a restore.
+func (g *Datagen) SnapshotState() ([]byte, error) {
+	b := stateHeader(kindDatagen, g.sc.Subtask, g.sc.Parallelism)
+	return binary.AppendUvarint(b, uint64(g.k)), nil
+}
+
+// RestoreState implements exec.CheckpointedSource: the next emitted row is
+// the state's k-th of this subtask.
+func (g *Datagen) RestoreState(state []byte) error {
+	r, err := openState(state, kindDatagen, g.sc.Subtask, g.sc.Parallelism)
+	if err != nil {
+		return err
+	}
+	k := r.int()
+	if err := r.end(); err != nil {
+		return err
+	}
+	g.k = k
+	return nil
+}
 
 // remaining returns the rows this subtask still has to produce, or -1.
 func (g *Datagen) remaining() int64 {

@@ -9,12 +9,22 @@
 //   - A source's Run hands each record it emits over to emit (one reference).
 //     Sources build whole columns at a time (datagen fills typed buffers; the
 //     file and socket sources go through the format decoders).
-//   - Sources expose their position for checkpoints: datagen Offset/SeekTo in
-//     rows of this subtask, the file source (file, byte offset) of the first
-//     record not yet emitted. Both only move when a batch is emitted.
+//   - Sources are exec.CheckpointedSource. Their state (state.go: a version
+//     byte, a connector byte, subtask and parallelism, then the fields)
+//     describes exactly the records already passed to emit: datagen the rows
+//     of this subtask emitted, the file source the first record not yet
+//     emitted (file, byte offset, line) plus the files left and the bad
+//     records skipped so far (restored into SkippedRecords, so each is
+//     counted once). Positions only move when a batch is emitted. A restore
+//     that cannot find its input (missing file, file shorter than the
+//     offset) fails naming the file; it never rewinds or skips. The socket
+//     source cannot seek: after a restore it is at-most-once.
 //   - Sinks never keep a batch beyond Write. The file sink writes hidden
 //     in-progress part files and makes them visible only on commit (see
-//     PartFiles, which is ready for two-phase commit on checkpoints).
+//     PartFiles). With checkpointing it is an exec.TwoPhaseSink (pre-commit
+//     on barrier n, commit when checkpoint n completes; a restore completes
+//     pending commits exactly once and discards later output); print is
+//     at-least-once, blackhole keeps nothing.
 //   - Close is idempotent and leaks no goroutine (the socket reader is joined).
 //
 // This package must not import exec/expr or the planner: connectors neither

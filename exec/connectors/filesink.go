@@ -2,8 +2,10 @@ package connectors
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,35 +17,83 @@ import (
 	"github.com/streamsql/streamsql/exec/format"
 )
 
-// PartFiles is the part-file state machine of one file sink subtask:
+// PartFiles is the part-file state machine of one file sink subtask. Names
+// tell the table (a stable id), the subtask and the part number n:
 //
-//	(none) --open--> in-progress ".part-<id>-<subtask>-<n>.inprogress"
-//	in-progress --PreCommit(epoch)--> pending(epoch): flushed, synced, closed
+//	(none) --Writer--> in-progress ".part-<id>-<subtask>-<n>.inprogress"
+//	in-progress --Roll--> closed in-progress (synced, awaiting PreCommit)
+//	in-progress --PreCommit(epoch)--> pending ".part-<id>-<subtask>-<n>.pending"
 //	pending(e) --Commit(epoch >= e)--> visible "part-<id>-<subtask>-<n>"
-//	in-progress, pending --Abort--> removed
+//	in-progress --Discard, Abort--> removed; pending --Abort--> removed
 //
+// Every step is a rename within the directory followed by a sync of the
+// directory, so a crash leaves each part in exactly one of its states.
 // Without checkpointing the sink pre-commits and commits at once (on
 // rollover and at Finish). With checkpointing, PreCommit runs on barrier n
-// and Commit when checkpoint n completes (two-phase commit).
+// and Commit when checkpoint n completes (two-phase commit); Restore
+// completes the commits of a restored checkpoint and removes the rest.
+// Part numbers only grow, so names never collide, also across restores and
+// reruns.
 type PartFiles struct {
 	dir     string
 	base    string // "part-<id>-<subtask>-"
 	next    int
 	cur     *partFile
+	rolled  []string // closed in-progress parts (visible names) not yet pre-committed
 	pending []pendingPart
 }
 
 type partFile struct {
-	tmp, final string
-	f          *os.File
-	w          *bufio.Writer
-	size       int64
-	opened     time.Time
+	name   string // visible name
+	f      *os.File
+	w      *bufio.Writer
+	size   int64
+	opened time.Time
 }
 
 type pendingPart struct {
-	epoch      int64
-	tmp, final string
+	epoch int64
+	name  string // visible name
+}
+
+const (
+	inProgressSuffix = ".inprogress"
+	pendingSuffix    = ".pending"
+)
+
+func (p *PartFiles) inProgressPath(name string) string {
+	return filepath.Join(p.dir, "."+name+inProgressSuffix)
+}
+func (p *PartFiles) pendingPath(name string) string {
+	return filepath.Join(p.dir, "."+name+pendingSuffix)
+}
+func (p *PartFiles) finalPath(name string) string { return filepath.Join(p.dir, name) }
+
+// partNumber returns n when file (a directory entry) is a part of this
+// subtask in any state, and whether it is hidden (in-progress or pending).
+func (p *PartFiles) partNumber(file string) (n int, hidden, ok bool) {
+	rest := file
+	if strings.HasPrefix(rest, ".") {
+		hidden = true
+		rest = rest[1:]
+		switch {
+		case strings.HasSuffix(rest, inProgressSuffix):
+			rest = strings.TrimSuffix(rest, inProgressSuffix)
+		case strings.HasSuffix(rest, pendingSuffix):
+			rest = strings.TrimSuffix(rest, pendingSuffix)
+		default:
+			return 0, false, false
+		}
+	}
+	rest, ok = strings.CutPrefix(rest, p.base)
+	if !ok {
+		return 0, false, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 0 || strconv.Itoa(n) != rest {
+		return 0, false, false
+	}
+	return n, hidden, true
 }
 
 // NewPartFiles prepares part files of subtask in dir (created if missing).
@@ -54,19 +104,37 @@ func NewPartFiles(dir, id string, subtask int) (*PartFiles, error) {
 		return nil, fmt.Errorf("filesystem sink: %w", err)
 	}
 	p := &PartFiles{dir: dir, base: fmt.Sprintf("part-%s-%d-", id, subtask)}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("filesystem sink: %w", err)
-	}
-	for _, e := range ents {
-		n := strings.TrimSuffix(strings.TrimPrefix(e.Name(), "."), ".inprogress")
-		if rest, ok := strings.CutPrefix(n, p.base); ok {
-			if k, err := strconv.Atoi(rest); err == nil && k >= p.next {
-				p.next = k + 1
-			}
-		}
+	if _, err := p.scan(false); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// scan moves next past every part of this subtask in the directory and,
+// when remove is set, deletes the hidden ones; it returns how many it
+// deleted.
+func (p *PartFiles) scan(remove bool) (int, error) {
+	ents, err := os.ReadDir(p.dir)
+	if err != nil {
+		return 0, fmt.Errorf("filesystem sink: %w", err)
+	}
+	removed := 0
+	for _, e := range ents {
+		n, hidden, ok := p.partNumber(e.Name())
+		if !ok {
+			continue
+		}
+		if n >= p.next {
+			p.next = n + 1
+		}
+		if hidden && remove {
+			if err := os.Remove(filepath.Join(p.dir, e.Name())); err != nil && !os.IsNotExist(err) {
+				return removed, fmt.Errorf("filesystem sink: discarding uncommitted output: %w", err)
+			}
+			removed++
+		}
+	}
+	return removed, nil
 }
 
 // Writer returns the writer of the in-progress file, opening one if needed.
@@ -76,12 +144,11 @@ func (p *PartFiles) Writer() (*bufio.Writer, error) {
 	}
 	name := p.base + strconv.Itoa(p.next)
 	p.next++
-	tmp := filepath.Join(p.dir, "."+name+".inprogress")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(p.inProgressPath(name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("filesystem sink: %w", err)
 	}
-	p.cur = &partFile{tmp: tmp, final: filepath.Join(p.dir, name), f: f, w: bufio.NewWriterSize(f, 256<<10), opened: time.Now()}
+	p.cur = &partFile{name: name, f: f, w: bufio.NewWriterSize(f, 256<<10), opened: time.Now()}
 	return p.cur.w, nil
 }
 
@@ -100,9 +167,21 @@ func (p *PartFiles) ShouldRoll(size int64, age time.Duration, now time.Time) boo
 	return size > 0 && p.cur.size >= size || age > 0 && now.Sub(p.cur.opened) >= age
 }
 
-// PreCommit flushes, syncs and closes the in-progress file; it becomes
-// pending for epoch (still hidden). No-op when no file is open.
-func (p *PartFiles) PreCommit(epoch int64) error {
+// Flush writes the in-progress file's buffer to the file (no sync).
+func (p *PartFiles) Flush() error {
+	if p.cur == nil {
+		return nil
+	}
+	if err := p.cur.w.Flush(); err != nil {
+		return fmt.Errorf("filesystem sink: writing %s: %w", p.inProgressPath(p.cur.name), err)
+	}
+	return nil
+}
+
+// Roll flushes, syncs and closes the in-progress file; it stays hidden
+// until the next PreCommit. The next write opens a new part. No-op when no
+// file is open.
+func (p *PartFiles) Roll() error {
 	c := p.cur
 	if c == nil {
 		return nil
@@ -116,16 +195,40 @@ func (p *PartFiles) PreCommit(epoch int64) error {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(c.tmp)
-		return fmt.Errorf("filesystem sink: %w", err)
+		os.Remove(p.inProgressPath(c.name))
+		return fmt.Errorf("filesystem sink: writing %s: %w", p.inProgressPath(c.name), err)
 	}
-	p.pending = append(p.pending, pendingPart{epoch: epoch, tmp: c.tmp, final: c.final})
+	p.rolled = append(p.rolled, c.name)
 	return nil
+}
+
+// PreCommit rolls the in-progress file and renames every rolled file to a
+// pending file of epoch (still hidden), then syncs the directory: the data
+// is durable and a restored checkpoint can commit it. No-op when nothing
+// was written since the last PreCommit.
+func (p *PartFiles) PreCommit(epoch int64) error {
+	if err := p.Roll(); err != nil {
+		return err
+	}
+	if len(p.rolled) == 0 {
+		return nil
+	}
+	for len(p.rolled) > 0 {
+		name := p.rolled[0]
+		if err := os.Rename(p.inProgressPath(name), p.pendingPath(name)); err != nil {
+			return fmt.Errorf("filesystem sink: pre-commit: %w", err)
+		}
+		p.rolled = p.rolled[1:]
+		p.pending = append(p.pending, pendingPart{epoch: epoch, name: name})
+	}
+	p.rolled = nil
+	return syncDir(p.dir)
 }
 
 // Commit makes the pending files of epochs <= epoch visible (rename, then
 // sync the directory). Committing again is harmless: a file already renamed
-// is skipped.
+// is skipped. A file that fails to commit stays pending (retried by the
+// next Commit).
 func (p *PartFiles) Commit(epoch int64) error {
 	keep := p.pending[:0]
 	renamed := false
@@ -135,59 +238,158 @@ func (p *PartFiles) Commit(epoch int64) error {
 			keep = append(keep, pp)
 			continue
 		}
-		if rerr := os.Rename(pp.tmp, pp.final); rerr != nil && !alreadyCommitted(pp) {
+		done, cerr := p.commitOne(pp)
+		if cerr != nil {
 			if err == nil {
-				err = fmt.Errorf("filesystem sink: commit: %w", rerr)
+				err = cerr
 			}
-			keep = append(keep, pp) // retry on the next commit
+			keep = append(keep, pp)
 			continue
 		}
-		renamed = true
+		renamed = renamed || done
 	}
 	p.pending = keep
-	if renamed && err == nil {
-		if d, derr := os.Open(p.dir); derr == nil {
-			d.Sync()
-			d.Close()
+	if renamed {
+		if serr := syncDir(p.dir); err == nil {
+			err = serr
 		}
 	}
 	return err
 }
 
-func alreadyCommitted(pp pendingPart) bool {
-	_, e1 := os.Stat(pp.tmp)
-	_, e2 := os.Stat(pp.final)
-	return os.IsNotExist(e1) && e2 == nil
+// commitOne renames a pending file to its visible name. It reports false
+// when the file was already committed (pending gone, visible there), and
+// fails when neither exists or both do.
+func (p *PartFiles) commitOne(pp pendingPart) (bool, error) {
+	tmp, final := p.pendingPath(pp.name), p.finalPath(pp.name)
+	_, terr := os.Lstat(tmp)
+	_, ferr := os.Lstat(final)
+	switch {
+	case terr == nil && ferr == nil:
+		return false, fmt.Errorf("filesystem sink: cannot commit %s (epoch %d): %s already exists", tmp, pp.epoch, final)
+	case terr == nil:
+		if err := os.Rename(tmp, final); err != nil {
+			return false, fmt.Errorf("filesystem sink: commit: %w", err)
+		}
+		return true, nil
+	case os.IsNotExist(terr) && ferr == nil:
+		return false, nil // committed before
+	case os.IsNotExist(terr) && os.IsNotExist(ferr):
+		return false, fmt.Errorf("filesystem sink: cannot commit the output of epoch %d: neither %s nor %s exists", pp.epoch, tmp, final)
+	}
+	if terr != nil && !os.IsNotExist(terr) {
+		return false, fmt.Errorf("filesystem sink: commit: %w", terr)
+	}
+	return false, fmt.Errorf("filesystem sink: commit: %w", ferr)
 }
 
-// Abort discards the in-progress and pending files.
-func (p *PartFiles) Abort() error {
+// Restore brings the directory to the state of a restored checkpoint whose
+// pending files are pending: it commits them (a file already visible is
+// left alone; a pending file that is gone while its visible name is absent
+// is an error naming it), then deletes every other in-progress and pending
+// file of this subtask (output written after that checkpoint) and moves
+// the numbering past every part of this subtask seen and past next.
+func (p *PartFiles) Restore(pending []pendingPart, next int) error {
+	p.Discard()
+	p.pending = nil
+	for _, pp := range pending {
+		if n, hidden, ok := p.partNumber(pp.name); !ok || hidden {
+			return fmt.Errorf("filesystem sink: cannot restore: the checkpoint names part file '%s', which is not a part of this sink subtask (%s<n>)", pp.name, p.base)
+		} else if n >= next {
+			next = n + 1
+		}
+	}
+	renamed := false
+	for _, pp := range pending {
+		done, err := p.commitOne(pp)
+		if err != nil {
+			return err
+		}
+		renamed = renamed || done
+	}
+	if renamed {
+		if err := syncDir(p.dir); err != nil {
+			return err
+		}
+	}
+	removed, err := p.scan(true)
+	if err != nil {
+		return err
+	}
+	if removed > 0 {
+		if err := syncDir(p.dir); err != nil {
+			return err
+		}
+	}
+	if next > p.next {
+		p.next = next
+	}
+	return nil
+}
+
+// Discard removes the in-progress and rolled files (never part of a
+// checkpoint); pending files stay for a later Commit or Restore.
+func (p *PartFiles) Discard() {
 	if p.cur != nil {
 		p.cur.f.Close()
-		os.Remove(p.cur.tmp)
+		os.Remove(p.inProgressPath(p.cur.name))
 		p.cur = nil
 	}
+	for _, name := range p.rolled {
+		os.Remove(p.inProgressPath(name))
+	}
+	p.rolled = nil
+}
+
+// Abort discards the in-progress, rolled and pending files.
+func (p *PartFiles) Abort() error {
+	p.Discard()
 	for _, pp := range p.pending {
-		os.Remove(pp.tmp)
+		os.Remove(p.pendingPath(pp.name))
 	}
 	p.pending = nil
 	return nil
 }
 
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("filesystem sink: %w", err)
+	}
+	err = d.Sync()
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("filesystem sink: syncing directory %s: %w", dir, err)
+	}
+	return nil
+}
+
 // FileSink is the filesystem sink: CSV or JSON lines into part files of the
 // 'path' directory.
+//
+// Without checkpointing (SinkContext.Checkpointing false) a part is
+// committed when it rolls (size or rollover interval, also on Tick) and at
+// Finish. With checkpointing the sink is an exec.TwoPhaseSink: it never
+// commits on its own (parts still roll but stay hidden, Finish only
+// flushes); PreCommit(n) makes everything written so far pending for epoch
+// n, Commit(n) makes epochs <= n visible, and RestoreState after a failure
+// completes the restored checkpoint's commits and discards the rest, so
+// the committed output is exactly-once. Not safe for concurrent use: the
+// runtime calls every method on the sink's goroutine.
 type FileSink struct {
-	parts      *PartFiles
-	csv        *format.CSVEncoder
-	json       *format.JSONEncoder
-	updating   bool
-	fileSize   int64
-	rollover   time.Duration
-	autoCommit bool  // no checkpointing: commit on every roll
-	epoch      int64 // auto-commit epoch counter
-	buf        []byte
-	closed     bool
-	now        func() time.Time
+	parts       *PartFiles
+	csv         *format.CSVEncoder
+	json        *format.JSONEncoder
+	subtask     int
+	parallelism int
+	updating    bool
+	fileSize    int64
+	rollover    time.Duration
+	autoCommit  bool  // no checkpointing: commit on every roll
+	epoch       int64 // auto-commit epoch counter
+	buf         []byte
+	closed      bool
+	now         func() time.Time
 }
 
 // PartID returns the deterministic "uuid-ish" id in part file names of a
@@ -204,11 +406,13 @@ func PartID(t *catalog.Table) string {
 
 func newFileSink(t *catalog.Table, sc *exec.SinkContext) (*FileSink, error) {
 	s := &FileSink{
-		updating:   sc.Updating,
-		rollover:   optDuration(t, "sink.rolling-policy.rollover-interval", 30*time.Minute),
-		fileSize:   128 << 20,
-		autoCommit: true,
-		now:        time.Now,
+		subtask:     sc.Subtask,
+		parallelism: max(sc.Parallelism, 1),
+		updating:    sc.Updating,
+		rollover:    optDuration(t, "sink.rolling-policy.rollover-interval", 30*time.Minute),
+		fileSize:    128 << 20,
+		autoCommit:  !sc.Checkpointing,
+		now:         time.Now,
 	}
 	if v, ok := t.Option("sink.rolling-policy.file-size"); ok {
 		s.fileSize, _ = catalog.ParseMemorySize(v)
@@ -276,19 +480,22 @@ func (s *FileSink) Write(b exec.Batch) error {
 	if cap(s.buf) > 4<<20 {
 		s.buf = nil
 	}
-	if s.autoCommit && s.parts.ShouldRoll(s.fileSize, s.rollover, s.now()) {
-		return s.commitAll()
-	}
-	return nil
+	return s.maybeRoll(s.now())
 }
 
 // Tick rolls the in-progress file when it is older than the rollover
-// interval, so an idle unbounded job still commits what it wrote.
-func (s *FileSink) Tick(now time.Time) error {
-	if s.autoCommit && s.parts.ShouldRoll(s.fileSize, s.rollover, now) {
+// interval, so an idle unbounded job still commits what it wrote (with
+// checkpointing: at the next checkpoint).
+func (s *FileSink) Tick(now time.Time) error { return s.maybeRoll(now) }
+
+func (s *FileSink) maybeRoll(now time.Time) error {
+	if !s.parts.ShouldRoll(s.fileSize, s.rollover, now) {
+		return nil
+	}
+	if s.autoCommit {
 		return s.commitAll()
 	}
-	return nil
+	return s.parts.Roll()
 }
 
 func (s *FileSink) commitAll() error {
@@ -299,14 +506,77 @@ func (s *FileSink) commitAll() error {
 	return s.parts.Commit(s.epoch)
 }
 
-// Finish commits everything written (end of a bounded input).
-func (s *FileSink) Finish() error { return s.commitAll() }
+// Finish commits everything written (end of a bounded input); with
+// checkpointing it only flushes: the final checkpoint commits.
+func (s *FileSink) Finish() error {
+	if s.autoCommit {
+		return s.commitAll()
+	}
+	return s.parts.Flush()
+}
 
-// Close discards uncommitted files; idempotent.
+// PreCommit implements exec.TwoPhaseSink: everything written so far
+// becomes pending (durable, hidden) for epoch checkpointID. The state is
+// the header (see state.go), uvarint next part number, uvarint number of
+// pending files, and per file: varint epoch and its visible name
+// ("part-<id>-<subtask>-<n>", relative to the sink's directory).
+func (s *FileSink) PreCommit(checkpointID int64) ([]byte, error) {
+	if err := s.parts.PreCommit(checkpointID); err != nil {
+		return nil, err
+	}
+	b := stateHeader(kindFileSink, s.subtask, s.parallelism)
+	b = binary.AppendUvarint(b, uint64(s.parts.next))
+	b = binary.AppendUvarint(b, uint64(len(s.parts.pending)))
+	for _, pp := range s.parts.pending {
+		b = binary.AppendVarint(b, pp.epoch)
+		b = appendString(b, pp.name)
+	}
+	return b, nil
+}
+
+// Commit implements exec.TwoPhaseSink: pending files of epochs <=
+// checkpointID become visible.
+func (s *FileSink) Commit(checkpointID int64) error { return s.parts.Commit(checkpointID) }
+
+// RestoreState implements exec.TwoPhaseSink (see PartFiles.Restore). It is
+// called before any Write. An empty state means nothing was pending: only
+// the uncommitted files of this subtask are removed.
+func (s *FileSink) RestoreState(state []byte) error {
+	if len(state) == 0 {
+		return s.parts.Restore(nil, 0)
+	}
+	r, err := openState(state, kindFileSink, s.subtask, s.parallelism)
+	if err != nil {
+		return err
+	}
+	next := r.int()
+	n := r.count(2)
+	pending := make([]pendingPart, 0, n)
+	for i := 0; i < n; i++ {
+		e := r.varint()
+		pending = append(pending, pendingPart{epoch: e, name: r.str()})
+	}
+	if err := r.end(); err != nil {
+		return err
+	}
+	if next > math.MaxInt32 {
+		return fmt.Errorf("filesystem sink: cannot restore: the checkpoint state is corrupted")
+	}
+	return s.parts.Restore(pending, int(next))
+}
+
+// Close discards uncommitted files; idempotent. With checkpointing, pending
+// files are kept: they may belong to a checkpoint that completed but whose
+// commit did not happen yet; RestoreState of the next attempt commits or
+// removes them.
 func (s *FileSink) Close() error {
 	if s.closed {
 		return nil
 	}
 	s.closed = true
-	return s.parts.Abort()
+	if s.autoCommit {
+		return s.parts.Abort()
+	}
+	s.parts.Discard()
+	return nil
 }

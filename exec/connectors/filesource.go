@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -82,10 +83,17 @@ type FileSource struct {
 	r    *bufio.Reader
 	acc  []byte
 
+	skipped  int64 // bad records this subtask skipped (ignore-parse-errors)
+	seekLine int64 // line number at off after RestoreState (0: count it)
+
 	// position of the first record not yet emitted
-	emFile string
-	emOff  int64
-	closed bool
+	emFi      int // index in files
+	emFile    string
+	emOff     int64
+	emLine    int64
+	emSkipped int64
+	done      bool // Run read every file and emitted everything
+	closed    bool
 }
 
 // ListFiles returns the files of path: path itself when it is a file, else
@@ -123,7 +131,7 @@ func newFileSource(t *catalog.Table, sc *exec.SourceContext) (*FileSource, error
 	if err != nil {
 		return nil, err
 	}
-	s := &FileSource{sc: sc, line: 1}
+	s := &FileSource{sc: sc, line: 1, emLine: 1}
 	for i, f := range all {
 		if i%sc.Parallelism == sc.Subtask {
 			s.files = append(s.files, f)
@@ -175,7 +183,80 @@ func (s *FileSource) SeekTo(file string, off int64) error {
 	}
 	s.closeFile()
 	s.fi, s.off = idx, off
-	s.emFile, s.emOff = file, off
+	s.emFi, s.emFile, s.emOff = idx, file, off
+	s.seekLine, s.emLine = 0, 0
+	s.done = false
+	return nil
+}
+
+// SnapshotState implements exec.CheckpointedSource. After the header (see
+// state.go) it holds, for the first record not yet emitted: uvarint byte
+// offset, uvarint line number (0: unknown, counted again on restore; only
+// right after SeekTo), uvarint count of bad records this subtask
+// skipped so far, then the uvarint number of files left to read followed by
+// their names (the current file first; none once the source is done).
+// Storing the remaining files, rather than re-listing the directory on
+// restore, keeps files added later from shifting the subtask's assignment.
+func (s *FileSource) SnapshotState() ([]byte, error) {
+	b := stateHeader(kindFileSource, s.sc.Subtask, s.sc.Parallelism)
+	var rest []string
+	if !s.done && s.emFi < len(s.files) {
+		rest = s.files[s.emFi:]
+	}
+	b = binary.AppendUvarint(b, uint64(s.emOff))
+	b = binary.AppendUvarint(b, uint64(s.emLine))
+	b = binary.AppendUvarint(b, uint64(s.emSkipped))
+	b = binary.AppendUvarint(b, uint64(len(rest)))
+	for _, f := range rest {
+		b = appendString(b, f)
+	}
+	return b, nil
+}
+
+// RestoreState implements exec.CheckpointedSource: the source continues
+// with the first record not emitted at the snapshot. It fails, naming the
+// file, when a file left to read is missing or the current one is shorter
+// than the offset; it never rewinds or skips. The skipped-records count of
+// the snapshot is added to SourceContext.SkippedRecords (the runtime resets
+// that counter before each attempt), so each bad record is counted once.
+func (s *FileSource) RestoreState(state []byte) error {
+	r, err := openState(state, kindFileSource, s.sc.Subtask, s.sc.Parallelism)
+	if err != nil {
+		return err
+	}
+	off, line, skipped := r.int(), r.int(), r.int()
+	n := r.count(1)
+	files := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		files = append(files, r.str())
+	}
+	if err := r.end(); err != nil {
+		return err
+	}
+	for i, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			return fmt.Errorf("filesystem source: cannot resume from the checkpoint: %w", err)
+		}
+		if st.IsDir() {
+			return fmt.Errorf("filesystem source: cannot resume from the checkpoint: '%s' is now a directory", f)
+		}
+		if i == 0 && st.Size() < off {
+			return fmt.Errorf("filesystem source: cannot resume from '%s' at byte offset %d: the file has only %d bytes", f, off, st.Size())
+		}
+	}
+	s.closeFile()
+	s.files = files
+	s.fi, s.off, s.line = 0, off, max(line, 1)
+	s.seekLine = line
+	s.skipped = skipped
+	s.emFi, s.emOff, s.emLine, s.emSkipped = 0, off, line, skipped
+	s.emFile = ""
+	if len(files) > 0 {
+		s.emFile = files[0]
+	}
+	s.done = len(files) == 0
+	s.sc.SkippedRecords.Add(skipped)
 	return nil
 }
 
@@ -194,7 +275,9 @@ func (s *FileSource) open() error {
 	}
 	s.f = f
 	s.line = 1
-	if s.off > 0 {
+	if s.seekLine > 0 {
+		s.line, s.seekLine = s.seekLine, 0
+	} else if s.off > 0 {
 		// count the lines before off, for error messages
 		buf := make([]byte, 1<<16)
 		lr := io.LimitReader(f, s.off)
@@ -205,6 +288,8 @@ func (s *FileSource) open() error {
 				break
 			}
 		}
+	}
+	if s.off > 0 {
 		if _, err := f.Seek(s.off, io.SeekStart); err != nil {
 			f.Close()
 			s.f = nil
@@ -292,6 +377,7 @@ func (s *FileSource) Run(ctx context.Context, emit func(arrow.Record) error) err
 					}
 					return bad
 				}
+				s.skipped++
 				s.sc.SkippedRecords.Add(1)
 			}
 			s.off += n
@@ -316,13 +402,15 @@ func (s *FileSource) Run(ctx context.Context, emit func(arrow.Record) error) err
 	if err := s.flush(emit); err != nil {
 		return err
 	}
+	s.done = true
 	return nil
 }
 
 func (s *FileSource) flush(emit func(arrow.Record) error) error {
 	if s.fi < len(s.files) {
-		s.emFile, s.emOff = s.files[s.fi], s.off
+		s.emFi, s.emFile, s.emOff, s.emLine = s.fi, s.files[s.fi], s.off, s.line
 	}
+	s.emSkipped = s.skipped
 	if s.rb.Field(0).Len() == 0 {
 		return nil
 	}

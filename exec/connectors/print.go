@@ -19,6 +19,11 @@ var stdoutMu sync.Mutex
 // PrintSink writes rows as Flink's print connector does:
 // "[identifier[:N]> ]+I[v1, v2]", NULL as "null", N = subtask index + 1
 // shown only when the parallelism is above 1.
+//
+// The print sink is not two-phase: it writes each batch as it arrives. With
+// checkpointing it is at-least-once: after a restore, rows printed after
+// the restored checkpoint are printed again. The blackhole sink keeps
+// nothing, so it needs no checkpoint state either.
 type PrintSink struct {
 	w      io.Writer
 	prefix string

@@ -3,6 +3,7 @@ package connectors
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +25,13 @@ import (
 // with the table's 'format'. It is unbounded and ends when the peer closes
 // the connection. A reader goroutine feeds a bounded channel of chunks; Run
 // selects on it, ctx and a Linger ticker.
+//
+// Checkpoints: a socket cannot be rewound, so the source keeps no position.
+// After a restore it reconnects and reads whatever the peer sends from then
+// on: records received after the restored checkpoint's barrier and before
+// the failure are lost. A socket source therefore gives at-most-once
+// results after a restore (as in Flink, a raw socket cannot give
+// exactly-once); without failures every record is processed once.
 type SocketSource struct {
 	sc    *exec.SourceContext
 	addr  string
@@ -40,8 +48,10 @@ type SocketSource struct {
 	ch     chan sockChunk
 	wg     sync.WaitGroup
 
-	carry  []byte
-	lineNo int64
+	carry     []byte
+	lineNo    int64
+	skipped   int64 // bad records skipped (ignore-parse-errors)
+	emSkipped int64 // skipped as of the last emit
 }
 
 type sockChunk struct {
@@ -115,10 +125,10 @@ func (s *SocketSource) Run(ctx context.Context, emit func(arrow.Record) error) e
 			return ctx.Err()
 		case <-tick.C:
 			if s.rb.Field(0).Len() > 0 {
-				if err := emit(s.rb.NewRecord()); err != nil {
+				if err := s.emit(emit, s.rb.NewRecord()); err != nil {
 					return err
 				}
-			} else if err := emit(nil); err != nil {
+			} else if err := s.emit(emit, nil); err != nil {
 				return err
 			}
 		case c := <-s.ch:
@@ -133,10 +143,11 @@ func (s *SocketSource) Run(ctx context.Context, emit func(arrow.Record) error) e
 					s.carry = s.carry[:0]
 				}
 				if s.rb.Field(0).Len() > 0 {
-					if err := emit(s.rb.NewRecord()); err != nil {
+					if err := s.emit(emit, s.rb.NewRecord()); err != nil {
 						return err
 					}
 				}
+				s.emSkipped = s.skipped // everything read was handed on
 				if c.err == io.EOF || s.isClosed() {
 					return nil
 				}
@@ -144,6 +155,42 @@ func (s *SocketSource) Run(ctx context.Context, emit func(arrow.Record) error) e
 			}
 		}
 	}
+}
+
+// emit hands rec (nil: a heartbeat) on; everything decoded so far has then
+// been emitted.
+func (s *SocketSource) emit(emit func(arrow.Record) error, rec arrow.Record) error {
+	s.emSkipped = s.skipped
+	return emit(rec)
+}
+
+// SnapshotState implements exec.CheckpointedSource. The state holds no
+// position (a socket cannot seek; see SocketSource): after the header (see
+// state.go) only the uvarint count of bad records skipped in what was
+// emitted, so that skipped records stay counted once across restores.
+func (s *SocketSource) SnapshotState() ([]byte, error) {
+	b := stateHeader(kindSocket, s.sc.Subtask, s.sc.Parallelism)
+	return binary.AppendUvarint(b, uint64(s.emSkipped)), nil
+}
+
+// RestoreState implements exec.CheckpointedSource: it restores the skipped
+// count (added to SourceContext.SkippedRecords); the source then reads
+// what the peer sends after reconnecting. An empty state is accepted.
+func (s *SocketSource) RestoreState(state []byte) error {
+	if len(state) == 0 {
+		return nil
+	}
+	r, err := openState(state, kindSocket, s.sc.Subtask, s.sc.Parallelism)
+	if err != nil {
+		return err
+	}
+	n := r.int()
+	if err := r.end(); err != nil {
+		return err
+	}
+	s.skipped, s.emSkipped = n, n
+	s.sc.SkippedRecords.Add(n)
+	return nil
 }
 
 func (s *SocketSource) isClosed() bool {
@@ -179,7 +226,7 @@ func (s *SocketSource) consume(data []byte, emit func(arrow.Record) error) error
 		}
 		s.carry = s.carry[:0]
 		if s.rb.Field(0).Len() >= s.sc.BatchSize {
-			if err := emit(s.rb.NewRecord()); err != nil {
+			if err := s.emit(emit, s.rb.NewRecord()); err != nil {
 				return err
 			}
 		}
@@ -200,6 +247,7 @@ func (s *SocketSource) addLine(line []byte) error {
 		if !s.dec.ignore {
 			return fmt.Errorf("%s: line %d: %w", s.addr, s.lineNo, err)
 		}
+		s.skipped++
 		s.sc.SkippedRecords.Add(1)
 	}
 	return nil

@@ -1,0 +1,45 @@
+package checkpoint
+
+// This file is the contract between the runtime (exec, session) and the
+// checkpoint package. The implementation lives in the other files.
+
+// StateWriter receives the state changes a subtask makes at one barrier.
+// Keys are relative to the writer's scope (see Scoped); values are opaque.
+// Not safe for concurrent use: each subtask has its own.
+type StateWriter interface {
+	Put(key, value []byte) error
+	Delete(key []byte) error
+}
+
+// StateReader reads restored state. Scan calls fn for every key with the
+// given prefix, in key order; key and value are only valid during the call.
+type StateReader interface {
+	Scan(prefix []byte, fn func(key, value []byte) error) error
+}
+
+// Kind of a snapshot.
+type Kind string
+
+const (
+	KindCheckpoint Kind = "CHECKPOINT"
+	KindSavepoint  Kind = "SAVEPOINT"
+)
+
+// Info describes one complete checkpoint, as recorded in its _metadata.
+type Info struct {
+	ID      int64  `json:"id"`
+	JobID   string `json:"job_id"`
+	Kind    Kind   `json:"kind"`
+	Path    string `json:"path"`     // the chk-<n> directory
+	TimeMS  int64  `json:"time_ms"`  // completion time, ms since the epoch
+	Size    int64  `json:"size"`     // bytes of every file it references
+	Written int64  `json:"written"`  // bytes this checkpoint added (incremental size)
+	SyncMS  int64  `json:"sync_ms"`  // synchronous part (state commit)
+	AsyncMS int64  `json:"async_ms"` // asynchronous part (durable copy + _metadata)
+
+	Files int               `json:"file_count"`     // number of files it references
+	Meta  map[string]string `json:"meta,omitempty"` // free-form: job name, SQL, parallelism...
+	// Skipped lists newer complete checkpoints that a restore passed over
+	// because they failed verification, each with the reason. Not stored.
+	Skipped []string `json:"-"`
+}

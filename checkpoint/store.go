@@ -1,0 +1,447 @@
+package checkpoint
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors/oserror"
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+const (
+	sharedDirName    = "shared"
+	taskownedDirName = "taskowned"
+	workingDBName    = "db"
+	snapPrefix       = "snap-"
+)
+
+// ErrClosed is returned by operations on a closed Store.
+var ErrClosed = errors.New("checkpoint: store is closed")
+
+// Store is one job's state store: a working Pebble DB holding the state of
+// the last committed checkpoint, plus the job's checkpoint directory.
+//
+// Commit and Reader may run concurrently with Persist; Persist, Abort and
+// RestoreLatest are serialised.
+type Store struct {
+	o                                  Options
+	fs                                 vfs.FS
+	jobDir, sharedDir, ownedDir, dbDir string
+
+	// pmu serialises Persist, Abort, RestoreLatest and Close; it guards gen
+	// and index. Lock order: pmu, then mu.
+	pmu sync.Mutex
+	// gen names this working DB's files in shared/: Pebble file numbers are
+	// unique only within one DB, and every Open/Restore starts a new one.
+	gen string
+	// index maps a working-DB sstable name to its copy in shared/ with the
+	// size and checksum computed once, when it entered shared/.
+	index map[string]fileRef
+
+	// mu guards the working DB, lastID and closed.
+	mu         sync.RWMutex
+	db         *pebble.DB
+	lastID     int64 // last committed checkpoint id (0: none)
+	lastSyncMS int64 // duration of that commit
+	closed     bool
+	broken     error // why the working DB was abandoned (see guard)
+
+	abortMu sync.Mutex
+	aborted map[int64]bool
+}
+
+// Open creates <Dir>/<JobID>/{shared,taskowned}/ and an empty working
+// Pebble DB under taskowned/. Checkpoints already in the job directory are
+// left alone (Persist refuses to overwrite a complete one).
+func Open(o Options) (*Store, error) {
+	s, err := newStore(o)
+	if err != nil {
+		return nil, err
+	}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.installWorking("", nil); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newStore validates o and creates the job's directories (synced).
+func newStore(o Options) (*Store, error) {
+	o, err := o.validate()
+	if err != nil {
+		return nil, err
+	}
+	fs := o.FS
+	s := &Store{o: o, fs: fs, aborted: map[int64]bool{}}
+	s.jobDir = fs.PathJoin(o.Dir, o.JobID)
+	s.sharedDir = fs.PathJoin(s.jobDir, sharedDirName)
+	s.ownedDir = fs.PathJoin(s.jobDir, taskownedDirName)
+	s.dbDir = fs.PathJoin(s.ownedDir, workingDBName)
+	for _, d := range []string{s.sharedDir, s.ownedDir} {
+		if err := mkdirAllSynced(fs, d); err != nil {
+			return nil, fmt.Errorf("checkpoint: creating %s: %w", d, err)
+		}
+	}
+	return s, nil
+}
+
+// mkdirAllSynced creates dir and its missing parents and syncs the parent of
+// every directory it created, so the new entries survive a crash.
+func mkdirAllSynced(fs vfs.FS, dir string) error {
+	var missing []string
+	for p := dir; ; {
+		if _, err := fs.Stat(p); err == nil {
+			break
+		} else if !oserror.IsNotExist(err) {
+			return err
+		}
+		missing = append(missing, p)
+		parent := fs.PathDir(p)
+		if parent == p || parent == "" || parent == "." {
+			break
+		}
+		p = parent
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		parent := fs.PathDir(missing[i])
+		if parent == missing[i] || parent == "" {
+			continue
+		}
+		if err := syncDir(fs, parent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newGen() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on supported platforms; fall back to time.
+		binary.BigEndian.PutUint64(b[:], uint64(time.Now().UnixNano()))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+type pebbleLogger struct{ o Options }
+
+func (l pebbleLogger) Infof(string, ...any) {}
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	l.o.logf("pebble fatal: "+format, args...)
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
+
+func (s *Store) pebbleOptions() *pebble.Options {
+	o := s.o
+	return &pebble.Options{
+		FS:                          s.fs,
+		MemTableSize:                32 << 20,
+		FormatMajorVersion:          pebble.FormatNewest,
+		Logger:                      pebbleLogger{o},
+		DisableAutomaticCompactions: o.disableCompactions,
+		EventListener: &pebble.EventListener{
+			BackgroundError: func(err error) { o.logf("checkpoint: state store background error: %v", err) },
+		},
+	}
+}
+
+// installWorking replaces the working DB with a fresh one: empty when b is
+// nil, else a copy of checkpoint b whose files are under srcJobDir (already
+// verified). Callers hold pmu and mu.
+func (s *Store) installWorking(srcJobDir string, b *metaBody) error {
+	fs := s.fs
+	if s.db != nil {
+		if err := s.guard(true, s.db.Close); err != nil {
+			s.o.logf("checkpoint: closing working state: %v", err)
+		}
+		s.db = nil
+	}
+	s.lastID, s.lastSyncMS = 0, 0
+	s.removeSnaps()
+	if err := fs.RemoveAll(s.dbDir); err != nil {
+		return fmt.Errorf("checkpoint: clearing %s: %w", s.dbDir, err)
+	}
+	if err := fs.MkdirAll(s.dbDir, 0o755); err != nil {
+		return fmt.Errorf("checkpoint: creating %s: %w", s.dbDir, err)
+	}
+	if b != nil {
+		for _, r := range b.Files {
+			src := fs.PathJoin(srcJobDir, r.Path)
+			dst := fs.PathJoin(s.dbDir, r.Local)
+			var err error
+			if strings.HasSuffix(r.Local, ".sst") {
+				err = vfs.LinkOrCopy(fs, src, dst) // immutable: a link is safe
+			} else {
+				err = vfs.Copy(fs, src, dst) // Pebble may reuse or append: copy
+			}
+			if err != nil {
+				return fmt.Errorf("checkpoint %d: copying %s: %w", b.ID, src, err)
+			}
+		}
+	}
+	db, err := pebble.Open(s.dbDir, s.pebbleOptions())
+	if err != nil {
+		if b != nil {
+			return fmt.Errorf("checkpoint %d: opening restored state: %w", b.ID, err)
+		}
+		return fmt.Errorf("checkpoint: opening state store %s: %w", s.dbDir, err)
+	}
+	s.gen = newGen()
+	s.index = map[string]fileRef{}
+	if b != nil {
+		id, err := readLastID(db)
+		if err == nil && id != b.ID {
+			err = fmt.Errorf("state holds checkpoint %d", id)
+		}
+		if err != nil {
+			db.Close()
+			return fmt.Errorf("checkpoint %d (%s): inconsistent state: %w", b.ID, b.Path, err)
+		}
+		s.lastID = id
+		if cleanPath(srcJobDir) == cleanPath(s.jobDir) {
+			// Our own checkpoint: its shared files stay shared.
+			for _, r := range b.Files {
+				if strings.HasSuffix(r.Local, ".sst") {
+					s.index[r.Local] = r
+				}
+			}
+		}
+	}
+	s.db = db
+	s.broken = nil
+	return nil
+}
+
+func cleanPath(p string) string {
+	for len(p) > 1 && strings.HasSuffix(p, "/") {
+		p = p[:len(p)-1]
+	}
+	return p
+}
+
+func readLastID(db *pebble.DB) (int64, error) {
+	v, closer, err := db.Get(keyCheckpointID)
+	if err != nil {
+		if errors.Is(err, pebble.ErrNotFound) {
+			return 0, nil
+		}
+		return 0, err
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("bad checkpoint id record (%d bytes)", len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// removeSnaps removes leftover temporary Pebble checkpoints in taskowned/.
+func (s *Store) removeSnaps() {
+	names, err := s.fs.List(s.ownedDir)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, snapPrefix) {
+			if err := s.fs.RemoveAll(s.fs.PathJoin(s.ownedDir, n)); err != nil {
+				s.o.logf("checkpoint: removing %s: %v", n, err)
+			}
+		}
+	}
+}
+
+// Commit is the synchronous part of checkpoint id: it applies all buffers
+// (Put/Delete in the order written per buffer, buffers in slice order) and
+// the checkpoint id itself in ONE synced Pebble batch. After it returns, the
+// working DB holds the state of id. ids must grow. The buffers are reset on
+// success. Keys must not be empty or start with 0x00 (reserved).
+func (s *Store) Commit(id int64, bufs []*Buffer) error {
+	start := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if id <= s.lastID {
+		return fmt.Errorf("checkpoint %d: ids must grow (last committed is %d)", id, s.lastID)
+	}
+	batch := s.db.NewBatch()
+	defer batch.Close()
+	for i, b := range bufs {
+		if b == nil {
+			continue
+		}
+		err := b.each(func(del bool, k, v []byte) error {
+			if len(k) == 0 || k[0] == tagInternal {
+				return fmt.Errorf("checkpoint %d: buffer %d: state key %q is empty or in the reserved subspace 0x00", id, i, k)
+			}
+			if del {
+				return batch.Delete(k, nil)
+			}
+			return batch.Set(k, v, nil)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	var idb [8]byte
+	binary.BigEndian.PutUint64(idb[:], uint64(id))
+	if err := batch.Set(keyCheckpointID, idb[:], nil); err != nil {
+		return err
+	}
+	if err := s.guard(true, func() error { return batch.Commit(pebble.Sync) }); err != nil {
+		return fmt.Errorf("checkpoint %d: committing state: %w", id, err)
+	}
+	s.lastID = id
+	s.lastSyncMS = time.Since(start).Milliseconds()
+	for _, b := range bufs {
+		if b != nil {
+			b.Reset()
+		}
+	}
+	return nil
+}
+
+// guard runs fn on the working DB and turns a Pebble panic into an error.
+// Pebble panics (or calls Fatalf) when an fsync or a write of its own WAL,
+// MANIFEST or marker fails, e.g. disk full. When fatal, the working DB is
+// abandoned (its internal locks may be held): Commit and Persist fail until
+// RestoreLatest builds a new one from the latest complete checkpoint. A panic
+// inside DB.Checkpoint is not fatal: it only touches the temporary copy and
+// its deferred cleanup restores the DB. Caller holds mu.
+func (s *Store) guard(fatal bool, fn func() error) (err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		cause, ok := r.(error)
+		if !ok {
+			cause = fmt.Errorf("%v", r)
+		}
+		if !fatal {
+			err = fmt.Errorf("state store: %w", cause)
+			return
+		}
+		s.db = nil
+		s.lastID = 0
+		err = fmt.Errorf("checkpoint: state store failed (restore from the latest checkpoint): %w", cause)
+		s.broken = err
+		s.o.logf("%v", err)
+	}()
+	return fn()
+}
+
+// usable reports why the working DB cannot be used. Caller holds mu.
+func (s *Store) usable() error {
+	switch {
+	case s.closed:
+		return ErrClosed
+	case s.db == nil && s.broken != nil:
+		return s.broken
+	case s.db == nil:
+		return ErrClosed
+	}
+	return nil
+}
+
+// LastCommitted is the id of the last committed checkpoint (0: none).
+func (s *Store) LastCommitted() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.lastID
+}
+
+// Reader reads the committed state. It follows the store across
+// RestoreLatest.
+func (s *Store) Reader() StateReader { return reader{s} }
+
+type reader struct{ s *Store }
+
+var minUserKey = []byte{tagKeyed}
+
+func (r reader) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	s := r.s
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.usable(); err != nil {
+		return err
+	}
+	lower := prefix
+	if bytes.Compare(lower, minUserKey) < 0 {
+		lower = minUserKey
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	return it.Close()
+}
+
+// JobDir is <Dir>/<JobID>.
+func (s *Store) JobDir() string { return s.jobDir }
+
+// Close closes the working DB. It is idempotent and leaves everything on
+// disk, as a killed process would.
+func (s *Store) Close() error {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.db == nil {
+		return nil
+	}
+	err := s.db.Close()
+	s.db = nil
+	return err
+}
+
+// Discard cancels without retention: closes the store and removes
+// <Dir>/<JobID> entirely.
+func (s *Store) Discard() error {
+	err := s.Close()
+	if rerr := s.fs.RemoveAll(s.jobDir); rerr != nil {
+		return fmt.Errorf("checkpoint: removing %s: %w", s.jobDir, rerr)
+	}
+	return err
+}
+
+// DiscardWorking cancels with RETAIN_ON_CANCELLATION: closes the store and
+// removes taskowned/ only; the retained checkpoints and shared/ stay.
+func (s *Store) DiscardWorking() error {
+	err := s.Close()
+	if rerr := s.fs.RemoveAll(s.ownedDir); rerr != nil {
+		return fmt.Errorf("checkpoint: removing %s: %w", s.ownedDir, rerr)
+	}
+	return err
+}

@@ -1,0 +1,276 @@
+package checkpoint
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+func TestKeysArePrefixFree(t *testing.T) {
+	a := KeyedPrefix("a", 1)
+	ab := KeyedPrefix("ab", 1)
+	if bytes.HasPrefix(ab, a) || bytes.HasPrefix(a, ab) {
+		t.Fatalf("prefixes of different operators overlap: %x %x", a, ab)
+	}
+	if !bytes.HasPrefix(KeyedPrefix("op", 7), OperatorPrefix("op")) {
+		t.Fatal("KeyedPrefix does not start with OperatorPrefix")
+	}
+	if bytes.HasPrefix(SubtaskKey("op", 1), OperatorPrefix("op")) {
+		t.Fatal("subtask state lives in the keyed subspace")
+	}
+	if bytes.Compare(KeyedPrefix("op", 1), KeyedPrefix("op", 2)) >= 0 {
+		t.Fatal("key groups not in order")
+	}
+	for _, tc := range []struct{ in, want []byte }{
+		{[]byte{1, 2}, []byte{1, 3}},
+		{[]byte{1, 0xff}, []byte{2}},
+		{[]byte{0xff}, nil},
+		{nil, nil},
+	} {
+		if got := prefixEnd(tc.in); !bytes.Equal(got, tc.want) {
+			t.Errorf("prefixEnd(%x) = %x, want %x", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{Dir: "", JobID: jobA, NumRetained: 1}, "empty path"},
+		{Options{Dir: "s3://bucket/x", JobID: jobA, NumRetained: 1}, "unsupported scheme"},
+		{Options{Dir: "/x", JobID: "ABC", NumRetained: 1}, "32 lower-case hex"},
+		{Options{Dir: "/x", JobID: strings.ToUpper(jobA), NumRetained: 1}, "32 lower-case hex"},
+		{Options{Dir: "/x", JobID: jobA, NumRetained: 0}, "num-retained"},
+	} {
+		tc.o.FS = vfs.NewMem()
+		if _, err := Open(tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.o, err, tc.want)
+		}
+	}
+}
+
+func TestCommitRules(t *testing.T) {
+	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 1, FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := NewBuffer()
+	_ = b.Put([]byte{0, 1}, []byte("x"))
+	if err := s.Commit(1, []*Buffer{b}); err == nil || !strings.Contains(err.Error(), "reserved") {
+		t.Fatalf("reserved key accepted: %v", err)
+	}
+	b.Reset() // a failed Commit leaves its buffers untouched
+	if err := s.Commit(2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(2, nil); err == nil || !strings.Contains(err.Error(), "must grow") {
+		t.Fatalf("repeated id accepted: %v", err)
+	}
+	if _, err := s.Persist(1, KindCheckpoint, nil); err == nil || !strings.Contains(err.Error(), "last committed checkpoint is 2") {
+		t.Fatalf("persist of a superseded id: %v", err)
+	}
+	// Scoped writer and Buffer reuse after Commit.
+	w := Scoped(b, KeyedPrefix("op", 3))
+	_ = w.Put([]byte("k"), []byte("v"))
+	if err := s.Commit(3, []*Buffer{b}); err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() != 0 {
+		t.Fatal("buffer not reset by Commit")
+	}
+	want := model{string(KeyedPrefix("op", 3)) + "k": "v"}
+	assertState(t, "scoped", s.Reader(), want)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal("second Close:", err)
+	}
+	if err := s.Commit(4, nil); err != ErrClosed {
+		t.Fatalf("commit after close: %v", err)
+	}
+}
+
+// (a) round trip on the real file system, Dir given as a file:// URI.
+func TestRoundTrip(t *testing.T) {
+	root := t.TempDir()
+	o := Options{Dir: "file://" + root, JobID: jobA, NumRetained: 5}
+	s, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	m := model{}
+	states := map[int64]model{}
+	for id := int64(1); id <= 5; id++ {
+		b := change(m, rng, id, 500, 2000)
+		if err := s.Commit(id, []*Buffer{b, NewBuffer()}); err != nil {
+			t.Fatal(err)
+		}
+		assertState(t, "working", s.Reader(), m)
+		states[id] = m.clone()
+		info := mustPersist(t, s, id)
+		if info.ID != id || info.Path != filepath.Join(root, jobA, fmt.Sprintf("chk-%d", id)) || info.Meta["job"] != "test" {
+			t.Fatalf("info %+v", info)
+		}
+	}
+	jobDir := s.JobDir()
+	for id := int64(1); id <= 5; id++ {
+		r, info, err := Restore(Options{Dir: root, JobID: jobB, NumRetained: 1}, filepath.Join(jobDir, fmt.Sprintf("chk-%d", id)))
+		if err != nil {
+			t.Fatalf("restore chk-%d: %v", id, err)
+		}
+		if info.ID != id || r.LastCommitted() != id {
+			t.Fatalf("restored %d, want %d", info.ID, id)
+		}
+		assertState(t, fmt.Sprintf("chk-%d", id), r.Reader(), states[id])
+		if err := r.Discard(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The job directory means its latest complete checkpoint.
+	r, info, err := Restore(Options{Dir: root, JobID: jobB, NumRetained: 1}, "file://"+jobDir)
+	if err != nil || info.ID != 5 || len(info.Skipped) != 0 {
+		t.Fatalf("restore job dir: %v %+v", err, info)
+	}
+	assertState(t, "job dir", r.Reader(), states[5])
+	// A restored job checkpoints on and restores again.
+	m5 := states[5].clone()
+	if err := r.Commit(6, []*Buffer{change(m5, rng, 6, 100, 2000)}); err != nil {
+		t.Fatal(err)
+	}
+	mustPersist(t, r, 6)
+	r.Close()
+	r2, info, err := Restore(Options{Dir: root, JobID: jobC, NumRetained: 1}, r.JobDir())
+	if err != nil || info.ID != 6 {
+		t.Fatalf("restore of restored job: %v %+v", err, info)
+	}
+	assertState(t, "restored job", r2.Reader(), m5)
+	r2.Close()
+
+	// RestoreLatest drops commits of checkpoints that never completed.
+	b := change(m.clone(), rng, 6, 300, 2000)
+	if err := s.Commit(6, []*Buffer{b}); err != nil {
+		t.Fatal(err)
+	}
+	info, ok, err := s.RestoreLatest()
+	if err != nil || !ok || info.ID != 5 {
+		t.Fatalf("RestoreLatest: %v %v %+v", err, ok, info)
+	}
+	assertState(t, "RestoreLatest", s.Reader(), states[5])
+	// It keeps checkpointing incrementally afterwards.
+	if err := s.Commit(6, []*Buffer{change(m, rng, 6, 10, 2000)}); err != nil {
+		t.Fatal(err)
+	}
+	info6 := mustPersist(t, s, 6)
+	if info6.Written*2 > info6.Size {
+		t.Errorf("checkpoint after RestoreLatest not incremental: wrote %d of %d", info6.Written, info6.Size)
+	}
+	assertNoOrphans(t, vfs.Default, jobDir, []int64{2, 3, 4, 5, 6})
+
+	// Retain on cancellation keeps the checkpoints, not the working state.
+	if err := s.DiscardWorking(); err != nil {
+		t.Fatal(err)
+	}
+	if isDir(vfs.Default, filepath.Join(jobDir, taskownedDirName)) || !isDir(vfs.Default, filepath.Join(jobDir, "chk-6")) {
+		t.Fatal("DiscardWorking removed the wrong things")
+	}
+	r3, info, err := Restore(o, jobDir) // same job: restores in place
+	if err != nil || info.ID != 6 {
+		t.Fatalf("restore in place: %v", err)
+	}
+	assertState(t, "in place", r3.Reader(), m)
+	if err := r3.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vfs.Default.Stat(jobDir); err == nil {
+		t.Fatal("Discard left the job dir")
+	}
+}
+
+func TestRestoreLatestWithoutCheckpoint(t *testing.T) {
+	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 1, FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := model{}
+	if err := s.Commit(1, []*Buffer{change(m, rand.New(rand.NewSource(2)), 1, 10, 100)}); err != nil {
+		t.Fatal(err)
+	}
+	_, ok, err := s.RestoreLatest()
+	if err != nil || ok {
+		t.Fatalf("RestoreLatest: ok=%v err=%v", ok, err)
+	}
+	assertState(t, "empty", s.Reader(), model{})
+	if s.LastCommitted() != 0 {
+		t.Fatal("last id not reset")
+	}
+}
+
+func TestRestoreRefusesIncomplete(t *testing.T) {
+	fs := vfs.NewMem()
+	_ = fs.MkdirAll("/ck/"+jobA+"/chk-3", 0o755)
+	o := Options{Dir: "/ck", JobID: jobB, NumRetained: 1, FS: fs}
+	for _, tc := range []struct{ from, want string }{
+		{"/ck/" + jobA + "/chk-3", "no _metadata"},
+		{"/ck/" + jobA, "no complete checkpoint"},
+		{"/nowhere", "no such directory"},
+	} {
+		if _, _, err := Restore(o, tc.from); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Restore(%s): %v, want %q", tc.from, err, tc.want)
+		}
+	}
+}
+
+// A Persist concurrent with the next Commit either captures exactly its
+// checkpoint or fails cleanly; never a mix.
+func TestPersistConcurrentWithCommit(t *testing.T) {
+	fs := vfs.NewMem()
+	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 2, FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewSource(3))
+	m := model{}
+	if err := s.Commit(1, []*Buffer{change(m, rng, 1, 50, 500)}); err != nil {
+		t.Fatal(err)
+	}
+	persisted, superseded := 0, 0
+	for id := int64(1); id <= 20; id++ {
+		want := m.clone()
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Persist(id, KindCheckpoint, nil)
+			done <- err
+		}()
+		if err := s.Commit(id+1, []*Buffer{change(m, rng, id+1, 50, 500)}); err != nil {
+			t.Fatal(err)
+		}
+		_ = dump(t, s.Reader())
+		if err := <-done; err != nil {
+			if !strings.Contains(err.Error(), "last committed checkpoint is") {
+				t.Fatalf("persist %d: %v", id, err)
+			}
+			superseded++
+			continue
+		}
+		persisted++
+		r, info, err := Restore(Options{Dir: "/ck", JobID: jobB, NumRetained: 1, FS: fs}, fmt.Sprintf("/ck/%s/chk-%d", jobA, id))
+		if err != nil || info.ID != id {
+			t.Fatalf("restore %d: %v", id, err)
+		}
+		assertState(t, "concurrent", r.Reader(), want)
+		r.Discard()
+	}
+	t.Logf("persisted %d, superseded %d", persisted, superseded)
+}
