@@ -8,7 +8,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -196,5 +198,133 @@ func TestCrashRestoreExactlyOnce(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// faultyOp wraps a stateful operator and fails once at a chosen point.
+type faultyOp struct {
+	StatefulOperator
+	at    string // "process", "snapshot", "restore", "close"
+	fired *atomic.Int32
+	calls *atomic.Int32
+	after int32 // fail at the after-th call of that point
+}
+
+var errFault = errors.New("injected operator fault")
+
+func (f *faultyOp) hit(point string) error {
+	if point != f.at || f.fired.Load() > 0 {
+		return nil
+	}
+	if f.calls.Add(1) == f.after && f.fired.CompareAndSwap(0, 1) {
+		return fmt.Errorf("%w at %s", errFault, point)
+	}
+	return nil
+}
+
+func (f *faultyOp) Process(b Batch, out Collector) error {
+	if err := f.hit("process"); err != nil {
+		b.Rec.Release()
+		return err
+	}
+	return f.StatefulOperator.Process(b, out)
+}
+
+func (f *faultyOp) SnapshotState(w checkpoint.StateWriter, kg KeyGroups) error {
+	if err := f.hit("snapshot"); err != nil {
+		return err
+	}
+	return f.StatefulOperator.SnapshotState(w, kg)
+}
+
+func (f *faultyOp) RestoreState(r checkpoint.StateReader, kg KeyGroups) error {
+	if err := f.hit("restore"); err != nil {
+		return err
+	}
+	return f.StatefulOperator.RestoreState(r, kg)
+}
+
+func (f *faultyOp) Close() error {
+	err := f.StatefulOperator.Close()
+	if herr := f.hit("close"); herr != nil {
+		return herr
+	}
+	return err
+}
+
+// TestOperatorFaultsRestartExactlyOnce injects one operator failure while
+// processing a batch, taking a snapshot, restoring, or closing; the job
+// restarts from the latest complete checkpoint (restarts counted: the fault
+// fired) and the committed output is exactly the uninterrupted result.
+func TestOperatorFaultsRestartExactlyOnce(t *testing.T) {
+	const total, keys = 3000, 17
+	want := folded{}
+	for k := int64(0); k < keys; k++ {
+		var c, s int64
+		for n := k; n < total; n += keys {
+			c++
+			s += n
+		}
+		want[fmt.Sprintf("%d|%d|%d|", k, c, s)] = 1
+	}
+	cases := []struct {
+		at    string
+		after int32
+		crash int64 // also crash after this checkpoint so that a restore happens
+	}{
+		{at: "process", after: 25},
+		{at: "snapshot", after: 7},
+		{at: "restore", after: 1, crash: 3},
+		{at: "close", after: 1},
+	}
+	for _, c := range cases {
+		t.Run(c.at, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("cd", 16), NumRetained: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			sys := &txnSystem{pending: map[string][]string{}}
+			var fired, calls atomic.Int32
+			ck := &CheckpointConfig{Backend: store, TriggerEveryBatch: true, FirstID: 1, FailAfter: c.crash}
+			cfg := JobConfig{Mem: mem, BatchSize: 40, Checkpoint: ck,
+				NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
+					return &genSource{sc: sc, total: total, keys: keys}, nil
+				},
+				NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
+					return &txnSink{sys: sys, subtask: sc.Subtask}, nil
+				},
+				WrapOperator: func(_ string, _ int, op Operator) Operator {
+					if so, ok := op.(StatefulOperator); ok {
+						return &faultyOp{StatefulOperator: so, at: c.at, fired: &fired, calls: &calls, after: c.after}
+					}
+					return op
+				}}
+			restarts := 0
+			err = RunAttempts(context.Background(), ckAggPlan(2), cfg, func(time.Time, error) (time.Duration, bool) {
+				return 0, restarts < 3
+			}, func(a Attempt) {
+				restarts++
+				ck.FailAfter = 0 // the injected crash (if any) fires once
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fired.Load() != 1 {
+				t.Fatalf("the %s fault did not fire", c.at)
+			}
+			wantRestarts := 1
+			if c.crash > 0 {
+				wantRestarts = 2 // the crash, then the failed restore
+			}
+			if restarts != wantRestarts {
+				t.Fatalf("%d restarts, want %d", restarts, wantRestarts)
+			}
+			if got := foldChanges(sys.committed); fmt.Sprint(got) != fmt.Sprint(want.sorted()) {
+				t.Fatalf("committed output differs:\n got %v\nwant %v", got, want.sorted())
+			}
+		})
 	}
 }

@@ -22,6 +22,9 @@ type StateBackend interface {
 	Abort(id int64) error
 	// Reader reads the committed state (for restoring subtasks).
 	Reader() checkpoint.StateReader
+	// RestoreLatest resets the committed state to the latest complete
+	// checkpoint (after a failure); ok is false when there is none.
+	RestoreLatest() (info checkpoint.Info, ok bool, err error)
 }
 
 // CheckpointConfig turns checkpointing on for a job attempt.

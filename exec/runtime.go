@@ -64,6 +64,9 @@ type JobConfig struct {
 	Metrics   *Metrics
 	// Checkpoint turns checkpointing on; nil means off.
 	Checkpoint *CheckpointConfig
+	// WrapOperator, when set, wraps every operator as it is built (tests
+	// inject faults with it).
+	WrapOperator func(task string, subtask int, op Operator) Operator
 }
 
 func (c *JobConfig) defaults() {
@@ -237,7 +240,11 @@ func (st *subtask) run() (err error) {
 		st.close()
 		return err
 	}
-	defer st.close()
+	defer func() {
+		if cerr := st.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("closing: %w", cerr)
+		}
+	}()
 	if err := st.restore(); err != nil {
 		return fmt.Errorf("restoring state: %w", err)
 	}
@@ -279,6 +286,9 @@ func (st *subtask) build() error {
 		op, err := newOperator(spec, st)
 		if err != nil {
 			return err
+		}
+		if st.cfg.WrapOperator != nil {
+			op = st.cfg.WrapOperator(t.Name, st.index, op)
 		}
 		st.ops = append(st.ops, op)
 	}
@@ -324,16 +334,29 @@ func (st *subtask) build() error {
 	return nil
 }
 
-func (st *subtask) close() {
+// close releases everything; the first error is returned (an operator that
+// cannot close cleanly fails the attempt, as in Flink).
+func (st *subtask) close() error {
+	var first error
+	keep := func(err error) {
+		if first == nil {
+			first = err
+		}
+	}
 	for _, op := range st.ops {
-		op.Close()
+		if err := op.Close(); err != nil {
+			keep(err)
+		}
 	}
 	if st.out != nil {
 		st.out.close()
 	}
 	if st.src != nil {
-		st.src.Close()
+		if err := st.src.Close(); err != nil {
+			keep(err)
+		}
 	}
+	return first
 }
 
 // runSource runs the source; with checkpointing, barriers are injected

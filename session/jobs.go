@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -119,45 +118,17 @@ func (s *Session) runAttempts(ctx context.Context, j *job, ph *planner.Physical,
 			fmt.Fprintf(s.cfg.Log, "job %s: checkpoint %d failed: %v\n", j.info.ID, id, err)
 		}
 	}
-	for {
-		cfg.Metrics.Skipped.Store(0) // restored sources add their own counts back
-		policy.started(time.Now())
-		err := exec.RunJob(ctx, ph, cfg)
-		if err == nil || ctx.Err() != nil {
-			if err == nil {
-				return nil
-			}
-			return ctx.Err()
-		}
-		delay, again := policy.next(time.Now())
-		if !again {
-			return err
-		}
+	return exec.RunAttempts(ctx, ph, cfg, func(now time.Time, err error) (time.Duration, bool) {
+		return policy.next(now)
+	}, func(at exec.Attempt) {
 		j.mu.Lock()
 		j.info.Attempts++
-		j.info.Failures = append(j.info.Failures, err.Error())
-		attempt := j.info.Attempts
+		j.info.Failures = append(j.info.Failures, at.Err.Error())
 		j.mu.Unlock()
-		fmt.Fprintf(s.cfg.Log, "job %s: attempt %d failed: %v; restarting in %v\n", j.info.ID, attempt-1, err, delay)
-		if delay > 0 {
-			t := time.NewTimer(delay)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			}
+		msg := "no checkpoint to restore: restarting from the beginning"
+		if at.Restored {
+			msg = fmt.Sprintf("restored checkpoint %d", at.From.ID)
 		}
-		if ck != nil {
-			info, ok, rerr := ck.store.RestoreLatest()
-			if rerr != nil {
-				return errors.Join(err, fmt.Errorf("restoring the latest checkpoint: %w", rerr))
-			}
-			ck.cfg.Restore = ok
-			if ok {
-				fmt.Fprintf(s.cfg.Log, "job %s: restored checkpoint %d\n", j.info.ID, info.ID)
-			}
-			ck.cfg.FirstID = ck.cfg.LastID + 1
-		}
-	}
+		fmt.Fprintf(s.cfg.Log, "job %s: attempt %d failed: %v; %s\n", j.info.ID, at.Number, at.Err, msg)
+	})
 }

@@ -19,7 +19,7 @@ type restartPolicy struct {
 	initial, maxBackoff, resetAfter time.Duration
 	multiplier, jitter              float64
 	current                         time.Duration
-	lastStart                       time.Time
+	lastFailure                     time.Time
 	// failure-rate
 	maxFailures int
 	interval    time.Duration
@@ -65,9 +65,6 @@ func newRestartPolicy(o *catalog.Options, checkpointing bool) *restartPolicy {
 	return p
 }
 
-// started records the start of an attempt (for the backoff reset).
-func (p *restartPolicy) started(now time.Time) { p.lastStart = now }
-
 // next reports whether to restart after a failure at now, and after how long.
 func (p *restartPolicy) next(now time.Time) (time.Duration, bool) {
 	switch p.kind {
@@ -78,9 +75,11 @@ func (p *restartPolicy) next(now time.Time) (time.Duration, bool) {
 		p.restarts++
 		return p.delay, true
 	case "exponential-delay":
-		if !p.lastStart.IsZero() && now.Sub(p.lastStart) >= p.resetAfter {
+		// Running long enough without a failure resets the backoff.
+		if !p.lastFailure.IsZero() && now.Sub(p.lastFailure) >= p.resetAfter {
 			p.current, p.restarts = 0, 0
 		}
+		p.lastFailure = now
 		if p.restarts >= p.attempts {
 			return 0, false
 		}
