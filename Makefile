@@ -25,6 +25,7 @@ run: build
 # Throughput benchmarks (events/s per core); see docs/benchmarks.md.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 3 ./bench/
+	$(GO) test -run '^$$' -bench Checkpoint1MKeys -benchtime 1x -count 3 ./exec/
 
 clean:
 	rm -rf bin

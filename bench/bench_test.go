@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +89,31 @@ INSERT INTO out SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k;`
 	for _, par := range []int{1, 2} {
 		b.Run(fmt.Sprintf("p%d", par), func(b *testing.B) {
 			bench(b, par, rows(10_000_000), q)
+		})
+	}
+}
+
+// BenchmarkGroupByCheckpointed is BenchmarkGroupBy with a checkpoint every
+// second (exactly-once, aligned): compare its events/s with GroupBy's for
+// the checkpointing overhead. BENCH_ROWS defaults to 30 M so that several
+// checkpoints complete during a run.
+func BenchmarkGroupByCheckpointed(b *testing.B) {
+	dir := b.TempDir()
+	q := `SET 'execution.checkpointing.interval' = '1 s';
+SET 'state.checkpoints.dir' = '` + dir + `';
+CREATE TABLE src (k BIGINT, v BIGINT) WITH (
+  'connector' = 'datagen', 'rows-per-second' = '0', 'number-of-rows' = '%d', 'seed' = '11',
+  'fields.k.min' = '0', 'fields.k.max' = '9999', 'fields.v.min' = '0', 'fields.v.max' = '1000'
+);
+CREATE TABLE out (k BIGINT, c BIGINT, s BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO out SELECT k, COUNT(*), SUM(v) FROM src GROUP BY k;`
+	for _, mode := range []string{"off", "1s"} {
+		b.Run(mode, func(b *testing.B) {
+			script := q
+			if mode == "off" {
+				script = q[strings.Index(q, "CREATE"):]
+			}
+			bench(b, 1, rows(30_000_000), script)
 		})
 	}
 }
