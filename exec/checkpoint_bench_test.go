@@ -22,8 +22,8 @@ type phasedSource struct {
 }
 
 func (s *phasedSource) SnapshotState() ([]byte, error) { return []byte{byte(s.phase)}, nil }
-func (s *phasedSource) RestoreState(b []byte) error   { s.phase = int(b[0]); return nil }
-func (s *phasedSource) Close() error                  { return nil }
+func (s *phasedSource) RestoreState(b []byte) error    { s.phase = int(b[0]); return nil }
+func (s *phasedSource) Close() error                   { return nil }
 func (s *phasedSource) Run(ctx context.Context, emit func(arrow.Record) error) error {
 	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	for ; s.phase < len(s.sizes); s.phase++ {
