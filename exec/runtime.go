@@ -643,8 +643,29 @@ func (st *subtask) runInputs() error {
 			}
 		}
 	}
-	for {
+	// recv waits for the next event: a message of input i < n, or one of the
+	// extra cases. A single input (the common case) needs no reflection.
+	recv := func() (int, Message) {
+		if n == 1 {
+			select {
+			case m := <-st.inputs[0]:
+				return 0, m
+			case <-st.ctx.Done():
+				return n + extraDone, Message{}
+			case <-tickC:
+				return n + extraTick, Message{}
+			case <-st.notify:
+				return n + extraNotify, Message{}
+			}
+		}
 		i, v, _ := reflect.Select(cases)
+		if i < n {
+			return i, v.Interface().(Message)
+		}
+		return i, Message{}
+	}
+	for {
+		i, m := recv()
 		switch i {
 		case n + extraDone:
 			return st.ctx.Err()
@@ -659,7 +680,6 @@ func (st *subtask) runInputs() error {
 			}
 			continue
 		}
-		m := v.Interface().(Message)
 		switch m.Kind {
 		case MsgData:
 			if err := st.head.Collect(m.Batch); err != nil {
