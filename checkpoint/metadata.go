@@ -9,7 +9,6 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -80,7 +79,7 @@ func readMetadata(fs vfs.FS, chkDir string) (*metaBody, error) {
 	p := fs.PathJoin(chkDir, metadataName)
 	data, err := readAll(fs, p)
 	if err != nil {
-		if oserror.IsNotExist(err) {
+		if isNotExist(err) {
 			return nil, fmt.Errorf("%s: %w", chkDir, errNoMetadata)
 		}
 		return nil, fmt.Errorf("reading %s: %w", p, err)
@@ -140,7 +139,7 @@ func verifyFiles(fs vfs.FS, jobDir string, b *metaBody) error {
 		p := fs.PathJoin(jobDir, r.Path)
 		st, err := fs.Stat(p)
 		if err != nil {
-			if oserror.IsNotExist(err) {
+			if isNotExist(err) {
 				return fmt.Errorf("checkpoint %d: file %s is missing", b.ID, p)
 			}
 			return fmt.Errorf("checkpoint %d: file %s: %w", b.ID, p, err)

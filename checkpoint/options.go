@@ -1,7 +1,9 @@
 package checkpoint
 
 import (
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"strings"
 
 	"github.com/cockroachdb/pebble/vfs"
@@ -82,3 +84,6 @@ func (o Options) logf(format string, args ...any) {
 		o.Logf(format, args...)
 	}
 }
+
+// isNotExist reports a missing file, from the OS or a vfs implementation.
+func isNotExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }

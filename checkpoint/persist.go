@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -89,7 +88,7 @@ func (s *Store) Persist(id int64, kind Kind, meta map[string]string) (Info, erro
 		}
 		for _, local := range added {
 			p := fs.PathJoin(s.jobDir, s.index[local].Path)
-			if err := fs.Remove(p); err != nil && !oserror.IsNotExist(err) {
+			if err := fs.Remove(p); err != nil && !isNotExist(err) {
 				s.o.logf("checkpoint %d: cleanup of %s: %v", id, p, err)
 			}
 			delete(s.index, local)
@@ -198,7 +197,7 @@ func (s *Store) Persist(id int64, kind Kind, meta map[string]string) (Info, erro
 // interrupted removal never leaves a _metadata whose files are gone.
 func (s *Store) removeChk(chkDir string) error {
 	fs := s.fs
-	if err := fs.Remove(fs.PathJoin(chkDir, metadataName)); err != nil && !oserror.IsNotExist(err) {
+	if err := fs.Remove(fs.PathJoin(chkDir, metadataName)); err != nil && !isNotExist(err) {
 		return err
 	}
 	return fs.RemoveAll(chkDir)
@@ -325,7 +324,7 @@ func (s *Store) prune() error {
 		if referenced[p] {
 			continue
 		}
-		if err := fs.Remove(fs.PathJoin(s.sharedDir, n)); err != nil && !oserror.IsNotExist(err) {
+		if err := fs.Remove(fs.PathJoin(s.sharedDir, n)); err != nil && !isNotExist(err) {
 			note(err)
 			continue
 		}

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -32,7 +31,7 @@ func Restore(o Options, from string) (*Store, Info, error) {
 	from = cleanPath(from)
 	st, err := fs.Stat(from)
 	if err != nil {
-		if oserror.IsNotExist(err) {
+		if isNotExist(err) {
 			return nil, Info{}, fmt.Errorf("restore from %s: no such directory", from)
 		}
 		return nil, Info{}, fmt.Errorf("restore from %s: %w", from, err)
@@ -84,6 +83,7 @@ func Restore(o Options, from string) (*Store, Info, error) {
 		}
 		return nil, Info{}, fmt.Errorf("restore from %s: %w", chosen.Path, err)
 	}
+	s.baseDir, s.base = srcJobDir, chosen
 	info := chosen.Info
 	info.Skipped = skipped
 	return s, info, nil
@@ -144,7 +144,16 @@ func (s *Store) RestoreLatest() (info Info, ok bool, err error) {
 	if err != nil {
 		return Info{}, false, fmt.Errorf("restoring job %s: %w", s.o.JobID, err)
 	}
-	if err := s.installWorking(s.jobDir, b); err != nil {
+	dir := s.jobDir
+	if b == nil && s.base != nil {
+		// No checkpoint of our own yet: back to the one this job started
+		// from (execution.savepoint.path), verified again.
+		if err := verifyFiles(s.fs, s.baseDir, s.base); err != nil {
+			return Info{}, false, fmt.Errorf("restoring %s again: %w", s.base.Path, err)
+		}
+		b, dir = s.base, s.baseDir
+	}
+	if err := s.installWorking(dir, b); err != nil {
 		return Info{}, false, err
 	}
 	if b == nil {

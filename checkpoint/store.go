@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cockroachdb/errors/oserror"
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 )
@@ -56,6 +55,12 @@ type Store struct {
 
 	abortMu sync.Mutex
 	aborted map[int64]bool
+
+	// baseDir and base are the checkpoint a Restore started from (in
+	// another job's directory): RestoreLatest returns to it while the job
+	// has no complete checkpoint of its own. Guarded by pmu.
+	baseDir string
+	base    *metaBody
 }
 
 // Open creates <Dir>/<JobID>/{shared,taskowned}/ and an empty working
@@ -103,7 +108,7 @@ func mkdirAllSynced(fs vfs.FS, dir string) error {
 	for p := dir; ; {
 		if _, err := fs.Stat(p); err == nil {
 			break
-		} else if !oserror.IsNotExist(err) {
+		} else if !isNotExist(err) {
 			return err
 		}
 		missing = append(missing, p)

@@ -274,3 +274,85 @@ func TestPersistConcurrentWithCommit(t *testing.T) {
 	}
 	t.Logf("persisted %d, superseded %d", persisted, superseded)
 }
+
+func TestAbort(t *testing.T) {
+	fs := vfs.NewMem()
+	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 3, FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewSource(11))
+	m := model{}
+	states := map[int64]model{}
+	for id := int64(1); id <= 2; id++ {
+		if err := s.Commit(id, []*Buffer{change(m, rng, id, 200, 1000)}); err != nil {
+			t.Fatal(err)
+		}
+		states[id] = m.clone()
+		mustPersist(t, s, id)
+	}
+	// The runtime declared checkpoint 2 failed after it completed on disk.
+	if err := s.Abort(2); err != nil {
+		t.Fatal(err)
+	}
+	assertNoOrphans(t, fs, s.JobDir(), []int64{1})
+	if err := s.Abort(2); err != nil {
+		t.Fatal("Abort is not idempotent:", err)
+	}
+	// Files chk-2 had put in shared/ come back with the next checkpoint.
+	if err := s.Commit(3, []*Buffer{change(m, rng, 3, 10, 1000)}); err != nil {
+		t.Fatal(err)
+	}
+	mustPersist(t, s, 3)
+	assertNoOrphans(t, fs, s.JobDir(), []int64{1, 3})
+	r, info, err := Restore(Options{Dir: "/ck", JobID: jobB, NumRetained: 1, FS: fs}, s.JobDir())
+	if err != nil || info.ID != 3 {
+		t.Fatalf("restore: %v", err)
+	}
+	assertState(t, "after abort", r.Reader(), m)
+	r.Close()
+}
+
+// TestRestoreLatestOfRestoredJob: a job started from another job's
+// checkpoint that fails before its first own checkpoint goes back to the
+// checkpoint it started from, not to an empty state.
+func TestRestoreLatestOfRestoredJob(t *testing.T) {
+	root := t.TempDir()
+	s, err := Open(Options{Dir: root, JobID: jobA, NumRetained: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(7))
+	m := model{}
+	if err := s.Commit(1, []*Buffer{change(m, rng, 1, 300, 1000)}); err != nil {
+		t.Fatal(err)
+	}
+	mustPersist(t, s, 1)
+	s.Close()
+	r, info, err := Restore(Options{Dir: root, JobID: jobB, NumRetained: 1}, s.JobDir())
+	if err != nil || info.ID != 1 {
+		t.Fatalf("restore: %v %+v", err, info)
+	}
+	defer r.Close()
+	// Work of the restored job that never completed a checkpoint ...
+	if err := r.Commit(2, []*Buffer{change(m.clone(), rng, 2, 300, 1000)}); err != nil {
+		t.Fatal(err)
+	}
+	// ... is dropped by RestoreLatest, which returns to checkpoint 1.
+	info, ok, err := r.RestoreLatest()
+	if err != nil || !ok || info.ID != 1 {
+		t.Fatalf("RestoreLatest: ok=%v %+v %v", ok, info, err)
+	}
+	assertState(t, "back to the base checkpoint", r.Reader(), m)
+	// Once the job has its own checkpoint, that one wins.
+	m2 := m.clone()
+	if err := r.Commit(2, []*Buffer{change(m2, rng, 2, 100, 1000)}); err != nil {
+		t.Fatal(err)
+	}
+	mustPersist(t, r, 2)
+	if info, ok, err = r.RestoreLatest(); err != nil || !ok || info.ID != 2 {
+		t.Fatalf("RestoreLatest after own checkpoint: ok=%v %+v %v", ok, info, err)
+	}
+	assertState(t, "own checkpoint", r.Reader(), m2)
+}
