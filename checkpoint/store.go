@@ -156,8 +156,11 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 func (s *Store) pebbleOptions() *pebble.Options {
 	o := s.o
 	return &pebble.Options{
-		FS:                          s.fs,
-		MemTableSize:                32 << 20,
+		FS:           s.fs,
+		MemTableSize: 32 << 20,
+		// Every checkpoint copies the MANIFEST: rotate it early so that it
+		// stays small and checkpoints stay incremental.
+		MaxManifestFileSize:         64 << 10,
 		FormatMajorVersion:          pebble.FormatNewest,
 		Logger:                      pebbleLogger{o},
 		DisableAutomaticCompactions: o.disableCompactions,

@@ -99,6 +99,7 @@ func newCoordinator(cfg *CheckpointConfig, expected int) *coordinator {
 }
 
 // addSource registers a source subtask and returns its trigger channel.
+// Called before the subtasks start.
 func (c *coordinator) addSource() chan trigger {
 	ch := make(chan trigger, 4)
 	c.triggers = append(c.triggers, ch)
@@ -106,7 +107,8 @@ func (c *coordinator) addSource() chan trigger {
 	return ch
 }
 
-// addSink registers a two-phase sink subtask and returns its notification channel.
+// addSink registers a sink subtask and returns its notification channel
+// (only two-phase sinks read it). Called before the subtasks start.
 func (c *coordinator) addSink() chan struct{} {
 	ch := make(chan struct{}, 1)
 	c.notify = append(c.notify, ch)

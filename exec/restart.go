@@ -10,6 +10,14 @@ import (
 	"github.com/streamsql/streamsql/planner"
 )
 
+// UnrecoverableError is a failure that a restart cannot fix (the state to
+// restore does not fit the job: a source file shorter than its offset, a
+// changed parallelism...): RunAttempts does not retry it.
+type UnrecoverableError struct{ Err error }
+
+func (e *UnrecoverableError) Error() string { return e.Err.Error() }
+func (e *UnrecoverableError) Unwrap() error { return e.Err }
+
 // Restarter decides whether a failed attempt is restarted, and after how
 // long (a restart strategy).
 type Restarter func(now time.Time, err error) (delay time.Duration, again bool)
@@ -34,12 +42,20 @@ func RunAttempts(ctx context.Context, plan *planner.Physical, cfg JobConfig, res
 		if cfg.Metrics != nil {
 			cfg.Metrics.Skipped.Store(0) // restored sources add their counts back
 		}
+		if cfg.Metrics != nil { // counts are per attempt, as Flink's
+			cfg.Metrics.RecordsIn.Store(0)
+			cfg.Metrics.RecordsOut.Store(0)
+		}
 		err := RunJob(ctx, plan, cfg)
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		var unrecoverable *UnrecoverableError
+		if errors.As(err, &unrecoverable) {
+			return err
 		}
 		delay, again := restart(time.Now(), err)
 		if !again {

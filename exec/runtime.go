@@ -161,6 +161,9 @@ func RunJob(ctx context.Context, plan *planner.Physical, cfg JobConfig) (err err
 			if coord != nil && t.Source != nil {
 				st.triggers = coord.addSource()
 			}
+			if coord != nil && t.Sink != nil {
+				st.notify = coord.addSink() // used if the sink is two-phase
+			}
 			subtasks.Add(1)
 			g.Go(func() error {
 				defer subtasks.Done()
@@ -219,13 +222,14 @@ type subtask struct {
 	out  output
 
 	// checkpointing (nil coord: off)
-	coord     *coordinator
-	triggers  chan trigger  // sources: barrier injection requests
-	batchTick chan struct{} // sources: "a batch was emitted" (TriggerEveryBatch)
-	notify    chan struct{} // two-phase sinks: a checkpoint completed
-	src       Source
-	committed int64 // two-phase sinks: last checkpoint committed
-	finalID   int64 // id of the final checkpoint, once its barrier passed
+	coord      *coordinator
+	triggers   chan trigger  // sources: barrier injection requests
+	batchTick  chan struct{} // sources: "a batch was emitted" (TriggerEveryBatch)
+	notify     chan struct{} // two-phase sinks: a checkpoint completed
+	src        Source
+	committed  int64 // two-phase sinks: last checkpoint committed
+	valuesDone bool  // the Values source emitted its row
+	finalID    int64 // id of the final checkpoint, once its barrier passed
 }
 
 func (st *subtask) checkpointing() bool { return st.coord != nil }
@@ -309,11 +313,6 @@ func (st *subtask) build() error {
 	} else {
 		st.head = st.out
 	}
-	if st.checkpointing() {
-		if so, ok := st.out.(*sinkOutput); ok && so.twoPhase() {
-			st.notify = st.coord.addSink()
-		}
-	}
 	if t.Source != nil && !t.Source.Values {
 		sc := &SourceContext{
 			Subtask:        st.index,
@@ -365,10 +364,13 @@ func (st *subtask) close() error {
 func (st *subtask) runSource() error {
 	t := st.task
 	if t.Source.Values {
-		rec := array.NewRecord(arrow.NewSchema(nil, nil), nil, 1)
-		st.cfg.Metrics.RecordsIn.Add(1)
-		if err := st.head.Collect(Batch{Rec: rec}); err != nil {
-			return err
+		if !st.valuesDone { // a restored Values source emitted its row already
+			rec := array.NewRecord(arrow.NewSchema(nil, nil), nil, 1)
+			st.cfg.Metrics.RecordsIn.Add(1)
+			if err := st.head.Collect(Batch{Rec: rec}); err != nil {
+				return err
+			}
+			st.valuesDone = true
 		}
 	} else {
 		err := st.src.Run(st.ctx, func(rec arrow.Record) error {
@@ -470,6 +472,11 @@ func (st *subtask) barrier(b Barrier, isSource bool) error {
 }
 
 func (st *subtask) snapshot(b Barrier, buf *checkpoint.Buffer) error {
+	if st.valuesDone {
+		if err := buf.Put(checkpoint.SubtaskKey(st.task.Source.ID, st.index), []byte{1}); err != nil {
+			return err
+		}
+	}
 	if cs, ok := st.src.(CheckpointedSource); ok {
 		state, err := cs.SnapshotState()
 		if err != nil {
@@ -508,6 +515,13 @@ func (st *subtask) restore() error {
 		})
 		return out, err
 	}
+	if st.task.Source != nil && st.task.Source.Values {
+		state, err := get(checkpoint.SubtaskKey(st.task.Source.ID, st.index))
+		if err != nil {
+			return err
+		}
+		st.valuesDone = state != nil
+	}
 	if cs, ok := st.src.(CheckpointedSource); ok {
 		state, err := get(checkpoint.SubtaskKey(st.task.Source.ID, st.index))
 		if err != nil {
@@ -515,7 +529,9 @@ func (st *subtask) restore() error {
 		}
 		if state != nil {
 			if err := cs.RestoreState(state); err != nil {
-				return err
+				// The input no longer matches the checkpoint (a file is gone or
+				// shorter, the parallelism changed): retrying cannot help.
+				return &UnrecoverableError{Err: err}
 			}
 		}
 	}

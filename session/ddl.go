@@ -233,8 +233,10 @@ const HelpText = `Statements (end each with ';'):
   INSERT INTO t SELECT ... submit a job writing to table t
   EXECUTE STATEMENT SET BEGIN INSERT ...; INSERT ...; END   several INSERTs as one job
   EXPLAIN <SELECT | INSERT | EXECUTE STATEMENT SET>          show the physical DAG
-  SHOW JOBS | STOP JOB '<id>'
+  SHOW JOBS | STOP JOB '<id>' | SHOW CHECKPOINTS
   HELP | QUIT
+Checkpoints: SET 'execution.checkpointing.interval' = '10 s'; SET 'state.checkpoints.dir' = '/path';
+  restore with SET 'execution.savepoint.path' = '<dir>/<job-id>' (or streamsql run --from)
 Types: BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p, s), STRING, VARCHAR(n), TIMESTAMP(3)
 Connectors: datagen, filesystem (csv, json), socket, print, blackhole
 Table function: FROM t, LATERAL TABLE(SPLIT(s[, delimiter])) AS T(word)`

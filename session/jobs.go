@@ -52,7 +52,8 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 		}
 		dir = checkpointRootOf(from)
 	}
-	opts := checkpoint.Options{Dir: dir, JobID: jobID, NumRetained: o.Int("state.checkpoints.num-retained")}
+	opts := checkpoint.Options{Dir: dir, JobID: jobID, NumRetained: o.Int("state.checkpoints.num-retained"),
+		Logf: func(format string, args ...any) { fmt.Fprintf(s.cfg.Log, format+"\n", args...) }}
 	c := &ckptSetup{retain: strings.EqualFold(o.Get("execution.checkpointing.externalized-checkpoint-retention"), "RETAIN_ON_CANCELLATION")}
 	c.cfg = &exec.CheckpointConfig{
 		Interval:        interval,
@@ -75,6 +76,10 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 		if err != nil {
 			return nil, &parser.Error{Pos: st.Position(), Msg: fmt.Sprintf("cannot restore from '%s' (execution.savepoint.path): %v", from, err)}
 		}
+		for _, why := range info.Skipped {
+			fmt.Fprintf(s.cfg.Log, "job %s: skipped a newer checkpoint: %s\n", jobID, why)
+		}
+		fmt.Fprintf(s.cfg.Log, "job %s: restoring %s\n", jobID, info.Path)
 		c.cfg.Restore = true
 		c.cfg.FirstID = info.ID + 1
 		c.cfg.Meta["restored_from"] = info.Path

@@ -149,6 +149,8 @@ func (s *Session) Execute(ctx context.Context, st parser.Statement) (*Result, er
 		return s.submit(x, x.Inserts)
 	case *parser.ShowJobs:
 		return s.showJobs(), nil
+	case *parser.ShowCheckpoints:
+		return s.showCheckpoints()
 	case *parser.StopJob:
 		return s.stopJob(x)
 	case *parser.Help:
@@ -376,25 +378,9 @@ func (s *Session) Close() error {
 	return nil
 }
 
-func (s *Session) showJobs() *Result {
-	r := &Result{Kind: ResultTable, Columns: []string{"job id", "job name", "status", "start time", "records in", "records out", "skipped records"}}
-	for _, in := range s.Jobs() {
-		if in.Name == "collect" {
-			continue
-		}
-		status := in.Status
-		if in.Err != nil {
-			status += ": " + in.Err.Error()
-		}
-		r.Rows = append(r.Rows, []string{in.ID, in.Name, status, in.StartTime.Format("2006-01-02 15:04:05.000"),
-			fmt.Sprint(in.RecordsIn), fmt.Sprint(in.RecordsOut), fmt.Sprint(in.SkippedBad)})
-	}
-	return r
-}
-
 func (s *Session) stopJob(x *parser.StopJob) (*Result, error) {
 	if x.WithSavepoint || x.WithDrain {
-		return nil, &parser.Error{Pos: x.Pos, Msg: "STOP JOB ... WITH SAVEPOINT/DRAIN needs checkpointing, which is not available yet"}
+		return nil, &parser.Error{Pos: x.Pos, Msg: "STOP JOB ... WITH SAVEPOINT/DRAIN is not supported yet (savepoints come with issue 4); STOP JOB cancels, and a checkpointed job can be restarted from its latest checkpoint with SET 'execution.savepoint.path'"}
 	}
 	s.mu.Lock()
 	var found *job

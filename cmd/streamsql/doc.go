@@ -1,6 +1,7 @@
 // Command streamsql is the command-line client of the streamsql engine: an
-// interactive SQL shell (the default), `run` for job files, `test` for the
-// golden-file suite, `version` and help.
+// interactive SQL shell (the default), `run` for job files (`--from` restores
+// them from a checkpoint), `checkpoints` to list a checkpoint directory,
+// `test` for the golden-file suite, `version` and help.
 //
 // It owns flags and presentation only: reading input (readline in a
 // terminal, plain lines from a pipe), history and tab completion, boxed
@@ -15,7 +16,11 @@
 //   - Exit codes: 0 success, 1 SQL or job error, 2 usage error (bad flag or
 //     arguments), 130 after SIGINT and 143 after SIGTERM during `run` (jobs
 //     are cancelled first, via session.Close).
-//   - Every job the process started is cancelled or finished before it exits.
+//   - Every job the process started is cancelled or finished before it exits
+//     (cancelling deletes its checkpoints unless RETAIN_ON_CANCELLATION; the
+//     session does that). A killed process leaves them for `run --from`.
+//   - `run` writes results to stdout only; job messages (submitted,
+//     checkpoints, failed attempts and restarts, summaries) go to stderr.
 //   - Rendering never truncates a boxed table; tableau mode fixes the column
 //     widths when the header is printed (rows stream) and cuts longer values
 //     with "...".

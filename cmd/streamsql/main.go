@@ -46,18 +46,24 @@ type sessionFlags struct {
 	init        string   // -i: SQL file run before anything else
 	parallelism int      // -p: parallelism.default (0: keep the default)
 	sets        []string // --set key=value, repeatable
+	from        string   // --from: execution.savepoint.path
 }
+
+// savepointKey is the session option --from sets.
+const savepointKey = "execution.savepoint.path"
 
 func (f *sessionFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVarP(&f.init, "init", "i", "", "run this SQL `file` first (DDL, SET); an error in it aborts with exit status 1")
 	fl.IntVarP(&f.parallelism, "parallelism", "p", 0, "default parallelism of jobs (same as SET 'parallelism.default')")
 	fl.StringArrayVar(&f.sets, "set", nil, "set a session option, as `key=value` (repeatable; same as SET 'key' = 'value')")
+	fl.StringVar(&f.from, "from", "", "restore jobs from this checkpoint: a chk-<n> `dir`ectory, or a job directory (its latest complete checkpoint); same as SET 'execution.savepoint.path'")
 }
 
-// newSession returns a session configured by the flags.
-func (f *sessionFlags) newSession(stdout io.Writer) (*session.Session, error) {
-	s := session.New(session.Config{Stdout: stdout, Log: io.Discard})
+// newSession returns a session configured by the flags. The print sink
+// writes to stdout, job lifecycle messages (checkpoints, restarts) go to log.
+func (f *sessionFlags) newSession(stdout, log io.Writer) (*session.Session, error) {
+	s := session.New(session.Config{Stdout: stdout, Log: log})
 	if f.parallelism < 0 {
 		return nil, fmt.Errorf("--parallelism must be at least 1, got %d", f.parallelism)
 	}
@@ -75,6 +81,14 @@ func (f *sessionFlags) newSession(stdout io.Writer) (*session.Session, error) {
 			return nil, fmt.Errorf("--set %q: %v", kv, err)
 		}
 	}
+	if f.from != "" {
+		if s.Options.IsSet(savepointKey) && s.Options.Get(savepointKey) != f.from {
+			return nil, fmt.Errorf("--from %s and --set %s=%s disagree: give one of them", f.from, savepointKey, s.Options.Get(savepointKey))
+		}
+		if err := s.Options.Set(savepointKey, f.from); err != nil {
+			return nil, fmt.Errorf("--from %q: %v", f.from, err)
+		}
+	}
 	return s, nil
 }
 
@@ -87,7 +101,9 @@ may span several lines; Tab completes keywords and table names; Ctrl-C cancels
 a running query (or clears the line), Ctrl-D or QUIT; leaves. Type HELP; in
 the shell for the statements it understands.
 
-With -f FILE (the same as 'streamsql run FILE') it runs a job file instead.`
+With -f FILE (the same as 'streamsql run FILE') it runs a job file instead.
+'streamsql checkpoints DIR' lists the checkpoints jobs left in DIR, and
+--from restores jobs from one of them (see 'streamsql help run').`
 
 const rootExample = `  # interactive shell
   streamsql
@@ -127,7 +143,7 @@ func newRootCmd(e *env) *cobra.Command {
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(e), newTestCmd(e), newVersionCmd(e))
+	root.AddCommand(newRunCmd(e), newCheckpointsCmd(e), newTestCmd(e), newVersionCmd(e))
 	return root
 }
 

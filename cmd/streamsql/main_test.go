@@ -306,9 +306,10 @@ func TestHelp(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"root", []string{"--help"}, []string{"run", "test", "version", "help", "Examples:", "--init", "--file"}},
+		{"root", []string{"--help"}, []string{"run", "checkpoints", "test", "version", "help", "Examples:", "--init", "--file", "--from"}},
 		{"help run", []string{"help", "run"}, []string{"streamsql run", "Examples:", "FILE:line:col", "130"}},
-		{"run --help", []string{"run", "--help"}, []string{"streamsql run", "--parallelism", "--init"}},
+		{"run --help", []string{"run", "--help"}, []string{"streamsql run", "--parallelism", "--init", "--from", "chk-<n>", "RETAIN_ON_CANCELLATION", "run --from /"}},
+		{"checkpoints --help", []string{"checkpoints", "--help"}, []string{"streamsql checkpoints DIR", "INCOMPLETE", "incremental", "Examples:"}},
 		{"test --help", []string{"test", "--help"}, []string{"--rewrite", "--verbose", "--no-variants", "Examples:"}},
 		{"help version", []string{"help", "version"}, []string{"streamsql version"}},
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -24,10 +26,27 @@ finish and prints one summary line per job to stderr:
 
   job <id> (<name>) FINISHED: N records in, M out[, K bad records skipped]
 
+While jobs run, stderr also shows their checkpoints and restarts:
+
+  job <id>: checkpoint 3 complete (41250 bytes, 2048 written, sync 1 ms, async 9 ms)
+  job <id>: attempt 1 failed: <cause>; restored checkpoint 3
+
+Restoring: --from PATH restores every job the file submits from a checkpoint
+(the same as SET 'execution.savepoint.path' = 'PATH' at the top of the
+file). PATH is a chk-<n> directory, or a job directory under
+state.checkpoints.dir, meaning its latest complete checkpoint. Use it to
+resume after the process was killed; 'streamsql checkpoints DIR' lists what
+there is. Every file of the checkpoint is verified first: a missing,
+truncated or corrupted file fails the INSERT (FILE:line:col: message naming
+the file) with exit status 1.
+
 Exit status: 0 when every job finished; 1 on the first error in the file
 (printed as FILE:line:col: message) or when a job fails (FILE: job <id>
 failed: <cause>); 2 for a bad command line; 130 after Ctrl-C (SIGINT) and
-143 after SIGTERM, which cancel the running jobs first.`
+143 after SIGTERM, which cancel the running jobs first. Cancelling a job
+deletes its checkpoints unless the file sets
+'execution.checkpointing.externalized-checkpoint-retention' =
+'RETAIN_ON_CANCELLATION'; a killed process (kill -9) leaves them in place.`
 
 const runExample = `  # run a job file; the print sink writes to stdout
   streamsql run jobs/word_count.sql
@@ -39,7 +58,14 @@ const runExample = `  # run a job file; the print sink writes to stdout
   streamsql run -i tables.sql -p 4 jobs/enrich.sql
 
   # set a session option from the command line
-  streamsql run --set execution.batch-size=256 jobs/enrich.sql`
+  streamsql run --set execution.batch-size=256 jobs/enrich.sql
+
+  # resume a killed job from its latest complete checkpoint
+  streamsql checkpoints /var/lib/streamsql/checkpoints
+  streamsql run --from /var/lib/streamsql/checkpoints/4f1c0d2e9a8b7c6d5e4f3a2b1c0d9e8f jobs/counts.sql
+
+  # or from one particular checkpoint
+  streamsql run --from /var/lib/streamsql/checkpoints/4f1c0d2e9a8b7c6d5e4f3a2b1c0d9e8f/chk-42 jobs/counts.sql`
 
 func newRunCmd(e *env) *cobra.Command {
 	var sf sessionFlags
@@ -148,7 +174,7 @@ func runFile(e *env, file string, sf *sessionFlags) error {
 	}
 	scripts = append(scripts, jobScript)
 
-	s, err := sf.newSession(e.stdout)
+	s, err := sf.newSession(e.stdout, newJobLog(e.stderr))
 	if err != nil {
 		return usageError{err}
 	}
@@ -260,4 +286,54 @@ func (r *scriptRunner) interrupted(status int) error {
 		status = exitSIGINT
 	}
 	return exitCode(status)
+}
+
+// jobLog is the session's Log writer of `run`: it forwards job messages
+// (checkpoints, failed attempts, restarts, restores) to w line by line, but
+// drops the lifecycle lines that run reports itself ("started", which
+// run prints as "submitted", and the final status, which run prints as a
+// summary with record counts). Safe for concurrent use: jobs log from
+// their own goroutines.
+type jobLog struct {
+	mu  sync.Mutex
+	w   io.Writer
+	buf []byte
+}
+
+func newJobLog(w io.Writer) *jobLog { return &jobLog{w: w} }
+
+func (l *jobLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := l.buf[:i+1]
+		if !lifecycleLine(string(line[:i])) {
+			if _, err := l.w.Write(line); err != nil {
+				l.buf = l.buf[i+1:]
+				return len(p), err
+			}
+		}
+		l.buf = l.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+// lifecycleLine reports the session's "job <id> (<name>) started" and
+// "job <id> <STATUS>" lines.
+func lifecycleLine(line string) bool {
+	rest, ok := strings.CutPrefix(line, "job ")
+	if !ok || len(rest) < 33 || rest[32] != ' ' {
+		return false
+	}
+	rest = rest[33:]
+	switch rest {
+	case "FINISHED", "FAILED", "CANCELED":
+		return true
+	}
+	return strings.HasPrefix(rest, "(") && strings.HasSuffix(rest, ") started")
 }

@@ -247,7 +247,7 @@ func runShell(e *env, sf *sessionFlags) error {
 	}
 	defer sh.in.Close()
 
-	s, err := sf.newSession(sinkOut)
+	s, err := sf.newSession(sinkOut, io.Discard)
 	if err != nil {
 		return usageError{err}
 	}
