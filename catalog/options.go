@@ -119,6 +119,8 @@ var SessionOptions = []OptionDef{
 		Description: "directory (path or file:// URI) for checkpoints: <dir>/<job-id>/chk-<n>", Check: pathCheck},
 	{Key: "state.checkpoints.num-retained", Default: func() string { return "1" },
 		Description: "complete checkpoints kept per job", Check: intAtLeast(1)},
+	{Key: "state.savepoints.dir", Default: func() string { return "" },
+		Description: "default directory of savepoints: <dir>/savepoint-<job id prefix>-<random>", Check: pathCheck},
 	{Key: "execution.savepoint.path", Default: func() string { return "" },
 		Description: "restore the next job from this checkpoint (chk-<n> or job directory)", Check: pathCheck},
 	{Key: "restart-strategy.type", Default: func() string { return "" },

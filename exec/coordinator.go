@@ -25,6 +25,25 @@ type StateBackend interface {
 	// RestoreLatest resets the committed state to the latest complete
 	// checkpoint (after a failure); ok is false when there is none.
 	RestoreLatest() (info checkpoint.Info, ok bool, err error)
+	// PersistSavepoint writes the committed state of checkpoint id as a
+	// self-contained savepoint in a new directory under dir.
+	PersistSavepoint(id int64, dir string, meta map[string]string) (checkpoint.Info, error)
+}
+
+// SavepointRequest asks a running job for a savepoint. Stop ends the job
+// after it (sources stop at the barrier, sinks commit, the job finishes);
+// Drain first ends the input so that operators flush (end of data).
+type SavepointRequest struct {
+	Dir         string
+	Stop, Drain bool
+	// Done receives the result once (buffered by the requester).
+	Done chan SavepointResult
+}
+
+// SavepointResult is the outcome of a SavepointRequest.
+type SavepointResult struct {
+	Info checkpoint.Info
+	Err  error
 }
 
 // CheckpointConfig turns checkpointing on for a job attempt.
@@ -46,6 +65,8 @@ type CheckpointConfig struct {
 	FirstID int64
 	LastID  int64
 	Meta    map[string]string
+	// Requests delivers savepoint requests (nil: none).
+	Requests chan *SavepointRequest
 	// OnComplete and OnFailure observe checkpoints (logging, SHOW CHECKPOINTS).
 	OnComplete func(checkpoint.Info)
 	OnFailure  func(id int64, err error)
@@ -65,7 +86,9 @@ var ErrInjectedCrash = errors.New("injected crash after checkpoint")
 
 type trigger struct {
 	id    int64
-	final bool
+	final bool // the last barrier: subtasks shut down after it
+	// savepoint requests
+	savepoint, stop, drain bool
 }
 
 type ack struct {
@@ -154,12 +177,28 @@ func (c *coordinator) run(ctx context.Context, batchTick <-chan struct{}) error 
 			if waiting++; waiting < c.sourcesLeft {
 				continue
 			}
+		case req := <-c.cfg.Requests:
+			tr := trigger{savepoint: true, stop: req.Stop, drain: req.Drain, final: req.Stop || allEnded}
+			info, err := c.checkpoint(ctx, tr, req.Dir)
+			req.Done <- SavepointResult{Info: info, Err: err}
+			if err == nil && tr.final {
+				return nil // the job ends with its savepoint
+			}
+			if err != nil && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil && tr.stop {
+				// The sources already stopped: fail the attempt, so that the
+				// restart strategy resumes from the latest checkpoint.
+				return fmt.Errorf("stop with savepoint failed: %w", err)
+			}
+			continue
 		}
 		if batchTick != nil && !final {
 			waiting = 0
 		}
 		for {
-			err := c.checkpoint(ctx, final)
+			_, err := c.checkpoint(ctx, trigger{final: final}, "")
 			if err == nil {
 				failures = 0
 				if c.cfg.FailAfter > 0 && c.latest() >= c.cfg.FailAfter {
@@ -189,15 +228,40 @@ func (c *coordinator) run(ctx context.Context, batchTick <-chan struct{}) error 
 
 // checkpoint runs one checkpoint: trigger, collect acks, commit, persist,
 // notify sinks.
-func (c *coordinator) checkpoint(ctx context.Context, final bool) error {
+func (c *coordinator) checkpoint(ctx context.Context, tr trigger, savepointDir string) (checkpoint.Info, error) {
 	id := c.nextID
 	c.nextID++
 	c.cfg.LastID = id
+	tr.id = id
+	info, err := c.takeCheckpoint(ctx, tr, savepointDir)
+	if err != nil {
+		return info, err
+	}
+	c.lastEnd = time.Now()
+	c.mu.Lock()
+	c.completed = id
+	c.mu.Unlock()
+	for _, n := range c.notify {
+		select {
+		case n <- struct{}{}:
+		default: // a notification is already pending
+		}
+	}
+	if c.cfg.OnComplete != nil {
+		c.cfg.OnComplete(info)
+	}
+	return info, nil
+}
+
+// takeCheckpoint triggers the barrier, collects the acks, commits and
+// persists (as a checkpoint, or as a savepoint under savepointDir).
+func (c *coordinator) takeCheckpoint(ctx context.Context, tr trigger, savepointDir string) (checkpoint.Info, error) {
+	id := tr.id
 	for _, t := range c.triggers {
 		select {
-		case t <- trigger{id: id, final: final}:
+		case t <- tr:
 		case <-ctx.Done():
-			return ctx.Err()
+			return checkpoint.Info{}, ctx.Err()
 		}
 	}
 	var timeout <-chan time.Time
@@ -215,42 +279,37 @@ func (c *coordinator) checkpoint(ctx context.Context, final bool) error {
 			}
 			if a.err != nil {
 				c.cfg.Backend.Abort(id)
-				return fmt.Errorf("checkpoint %d: %w", id, a.err)
+				return checkpoint.Info{}, fmt.Errorf("checkpoint %d: %w", id, a.err)
 			}
 			bufs = append(bufs, a.buf)
 		case <-timeout:
 			c.cfg.Backend.Abort(id)
-			return fmt.Errorf("checkpoint %d expired after %v (execution.checkpointing.timeout)", id, c.cfg.Timeout)
+			return checkpoint.Info{}, fmt.Errorf("checkpoint %d expired after %v (execution.checkpointing.timeout)", id, c.cfg.Timeout)
 		case <-ctx.Done():
-			return ctx.Err()
+			return checkpoint.Info{}, ctx.Err()
 		}
 	}
 	start := time.Now()
 	if err := c.cfg.Backend.Commit(id, bufs); err != nil {
 		c.cfg.Backend.Abort(id)
-		return fmt.Errorf("checkpoint %d: committing state: %w", id, err)
+		return checkpoint.Info{}, fmt.Errorf("checkpoint %d: committing state: %w", id, err)
 	}
 	syncDur := time.Since(start)
-	info, err := c.cfg.Backend.Persist(id, checkpoint.KindCheckpoint, c.cfg.Meta)
+	var info checkpoint.Info
+	var err error
+	if tr.savepoint {
+		info, err = c.cfg.Backend.PersistSavepoint(id, savepointDir, c.cfg.Meta)
+	} else {
+		info, err = c.cfg.Backend.Persist(id, checkpoint.KindCheckpoint, c.cfg.Meta)
+	}
 	if err != nil {
-		c.cfg.Backend.Abort(id)
-		return fmt.Errorf("checkpoint %d: %w", id, err)
+		if !tr.savepoint {
+			c.cfg.Backend.Abort(id)
+		}
+		return checkpoint.Info{}, fmt.Errorf("checkpoint %d: %w", id, err)
 	}
 	if info.SyncMS == 0 {
 		info.SyncMS = syncDur.Milliseconds()
 	}
-	c.lastEnd = time.Now()
-	c.mu.Lock()
-	c.completed = id
-	c.mu.Unlock()
-	for _, n := range c.notify {
-		select {
-		case n <- struct{}{}:
-		default: // a notification is already pending
-		}
-	}
-	if c.cfg.OnComplete != nil {
-		c.cfg.OnComplete(info)
-	}
-	return nil
+	return info, nil
 }

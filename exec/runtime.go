@@ -222,14 +222,15 @@ type subtask struct {
 	out  output
 
 	// checkpointing (nil coord: off)
-	coord      *coordinator
-	triggers   chan trigger  // sources: barrier injection requests
-	batchTick  chan struct{} // sources: "a batch was emitted" (TriggerEveryBatch)
-	notify     chan struct{} // two-phase sinks: a checkpoint completed
-	src        Source
-	committed  int64 // two-phase sinks: last checkpoint committed
-	valuesDone bool  // the Values source emitted its row
-	finalID    int64 // id of the final checkpoint, once its barrier passed
+	coord       *coordinator
+	triggers    chan trigger  // sources: barrier injection requests
+	batchTick   chan struct{} // sources: "a batch was emitted" (TriggerEveryBatch)
+	notify      chan struct{} // two-phase sinks: a checkpoint completed
+	src         Source
+	committed   int64    // two-phase sinks: last checkpoint committed
+	valuesDone  bool     // the Values source emitted its row
+	stopTrigger *trigger // the stop-with-savepoint request that ended the source
+	finalID     int64    // id of the final checkpoint, once its barrier passed
 }
 
 func (st *subtask) checkpointing() bool { return st.coord != nil }
@@ -397,7 +398,7 @@ func (st *subtask) runSource() error {
 					}
 					select {
 					case tr := <-st.triggers:
-						if err := st.barrier(Barrier{ID: tr.id, Final: tr.final}, true); err != nil {
+						if err := st.onTrigger(tr); err != nil {
 							return err
 						}
 					case <-st.ctx.Done():
@@ -407,6 +408,9 @@ func (st *subtask) runSource() error {
 			}
 			return st.pollTriggers()
 		})
+		if errors.Is(err, errStopSource) {
+			return st.stopSource()
+		}
 		if err != nil {
 			return err
 		}
@@ -426,7 +430,7 @@ func (st *subtask) runSource() error {
 	for {
 		select {
 		case tr := <-st.triggers:
-			if err := st.barrier(Barrier{ID: tr.id, Final: tr.final}, true); err != nil {
+			if err := st.barrier(barrierOf(tr), true); err != nil {
 				return err
 			}
 			if tr.final {
@@ -438,18 +442,63 @@ func (st *subtask) runSource() error {
 	}
 }
 
-// pollTriggers injects the barriers the coordinator asked for.
+// stopSource ends a source stopped by a stop-with-savepoint request: with
+// drain, the end of data goes first (operators flush), then the savepoint
+// barrier; without, the barrier was injected already and operators do not
+// finish. Then everything downstream shuts down once the savepoint is
+// committed.
+func (st *subtask) stopSource() error {
+	tr := *st.stopTrigger
+	if tr.drain {
+		if err := st.finish(); err != nil {
+			return err
+		}
+		if err := st.barrier(barrierOf(tr), true); err != nil {
+			return err
+		}
+	}
+	return st.shutdown()
+}
+
+// errStopSource ends a source's Run at a stop-with-savepoint barrier.
+var errStopSource = errors.New("source stopped for a savepoint")
+
+// pollTriggers injects the barriers the coordinator asked for. A stop
+// request ends the source's input: without drain the savepoint barrier is
+// injected here; with drain it is injected after the end of data.
 func (st *subtask) pollTriggers() error {
 	for {
 		select {
 		case tr := <-st.triggers:
-			if err := st.barrier(Barrier{ID: tr.id, Final: tr.final}, true); err != nil {
+			if err := st.onTrigger(tr); err != nil {
 				return err
 			}
 		default:
 			return nil
 		}
 	}
+}
+
+// onTrigger injects a barrier into a running source (see pollTriggers).
+func (st *subtask) onTrigger(tr trigger) error {
+	if tr.stop {
+		st.stopTrigger = &tr
+		if !tr.drain {
+			if err := st.barrier(barrierOf(tr), true); err != nil {
+				return err
+			}
+		}
+		return errStopSource
+	}
+	return st.barrier(barrierOf(tr), true)
+}
+
+func barrierOf(tr trigger) Barrier {
+	b := Barrier{ID: tr.id, Final: tr.final}
+	if tr.savepoint {
+		b.Kind = Savepoint
+	}
+	return b
 }
 
 // barrier takes this subtask's snapshot for b (source offset, operator

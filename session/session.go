@@ -53,11 +53,12 @@ func New(cfg Config) *Session {
 }
 
 type job struct {
-	info    JobInfo
-	metrics *exec.Metrics
-	cancel  context.CancelFunc
-	done    chan struct{}
-	mu      sync.Mutex
+	info     JobInfo
+	metrics  *exec.Metrics
+	cancel   context.CancelFunc
+	done     chan struct{}
+	requests chan *exec.SavepointRequest // nil without checkpointing
+	mu       sync.Mutex
 }
 
 func (j *job) snapshot() JobInfo {
@@ -228,6 +229,8 @@ func (s *Session) startJob(ctx context.Context, cancel context.CancelFunc, id, n
 	j.info = JobInfo{ID: id, Name: name, Status: "RUNNING", StartTime: time.Now(), Parallelism: s.Options.Int("parallelism.default"), Attempts: 1}
 	if ck != nil {
 		j.info.CheckpointDir = ck.store.JobDir()
+		j.requests = make(chan *exec.SavepointRequest)
+		ck.cfg.Requests = j.requests
 	}
 	s.mu.Lock()
 	s.jobs = append(s.jobs, j)
@@ -380,7 +383,11 @@ func (s *Session) Close() error {
 
 func (s *Session) stopJob(x *parser.StopJob) (*Result, error) {
 	if x.WithSavepoint || x.WithDrain {
-		return nil, &parser.Error{Pos: x.Pos, Msg: "STOP JOB ... WITH SAVEPOINT/DRAIN is not supported yet (savepoints come with issue 4); STOP JOB cancels, and a checkpointed job can be restarted from its latest checkpoint with SET 'execution.savepoint.path'"}
+		info, err := s.StopWithSavepoint(context.Background(), x.ID, "", x.WithDrain)
+		if err != nil {
+			return nil, &parser.Error{Pos: x.Pos, Msg: err.Error()}
+		}
+		return &Result{Kind: ResultTable, Columns: []string{"savepoint path"}, Rows: [][]string{{info.Path}}}, nil
 	}
 	s.mu.Lock()
 	var found *job
