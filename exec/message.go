@@ -173,6 +173,22 @@ type CheckpointedSource interface {
 	RestoreState(state []byte) error
 }
 
+// RescalableSource can take over the states of several subtasks of an
+// earlier run at another parallelism (old subtask i goes to new subtask
+// i mod parallelism; a new subtask may get none). Each split of the input
+// (a file, a generator sequence) must then be read by exactly one subtask.
+type RescalableSource interface {
+	CheckpointedSource
+	RestoreStates(states [][]byte) error
+}
+
+// RescalableSink can complete the pending commits of several subtasks of an
+// earlier run at another parallelism and discard their uncommitted output.
+type RescalableSink interface {
+	TwoPhaseSink
+	RestoreStates(states [][]byte) error
+}
+
 // TwoPhaseSink is a sink whose output becomes visible only when a
 // checkpoint completes (exactly-once). On barrier n the runtime calls
 // PreCommit(n), which makes everything written so far durable but hidden

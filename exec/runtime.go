@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -554,30 +555,24 @@ func (st *subtask) restore() error {
 		return nil
 	}
 	r := st.coord.cfg.Backend.Reader()
-	get := func(key []byte) ([]byte, error) {
-		var out []byte
-		err := r.Scan(key, func(k, v []byte) error {
-			if len(k) == len(key) {
-				out = append([]byte(nil), v...)
+	if t := st.task; t.Source != nil {
+		own, mine, all, err := st.subtaskStates(r, t.Source.ID)
+		if err != nil {
+			return err
+		}
+		if t.Source.Values {
+			st.valuesDone = len(mine) > 0
+		}
+		if cs, ok := st.src.(CheckpointedSource); ok && all > 0 {
+			var err error
+			if own != nil && all == t.Parallelism {
+				err = cs.RestoreState(own)
+			} else if rs, ok := cs.(RescalableSource); ok {
+				err = rs.RestoreStates(mine)
+			} else {
+				err = fmt.Errorf("source '%s' cannot be restored at parallelism %d: its state was taken at parallelism %d", t.Source.Table.Name, t.Parallelism, all)
 			}
-			return nil
-		})
-		return out, err
-	}
-	if st.task.Source != nil && st.task.Source.Values {
-		state, err := get(checkpoint.SubtaskKey(st.task.Source.ID, st.index))
-		if err != nil {
-			return err
-		}
-		st.valuesDone = state != nil
-	}
-	if cs, ok := st.src.(CheckpointedSource); ok {
-		state, err := get(checkpoint.SubtaskKey(st.task.Source.ID, st.index))
-		if err != nil {
-			return err
-		}
-		if state != nil {
-			if err := cs.RestoreState(state); err != nil {
+			if err != nil {
 				// The input no longer matches the checkpoint (a file is gone or
 				// shorter, the parallelism changed): retrying cannot help.
 				return &UnrecoverableError{Err: err}
@@ -592,13 +587,46 @@ func (st *subtask) restore() error {
 		}
 	}
 	if so, ok := st.out.(*sinkOutput); ok && so.twoPhase() {
-		state, err := get(checkpoint.SubtaskKey(st.task.Sink.ID, st.index))
+		own, mine, all, err := st.subtaskStates(r, st.task.Sink.ID)
 		if err != nil {
 			return err
 		}
-		return so.restore(state)
+		if all == 0 || (own != nil && all == st.task.Parallelism) {
+			return so.restore(own)
+		}
+		rs, ok := so.sink.(RescalableSink)
+		if !ok {
+			return &UnrecoverableError{Err: fmt.Errorf("sink '%s' cannot be restored at parallelism %d: its state was taken at parallelism %d", st.task.Sink.Table.Name, st.task.Parallelism, all)}
+		}
+		return rs.RestoreStates(mine)
 	}
 	return nil
+}
+
+// subtaskStates reads the per-subtask states of operator opID: this
+// subtask's own (at the same index), the ones assigned to it when the
+// parallelism changed (old subtask i goes to new subtask i mod parallelism,
+// so that each old state has exactly one owner), and how many there are
+// (the old parallelism).
+func (st *subtask) subtaskStates(r checkpoint.StateReader, opID string) (own []byte, mine [][]byte, all int, err error) {
+	k0 := checkpoint.SubtaskKey(opID, 0)
+	prefix := k0[:len(k0)-4]
+	err = r.Scan(prefix, func(k, v []byte) error {
+		if len(k) != len(k0) {
+			return nil
+		}
+		i := int(binary.BigEndian.Uint32(k[len(prefix):]))
+		all++
+		v = append([]byte(nil), v...)
+		if i == st.index {
+			own = v
+		}
+		if i%st.task.Parallelism == st.index {
+			mine = append(mine, v)
+		}
+		return nil
+	})
+	return own, mine, all, err
 }
 
 // KeyGroups is the range [Start, End) of key groups a subtask owns.
