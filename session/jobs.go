@@ -76,6 +76,11 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 		if err != nil {
 			return nil, &parser.Error{Pos: st.Position(), Msg: fmt.Sprintf("cannot restore from '%s' (execution.savepoint.path): %v", from, err)}
 		}
+		if mp := info.Meta["max_parallelism"]; mp != "" && mp != strconv.Itoa(o.Int("pipeline.max-parallelism")) {
+			c.store.Discard()
+			return nil, &parser.Error{Pos: st.Position(), Msg: fmt.Sprintf("'pipeline.max-parallelism' is %d but %s was taken with %s: the number of key groups cannot change on restore (keyed state is stored per key group); SET 'pipeline.max-parallelism' = '%s'",
+				o.Int("pipeline.max-parallelism"), info.Path, mp, mp)}
+		}
 		for _, why := range info.Skipped {
 			fmt.Fprintf(s.cfg.Log, "job %s: skipped a newer checkpoint: %s\n", jobID, why)
 		}
