@@ -328,3 +328,41 @@ func TestOperatorFaultsRestartExactlyOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestAtLeastOnceRunsToTheEnd: without alignment a channel may deliver the
+// final barrier and then its shutdown before the other channels' barriers;
+// the job must still finish (it hung), and without failures the output is
+// exact.
+func TestAtLeastOnceRunsToTheEnd(t *testing.T) {
+	const total, keys = 3000, 11
+	want := folded{}
+	for k := int64(0); k < keys; k++ {
+		var c, s int64
+		for n := k; n < total; n += keys {
+			c++
+			s += n
+		}
+		want[fmt.Sprintf("%d|%d|%d|", k, c, s)] = 1
+	}
+	for i := 0; i < 5; i++ {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("12", 16), NumRetained: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys := &txnSystem{pending: map[string][]string{}}
+		cfg := JobConfig{Mem: mem, BatchSize: 64, Checkpoint: &CheckpointConfig{Backend: store, AtLeastOnce: true, TriggerEveryBatch: true, FirstID: 1},
+			NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
+				return &genSource{sc: sc, total: total, keys: keys}, nil
+			},
+			NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) { return &txnSink{sys: sys, subtask: sc.Subtask}, nil }}
+		if err := RunJob(context.Background(), ckAggPlan(3), cfg); err != nil {
+			t.Fatal(err)
+		}
+		store.Close()
+		if got := foldChanges(sys.committed); fmt.Sprint(got) != fmt.Sprint(want.sorted()) {
+			t.Fatalf("output differs:\n got %v\nwant %v", got, want.sorted())
+		}
+		mem.AssertSize(t, 0)
+	}
+}

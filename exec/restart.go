@@ -57,6 +57,9 @@ func RunAttempts(ctx context.Context, plan *planner.Physical, cfg JobConfig, res
 		if errors.As(err, &unrecoverable) {
 			return err
 		}
+		if errors.Is(err, ErrInjectedCrash) {
+			cfg.Checkpoint.FailAfter = 0 // an injected crash fires once
+		}
 		delay, again := restart(time.Now(), err)
 		if !again {
 			return err

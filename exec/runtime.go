@@ -726,15 +726,43 @@ func (st *subtask) runInputs() error {
 		cases[n+extraNotify].Chan = reflect.ValueOf(st.notify)
 	}
 	ended, shut := 0, 0
-	alignID, arrived := int64(0), 0
+	// Alignment: the barrier being aligned, which channels delivered it,
+	// which are blocked (exactly-once) and which shut down (no more
+	// barriers can come from those).
+	var pending *Barrier
+	alignID := int64(0)
+	arrived := make([]bool, n)
 	blocked := make([]bool, n)
+	isShut := make([]bool, n)
 	unblockAll := func() {
 		for i := range blocked {
+			arrived[i] = false
 			if blocked[i] {
 				blocked[i] = false
 				cases[i].Chan = reflect.ValueOf(st.inputs[i])
 			}
 		}
+	}
+	// complete snapshots and forwards the pending barrier once every channel
+	// delivered it or shut down (in at-least-once mode a channel may deliver
+	// the barrier and then its shutdown before the others' barriers).
+	complete := func() error {
+		if pending == nil {
+			return nil
+		}
+		for i := range arrived {
+			if !arrived[i] && !isShut[i] {
+				return nil
+			}
+		}
+		b := *pending
+		pending = nil
+		if err := st.barrier(b, false); err != nil {
+			return err
+		}
+		unblockAll()
+		alignID = b.ID + 1
+		return nil
 	}
 	// recv waits for the next event: a message of input i < n, or one of the
 	// extra cases. A single input (the common case) needs no reflection.
@@ -783,21 +811,17 @@ func (st *subtask) runInputs() error {
 			if b.ID < alignID {
 				continue // a barrier of an aborted checkpoint
 			}
-			if b.ID > alignID {
+			if b.ID > alignID || pending == nil {
 				unblockAll() // a newer checkpoint supersedes an unfinished alignment
-				alignID, arrived = b.ID, 0
+				alignID, pending = b.ID, &b
 			}
-			arrived++
-			if !st.coord.cfg.AtLeastOnce {
+			arrived[i] = true
+			if !st.coord.cfg.AtLeastOnce && n > 1 {
 				blocked[i] = true
 				cases[i].Chan = reflect.Value{}
 			}
-			if arrived == n-shut {
-				if err := st.barrier(b, false); err != nil {
-					return err
-				}
-				unblockAll()
-				alignID, arrived = b.ID+1, 0
+			if err := complete(); err != nil {
+				return err
 			}
 		case MsgEnd:
 			ended++
@@ -811,7 +835,11 @@ func (st *subtask) runInputs() error {
 			}
 		case MsgShutdown:
 			shut++
+			isShut[i] = true
 			cases[i].Chan = reflect.Value{}
+			if err := complete(); err != nil {
+				return err
+			}
 			if shut == n {
 				return st.shutdown()
 			}

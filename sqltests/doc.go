@@ -10,7 +10,11 @@
 // (parallelism 1 and 4, batch sizes 1, 7 and 1024) in a fresh session and
 // temp directory, and the variant-independent part of every case (final
 // tables, folded print-sink output, folded sink files, job failures) must
-// equal the canonical run's.
+// equal the canonical run's. With Options.Crash the file also runs in the
+// crash variant (crash.go): every job crashes right after a seeded random
+// checkpoint and is restored, and the outputs must equal an uninterrupted
+// run's. The crash variant sets the session's CheckpointTestHook, whose
+// argument type is exec.CheckpointConfig: the only use of exec here.
 //
 // Invariants:
 //   - Outputs never depend on the machine: $TMP and $TESTDATA are

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,6 +27,13 @@ type Options struct {
 	// sizes 1, 7 and 1024 and checks that final tables, folded print-sink
 	// output and folded sink files equal the canonical run's.
 	Variants bool
+	// Crash also runs every file in the crash variant (parallelism 2,
+	// batch size 7, checkpoints after every source batch): once without a
+	// crash, counting each job's checkpoints N, then with every job failed
+	// right after checkpoint k (k in [1, N], from an RNG seeded by the file
+	// name) and restored from it; the outputs must be equal, and each crash
+	// must have happened (see crash.go). `streamsql test --crash`.
+	Crash bool
 	// Verbose prints every case with its output.
 	Verbose bool
 	// Out receives PASS/FAIL lines and diffs (RunFiles; default os.Stdout).
@@ -150,6 +158,15 @@ func runFile(path string, opts Options) (failed int, err error) {
 			}
 		}
 	}
+	if opts.Crash {
+		err := runCrash(path, file, cmps, &opts, func(c *ddCase, msg string) {
+			failed++
+			fmt.Fprintf(opts.Out, "FAIL %s:%d: %s (crash variant)\n%s\n", path, c.Line, c.fullCmd(), msg)
+		})
+		if err != nil {
+			return failed, err
+		}
+	}
 	if !opts.Variants {
 		return failed, nil
 	}
@@ -209,7 +226,7 @@ func runTestFile(t *testing.T, path string, opts *Options) {
 			return res.out
 		})
 	}()
-	if !opts.Variants || t.Failed() {
+	if (!opts.Variants && !opts.Crash) || t.Failed() {
 		return
 	}
 	data, err := os.ReadFile(path)
@@ -222,6 +239,19 @@ func runTestFile(t *testing.T, path string, opts *Options) {
 	}
 	if len(file.Cases) != len(cmps) {
 		t.Fatalf("%s: read %d cases, datadriven ran %d", path, len(file.Cases), len(cmps))
+	}
+	if opts.Crash {
+		t.Run("crash", func(t *testing.T) {
+			err := runCrash(path, file, cmps, opts, func(c *ddCase, msg string) {
+				t.Errorf("%s:%d: %s\n%s\n%s", path, c.Line, c.fullCmd(), c.Input, msg)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if !opts.Variants {
+		return
 	}
 	for _, v := range variants {
 		t.Run(fmt.Sprintf("p=%d,batch=%d", v.Parallelism, v.BatchSize), func(t *testing.T) {
@@ -236,4 +266,73 @@ func runTestFile(t *testing.T, path string, opts *Options) {
 			}
 		})
 	}
+}
+
+// runCrash runs file in the crash variant (see crash.go): pass 1 without a
+// crash, compared with the canonical outputs canon where comparable; pass 2
+// with the crashes planned from pass 1, compared with pass 1. fail reports
+// a failing case.
+func runCrash(path string, file *ddFile, canon []string, opts *Options, fail func(c *ddCase, msg string)) error {
+	c1, err := newCrashState(1, nil)
+	if err != nil {
+		return err
+	}
+	defer c1.cleanup()
+	pass1 := make([]string, len(file.Cases))
+	err = runCrashPass(path, file, c1, opts, func(i int, c *ddCase, res result) {
+		pass1[i] = res.cmp
+		for _, p := range res.problems {
+			fail(c, "pass 1 (checkpoints, no crash): "+p)
+		}
+		if !res.nocanon && res.cmp != canon[i] {
+			fail(c, fmt.Sprintf("pass 1 (checkpoints, no crash, %s) differs from %s:\n%s", crashVariant, canonical, lineDiff(canon[i], res.cmp)))
+		}
+	})
+	if err != nil || len(c1.cfgs) == 0 {
+		return err
+	}
+	seed := crashSeed(path)
+	plan := planCrashes(c1.jobs, len(c1.cfgs), rand.New(rand.NewSource(seed)))
+	var points []string
+	for i, k := range plan {
+		if k > 0 {
+			points = append(points, fmt.Sprintf("%s after checkpoint %d of %d", c1.jobs[i].name, k, c1.jobs[i].last))
+		}
+	}
+	desc := fmt.Sprintf("seed %d, crashes: %s", seed, strings.Join(points, "; "))
+	if opts.Verbose && opts.Out != nil {
+		fmt.Fprintf(opts.Out, "%s: crash variant: %s\n", path, desc)
+	}
+	c2, err := newCrashState(2, plan)
+	if err != nil {
+		return err
+	}
+	defer c2.cleanup()
+	return runCrashPass(path, file, c2, opts, func(i int, c *ddCase, res result) {
+		for _, p := range res.problems {
+			fail(c, "pass 2 (crash): "+p)
+		}
+		if res.cmp != pass1[i] {
+			fail(c, fmt.Sprintf("the run with crashes (%s) differs from the run without:\n%s", desc, lineDiff(pass1[i], res.cmp)))
+		}
+	})
+}
+
+// runCrashPass runs every case of file in a fresh crash-variant session.
+func runCrashPass(path string, file *ddFile, cs *crashState, opts *Options, each func(i int, c *ddCase, res result)) error {
+	tmp, err := os.MkdirTemp("", "sqltest-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	r, err := newRunner(path, tmp, crashVariant, opts.alloc(), cs)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	for i := range file.Cases {
+		c := &file.Cases[i]
+		each(i, c, r.run(c))
+	}
+	return nil
 }

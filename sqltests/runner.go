@@ -50,6 +50,12 @@ type result struct {
 	// tables of queries, folded print-sink output and job failures, folded
 	// sink files. Empty when nothing is compared.
 	cmp string
+	// nocanon (crash variant) says cmp has a form of its own that cannot be
+	// compared with the canonical run's (rewritten print sinks, wrapped
+	// queries).
+	nocanon bool
+	// problems (crash variant) are failed checks of the case's jobs.
+	problems []string
 }
 
 // lockedBuffer collects the print sink's output, written from job goroutines.
@@ -80,17 +86,32 @@ type fileRunner struct {
 	testdata string // $TESTDATA
 	printed  *lockedBuffer
 	sess     *session.Session
+	// crash is the crash variant's machinery (nil otherwise).
+	crash         *crashState
+	crashProblems []string // problems found by the current case
 }
 
 // newFileRunner starts a session for the file at path in variant v. mem, if
 // not nil, is the session's allocator.
 func newFileRunner(path, tmp string, v variant, mem memory.Allocator) (*fileRunner, error) {
+	return newRunner(path, tmp, v, mem, nil)
+}
+
+// newRunner is newFileRunner, in the crash variant when crash is not nil.
+func newRunner(path, tmp string, v variant, mem memory.Allocator, crash *crashState) (*fileRunner, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
-	r := &fileRunner{v: v, tmp: tmp, testdata: filepath.Dir(abs), printed: &lockedBuffer{}}
-	r.sess = session.New(session.Config{Stdout: r.printed})
+	r := &fileRunner{v: v, tmp: tmp, testdata: filepath.Dir(abs), printed: &lockedBuffer{}, crash: crash}
+	cfg := session.Config{Stdout: r.printed}
+	if crash != nil {
+		cfg.Log = crash
+	}
+	r.sess = session.New(cfg)
+	if crash != nil {
+		r.sess.CheckpointTestHook = crash.hook
+	}
 	if mem != nil {
 		r.sess.Mem = mem
 	}
@@ -103,10 +124,14 @@ func newFileRunner(path, tmp string, v variant, mem memory.Allocator) (*fileRunn
 // applyVariant sets the variant's options; key limits it to one key (after a
 // RESET of that key), "" sets both.
 func (r *fileRunner) applyVariant(key string) error {
-	for _, kv := range [][2]string{
+	opts := [][2]string{
 		{"parallelism.default", strconv.Itoa(r.v.Parallelism)},
 		{"execution.batch-size", strconv.Itoa(r.v.BatchSize)},
-	} {
+	}
+	if r.crash != nil {
+		opts = append(opts, r.crash.options()...)
+	}
+	for _, kv := range opts {
 		if key != "" && key != kv[0] {
 			continue
 		}
@@ -132,6 +157,9 @@ func (r *fileRunner) subst(s string) string {
 func (r *fileRunner) unsubst(s string) string {
 	type pair struct{ dir, name string }
 	ps := []pair{{r.tmp, "$TMP"}, {r.testdata, "$TESTDATA"}}
+	if r.crash != nil {
+		ps = append(ps, pair{r.crash.outDir, "$CRASH"})
+	}
 	sort.Slice(ps, func(i, j int) bool { return len(ps[i].dir) > len(ps[j].dir) })
 	for _, p := range ps {
 		if p.dir != "" {
@@ -144,6 +172,8 @@ func (r *fileRunner) unsubst(s string) string {
 // run executes one directive.
 func (r *fileRunner) run(c *ddCase) result {
 	var res result
+	r.crashProblems = nil
+	defer func() { r.crashProblems = nil }()
 	switch c.Cmd {
 	case "exec":
 		_, sortAll := c.arg("sort")
@@ -169,6 +199,9 @@ func (r *fileRunner) run(c *ddCase) result {
 	}
 	res.out = r.unsubst(res.out)
 	res.cmp = r.unsubst(res.cmp)
+	for _, p := range r.crashProblems {
+		res.problems = append(res.problems, r.unsubst(p))
+	}
 	return res
 }
 
@@ -190,11 +223,23 @@ func (r *fileRunner) exec(text string, sortAll bool) result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), caseTimeout)
 	defer cancel()
+	nocanon := false
 	for _, st := range stmts {
+		if r.crash != nil {
+			redirected, err := r.redirectPrint(ctx, st)
+			if err != nil {
+				out = append(out, errLine(err))
+				break
+			}
+			nocanon = nocanon || redirected
+		}
 		res, err := r.sess.Execute(ctx, st)
 		if err != nil {
 			out = append(out, errLine(err))
 			break
+		}
+		if r.crash != nil {
+			r.crash.notePrint(st)
 		}
 		if rs, ok := st.(*parser.Reset); ok {
 			// Keep the runner's parallelism and batch size: the
@@ -231,6 +276,15 @@ func (r *fileRunner) exec(text string, sortAll bool) result {
 			out = append(out, lines...)
 			cmp = append(cmp, folded...)
 		}
+		if r.crash != nil {
+			r.crashProblems = append(r.crashProblems, r.crash.afterJobs(r.sess, jobIDs)...)
+			rows, err := r.takePrinted(ctx)
+			if err != nil {
+				rows = append(rows, errLine(err))
+			}
+			out = append(out, rows...)
+			cmp = append(cmp, rows...)
+		}
 		for _, id := range jobIDs {
 			for _, in := range r.sess.Jobs() {
 				if in.ID == id && in.Err != nil {
@@ -240,8 +294,12 @@ func (r *fileRunner) exec(text string, sortAll bool) result {
 				}
 			}
 		}
+	} else if r.crash != nil && len(r.crash.cloneNames) > 0 {
+		if _, err := r.takePrinted(ctx); err != nil { // drop redirect tables of failed INSERTs
+			out = append(out, errLine(err))
+		}
 	}
-	return result{out: strings.Join(out, "\n"), cmp: cmpErr(strings.Join(cmp, "\n"))}
+	return result{out: strings.Join(out, "\n"), cmp: cmpErr(strings.Join(cmp, "\n")), nocanon: nocanon}
 }
 
 func (r *fileRunner) jobName(id string) string {
@@ -397,6 +455,11 @@ func (r *fileRunner) query(text string, wantErr, finalOnly bool) result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), caseTimeout)
 	defer cancel()
+	if sel, ok := stmts[0].(*parser.Select); ok && r.crash != nil {
+		if cmp, ok := r.wrapQuery(ctx, sel); ok {
+			return result{out: cmp, cmp: cmp, nocanon: true}
+		}
+	}
 	res, err := r.sess.Execute(ctx, stmts[0])
 	if err != nil {
 		l := errLine(err)

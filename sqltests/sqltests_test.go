@@ -40,7 +40,7 @@ func (c *checkedAllocs) assertZero(t *testing.T) {
 
 func TestGolden(t *testing.T) {
 	var ca checkedAllocs
-	RunTest(t, "testdata", Options{Variants: !testing.Short(), newAlloc: ca.newAlloc})
+	RunTest(t, "testdata", Options{Variants: !testing.Short(), Crash: true, newAlloc: ca.newAlloc})
 	ca.assertZero(t)
 }
 

@@ -97,7 +97,7 @@ func TestDatagenSnapshotRestore(t *testing.T) {
 	if st, _ := src.SnapshotState(); string(st) != string(states[3]) {
 		t.Fatal("snapshot after restore differs")
 	}
-	if states[0][0] != stateVersion || states[0][1] != kindDatagen {
+	if states[0][0] != 2 || states[0][1] != kindDatagen {
 		t.Fatalf("header % x", states[0][:2])
 	}
 }

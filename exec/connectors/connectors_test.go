@@ -230,7 +230,7 @@ func BenchmarkDatagen(b *testing.B) {
 	rows := 0
 	for rows < b.N {
 		r := g.Generate(4096)
-		g.k += 4096
+		g.splits[0].k += 4096
 		rows += 4096
 		r.Release()
 	}

@@ -28,15 +28,19 @@ const DatagenBaseTime int64 = 1704067200000 // 2024-01-01 00:00:00.000
 
 // Datagen is the datagen source. Row n of the table (n = 0, 1, 2, ...) has
 // values that depend only on (seed, column name, n); subtask i of p produces
-// rows i, i+p, i+2p, ... so the multiset of rows does not depend on the
-// parallelism or the batch size.
+// the split of rows i, i+p, i+2p, ... so the multiset of rows does not
+// depend on the parallelism or the batch size. After a restore at another
+// parallelism a subtask owns the splits of the old subtasks given to it
+// (possibly several, possibly none) and produces them interleaved, one
+// batch of each in turn.
 type Datagen struct {
 	sc     *exec.SourceContext
 	schema *arrow.Schema
 	fields []genField
 	total  int64 // rows of the whole table; -1 = unbounded
 	rate   float64
-	k      int64 // rows emitted by this subtask
+	splits []genSplit
+	cur    int // the split the next batch comes from (round robin)
 
 	// clock, replaceable in tests
 	now   func() time.Time
@@ -201,7 +205,34 @@ func newDatagen(t *catalog.Table, sc *exec.SourceContext) (*Datagen, error) {
 		}
 		g.fields = append(g.fields, f)
 	}
+	g.splits = []genSplit{g.ownSplit()}
 	return g, nil
+}
+
+// genSplit is one arithmetic progression of table rows: start, start+step,
+// start+2*step, ... below bound (bound < 0: unbounded), of which the first
+// k were emitted.
+type genSplit struct {
+	start, step uint64
+	bound       int64
+	k           int64
+}
+
+// ownSplit is the split of this subtask when the job starts afresh.
+func (g *Datagen) ownSplit() genSplit {
+	return genSplit{start: uint64(g.sc.Subtask), step: uint64(g.sc.Parallelism), bound: g.total}
+}
+
+// remaining returns the rows of the split still to produce, or -1.
+func (s *genSplit) remaining() int64 {
+	if s.bound < 0 {
+		return -1
+	}
+	n := int64(0)
+	if uint64(s.bound) > s.start {
+		n = int64((uint64(s.bound) - s.start + s.step - 1) / s.step)
+	}
+	return max(n-s.k, 0)
 }
 
 // bound limits the table to n rows (sequences end the source).
@@ -214,50 +245,119 @@ func (g *Datagen) bound(n int64) {
 	}
 }
 
-// Offset returns the number of rows this subtask has emitted. Offset and
-// SeekTo are called from the goroutine running Run (e.g. inside emit) or
-// while Run is not running.
-func (g *Datagen) Offset() int64 { return g.k }
-
-// SeekTo makes the next emitted row this subtask's n-th (0-based).
-func (g *Datagen) SeekTo(n int64) { g.k = n }
-
-// SnapshotState implements exec.CheckpointedSource. The state is the
-// header (see state.go) and uvarint k, the rows this subtask has emitted:
-// row values depend only on (seed, column, row index), so k is all a
-// restored generator needs to continue with exactly the same rows, at any
-// batch size. The rate limiter starts afresh after a restore.
-func (g *Datagen) SnapshotState() ([]byte, error) {
-	b := stateHeader(kindDatagen, g.sc.Subtask, g.sc.Parallelism)
-	return binary.AppendUvarint(b, uint64(g.k)), nil
+// Offset returns the number of rows this subtask has emitted (over all its
+// splits). Offset and SeekTo are called from the goroutine running Run
+// (e.g. inside emit) or while Run is not running.
+func (g *Datagen) Offset() int64 {
+	n := int64(0)
+	for _, s := range g.splits {
+		n += s.k
+	}
+	return n
 }
 
-// RestoreState implements exec.CheckpointedSource: the next emitted row is
-// the state's k-th of this subtask.
+// SeekTo makes this subtask produce its own split (rows Subtask + m *
+// Parallelism) from its n-th row (0-based) on, dropping any splits taken
+// over from a restore.
+func (g *Datagen) SeekTo(n int64) {
+	s := g.ownSplit()
+	s.k = n
+	g.splits, g.cur = []genSplit{s}, 0
+}
+
+// SnapshotState implements exec.CheckpointedSource. The state (version 2)
+// is the header (see state.go), the uvarint number of splits this subtask
+// owns and per split: uvarint start, uvarint step, uvarint bound+1 (0:
+// unbounded) and uvarint k, the rows of the split emitted. Row values
+// depend only on (seed, column, row index), so this is all a restored
+// generator needs to continue with exactly the same rows, at any batch size
+// and parallelism. A restored split keeps its bound: a changed
+// 'number-of-rows' or sequence end applies to new jobs only. The rate
+// limiter starts afresh after a restore.
+//
+// Version 1 held only k, the rows emitted of the split (Subtask,
+// Parallelism, the table's bound); it is still read.
+func (g *Datagen) SnapshotState() ([]byte, error) {
+	b := stateHeader(kindDatagen, g.sc.Subtask, g.sc.Parallelism)
+	b = binary.AppendUvarint(b, uint64(len(g.splits)))
+	for _, s := range g.splits {
+		b = binary.AppendUvarint(b, s.start)
+		b = binary.AppendUvarint(b, s.step)
+		b = binary.AppendUvarint(b, uint64(s.bound+1))
+		b = binary.AppendUvarint(b, uint64(s.k))
+	}
+	return b, nil
+}
+
+// RestoreState implements exec.CheckpointedSource: the subtask continues
+// every split of the state where the snapshot was taken.
 func (g *Datagen) RestoreState(state []byte) error {
 	r, err := openState(state, kindDatagen, g.sc.Subtask, g.sc.Parallelism)
 	if err != nil {
 		return err
 	}
-	k := r.int()
-	if err := r.end(); err != nil {
+	splits, err := g.readSplits(r, nil)
+	if err != nil {
 		return err
 	}
-	g.k = k
+	g.splits, g.cur = splits, 0
 	return nil
 }
 
-// remaining returns the rows this subtask still has to produce, or -1.
-func (g *Datagen) remaining() int64 {
-	if g.total < 0 {
-		return -1
+// RestoreStates implements exec.RescalableSource: this subtask takes over
+// the splits of every given state (states of old subtasks i with i mod
+// Parallelism == Subtask) and produces the rest of each of them; with no
+// state it produces nothing. Its later snapshots list all its splits, so a
+// job can be rescaled again.
+func (g *Datagen) RestoreStates(states [][]byte) error {
+	rs, err := openStates(states, kindDatagen, g.sc.Subtask, g.sc.Parallelism)
+	if err != nil {
+		return err
 	}
-	i, p := int64(g.sc.Subtask), int64(g.sc.Parallelism)
-	mine := int64(0)
-	if g.total > i {
-		mine = (g.total - i + p - 1) / p
+	var splits []genSplit
+	for _, r := range rs {
+		if splits, err = g.readSplits(r, splits); err != nil {
+			return err
+		}
 	}
-	return max(mine-g.k, 0)
+	g.splits, g.cur = splits, 0
+	return nil
+}
+
+// readSplits decodes the splits of a state after its header and appends
+// them to dst.
+func (g *Datagen) readSplits(r *stateReader, dst []genSplit) ([]genSplit, error) {
+	if r.version == 1 {
+		k := r.int()
+		if err := r.end(); err != nil {
+			return nil, err
+		}
+		return append(dst, genSplit{start: uint64(r.subtask), step: uint64(r.parallelism), bound: g.total, k: k}), nil
+	}
+	n := r.count(4)
+	for i := 0; i < n; i++ {
+		s := genSplit{start: r.uint(), step: r.uint(), bound: r.int() - 1, k: r.int()}
+		if r.err == nil && (s.step == 0 || s.step > 1<<31 || s.start >= s.step) {
+			r.fail()
+		}
+		dst = append(dst, s)
+	}
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	return dst, nil
+}
+
+// next returns the index of the split the next batch comes from: the first
+// one with rows left from cur on, round robin; -1 when every split is done.
+func (g *Datagen) next() int {
+	for j := range g.splits {
+		i := (g.cur + j) % len(g.splits)
+		if g.splits[i].remaining() != 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -278,11 +378,13 @@ func (g *Datagen) Run(ctx context.Context, emit func(arrow.Record) error) error 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		i := g.next()
+		if i < 0 {
+			return nil
+		}
+		s := &g.splits[i]
 		n := int64(g.sc.BatchSize)
-		if r := g.remaining(); r >= 0 {
-			if r == 0 {
-				return nil
-			}
+		if r := s.remaining(); r >= 0 {
 			n = min(n, r)
 		}
 		if lim != nil {
@@ -291,8 +393,9 @@ func (g *Datagen) Run(ctx context.Context, emit func(arrow.Record) error) error 
 				return err
 			}
 		}
-		rec := g.Generate(n)
-		g.k += n
+		rec := g.generate(s, n)
+		s.k += n
+		g.cur = i + 1
 		if err := emit(rec); err != nil {
 			return err
 		}
@@ -356,19 +459,26 @@ func (l *limiter) take(ctx context.Context, n int64, emit func(arrow.Record) err
 	}
 }
 
-// Generate builds the next n rows of this subtask (rows k, k+1, ... of the
-// subtask, i.e. table rows Subtask + (k+j)*Parallelism) without moving the
-// position.
+// Generate builds the next n rows of the split Run would produce next
+// (its rows k, k+1, ..., i.e. table rows start + (k+j)*step) without moving
+// the position. When every split is done it continues the first one past
+// its bound; with no split at all the record is empty.
 func (g *Datagen) Generate(n int64) arrow.Record {
+	if len(g.splits) == 0 {
+		return g.generate(&genSplit{step: 1}, 0)
+	}
+	return g.generate(&g.splits[max(g.next(), 0)], n)
+}
+
+func (g *Datagen) generate(s *genSplit, n int64) arrow.Record {
 	mem := g.sc.Mem
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	p := uint64(g.sc.Parallelism)
-	first := uint64(g.sc.Subtask) + uint64(g.k)*p
+	first := s.start + uint64(s.k)*s.step
 	cols := make([]arrow.Array, len(g.fields))
 	for i := range g.fields {
-		cols[i] = g.fields[i].generate(mem, int(n), first, p)
+		cols[i] = g.fields[i].generate(mem, int(n), first, s.step)
 	}
 	rec := array.NewRecord(g.schema, cols, n)
 	for _, c := range cols {

@@ -36,6 +36,7 @@ import (
 // reruns.
 type PartFiles struct {
 	dir     string
+	id      string
 	base    string // "part-<id>-<subtask>-"
 	next    int
 	cur     *partFile
@@ -103,7 +104,7 @@ func NewPartFiles(dir, id string, subtask int) (*PartFiles, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("filesystem sink: %w", err)
 	}
-	p := &PartFiles{dir: dir, base: fmt.Sprintf("part-%s-%d-", id, subtask)}
+	p := &PartFiles{dir: dir, id: id, base: fmt.Sprintf("part-%s-%d-", id, subtask)}
 	if _, err := p.scan(false); err != nil {
 		return nil, err
 	}
@@ -325,6 +326,13 @@ func (p *PartFiles) Restore(pending []pendingPart, next int) error {
 		p.next = next
 	}
 	return nil
+}
+
+// ofSubtask returns the part files of another subtask of the same sink in
+// the same directory (with nothing open or pending): the view through
+// which a rescaled subtask restores an old subtask's files.
+func (p *PartFiles) ofSubtask(subtask int) *PartFiles {
+	return &PartFiles{dir: p.dir, id: p.id, base: fmt.Sprintf("part-%s-%d-", p.id, subtask)}
 }
 
 // Discard removes the in-progress and rolled files (never part of a
@@ -549,6 +557,15 @@ func (s *FileSink) RestoreState(state []byte) error {
 	if err != nil {
 		return err
 	}
+	pending, next, err := readSinkState(r)
+	if err != nil {
+		return err
+	}
+	return s.parts.Restore(pending, next)
+}
+
+// readSinkState decodes a file sink state after its header.
+func readSinkState(r *stateReader) ([]pendingPart, int, error) {
 	next := r.int()
 	n := r.count(2)
 	pending := make([]pendingPart, 0, n)
@@ -557,12 +574,60 @@ func (s *FileSink) RestoreState(state []byte) error {
 		pending = append(pending, pendingPart{epoch: e, name: r.str()})
 	}
 	if err := r.end(); err != nil {
-		return err
+		return nil, 0, err
 	}
 	if next > math.MaxInt32 {
-		return fmt.Errorf("filesystem sink: cannot restore: the checkpoint state is corrupted")
+		return nil, 0, fmt.Errorf("filesystem sink: cannot restore: the checkpoint state is corrupted")
 	}
-	return s.parts.Restore(pending, int(next))
+	return pending, int(next), nil
+}
+
+// RestoreStates implements exec.RescalableSink for a restore at another
+// parallelism. The states are those of old subtasks i with i mod
+// Parallelism == Subtask, so across the new job every old subtask's files
+// are handled by exactly one new subtask (old subtasks with i >=
+// Parallelism included). For each state it completes the commits pending
+// in it (the part files carry the old subtask's index: "part-<id>-<i>-<n>")
+// and deletes every other in-progress or pending file of that old subtask
+// (output written after the restored checkpoint). It also removes this
+// subtask's own hidden files (its own state, when it is among them, is
+// restored like that of any old subtask) and continues its own numbering
+// past every part of its index seen and past the state's next part number,
+// so names never collide. With no state it only cleans its own files.
+// Hidden files of subtask indices that are neither this subtask nor one of
+// the given old ones are left alone: another subtask owns them.
+func (s *FileSink) RestoreStates(states [][]byte) error {
+	var given [][]byte
+	for _, st := range states {
+		if len(st) > 0 {
+			given = append(given, st)
+		}
+	}
+	rs, err := openStates(given, kindFileSink, s.subtask, s.parallelism)
+	if err != nil {
+		return err
+	}
+	ownDone := false
+	for _, r := range rs {
+		pending, next, err := readSinkState(r)
+		if err != nil {
+			return err
+		}
+		if r.subtask == s.subtask {
+			if err := s.parts.Restore(pending, next); err != nil {
+				return err
+			}
+			ownDone = true
+			continue
+		}
+		if err := s.parts.ofSubtask(r.subtask).Restore(pending, next); err != nil {
+			return err
+		}
+	}
+	if !ownDone {
+		return s.parts.Restore(nil, 0)
+	}
+	return nil
 }
 
 // Close discards uncommitted files; idempotent. With checkpointing, pending

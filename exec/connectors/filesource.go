@@ -69,12 +69,15 @@ func (d *recordDecoder) complete(line []byte) bool {
 
 // FileSource is the filesystem source: it reads the CSV or JSON files of
 // 'path' assigned to its subtask (a directory's visible files sorted by name,
-// round-robin), line by line. It is bounded.
+// round-robin), line by line. It is bounded. Each file is a split: after a
+// restore at another parallelism a subtask reads the remaining files of the
+// old subtasks given to it, each from where that subtask stopped.
 type FileSource struct {
-	sc    *exec.SourceContext
-	files []string
-	dec   recordDecoder
-	rb    *array.RecordBuilder
+	sc     *exec.SourceContext
+	files  []string
+	starts []filePos // where reading of each file begins (restored offsets)
+	dec    recordDecoder
+	rb     *array.RecordBuilder
 
 	fi   int   // index of the current file
 	off  int64 // byte offset of the next record in files[fi]
@@ -95,6 +98,10 @@ type FileSource struct {
 	done      bool // Run read every file and emitted everything
 	closed    bool
 }
+
+// filePos is a position in a file: the byte offset of a record and its
+// 1-based line number (0: unknown, counted when the file is opened).
+type filePos struct{ off, line int64 }
 
 // ListFiles returns the files of path: path itself when it is a file, else
 // the directory's regular files whose names do not start with '.' or '_',
@@ -135,6 +142,7 @@ func newFileSource(t *catalog.Table, sc *exec.SourceContext) (*FileSource, error
 	for i, f := range all {
 		if i%sc.Parallelism == sc.Subtask {
 			s.files = append(s.files, f)
+			s.starts = append(s.starts, filePos{0, 1})
 		}
 	}
 	mem := sc.Mem
@@ -189,50 +197,120 @@ func (s *FileSource) SeekTo(file string, off int64) error {
 	return nil
 }
 
-// SnapshotState implements exec.CheckpointedSource. After the header (see
-// state.go) it holds, for the first record not yet emitted: uvarint byte
-// offset, uvarint line number (0: unknown, counted again on restore; only
-// right after SeekTo), uvarint count of bad records this subtask
-// skipped so far, then the uvarint number of files left to read followed by
-// their names (the current file first; none once the source is done).
-// Storing the remaining files, rather than re-listing the directory on
-// restore, keeps files added later from shifting the subtask's assignment.
+// SnapshotState implements exec.CheckpointedSource. The state (version 2)
+// is the header (see state.go), the uvarint count of bad records this
+// subtask skipped so far, then the uvarint number of files left to read
+// and per file its name, the uvarint byte offset and the uvarint line
+// number (0: unknown, counted again on restore) where reading continues:
+// the first record not yet emitted for the current file, the start of the
+// others (0 and 1, or where a restored split had stopped). None once the
+// source is done. Storing the remaining files, rather than re-listing the
+// directory on restore, keeps files added later from shifting the
+// assignment.
+//
+// Version 1 held offset, line, skipped, then the file names, all but the
+// first read from their start; it is still read.
 func (s *FileSource) SnapshotState() ([]byte, error) {
 	b := stateHeader(kindFileSource, s.sc.Subtask, s.sc.Parallelism)
-	var rest []string
-	if !s.done && s.emFi < len(s.files) {
-		rest = s.files[s.emFi:]
-	}
-	b = binary.AppendUvarint(b, uint64(s.emOff))
-	b = binary.AppendUvarint(b, uint64(s.emLine))
 	b = binary.AppendUvarint(b, uint64(s.emSkipped))
-	b = binary.AppendUvarint(b, uint64(len(rest)))
-	for _, f := range rest {
-		b = appendString(b, f)
+	if s.done || s.emFi >= len(s.files) {
+		return binary.AppendUvarint(b, 0), nil
+	}
+	b = binary.AppendUvarint(b, uint64(len(s.files)-s.emFi))
+	for i := s.emFi; i < len(s.files); i++ {
+		pos := s.starts[i]
+		if i == s.emFi {
+			pos = filePos{s.emOff, s.emLine}
+		}
+		b = appendString(b, s.files[i])
+		b = binary.AppendUvarint(b, uint64(pos.off))
+		b = binary.AppendUvarint(b, uint64(pos.line))
 	}
 	return b, nil
 }
 
+// readFileState decodes a state after its header: the files left with
+// their positions, appended to files and starts, and the skipped count.
+func readFileState(r *stateReader, files []string, starts []filePos) ([]string, []filePos, int64, error) {
+	var skipped int64
+	if r.version == 1 {
+		off, line := r.int(), r.int()
+		skipped = r.int()
+		n := r.count(1)
+		for i := 0; i < n; i++ {
+			files = append(files, r.str())
+			if i == 0 {
+				starts = append(starts, filePos{off, line})
+			} else {
+				starts = append(starts, filePos{0, 1})
+			}
+		}
+	} else {
+		skipped = r.int()
+		n := r.count(3)
+		for i := 0; i < n; i++ {
+			files = append(files, r.str())
+			starts = append(starts, filePos{r.int(), r.int()})
+		}
+	}
+	if err := r.end(); err != nil {
+		return nil, nil, 0, err
+	}
+	return files, starts, skipped, nil
+}
+
 // RestoreState implements exec.CheckpointedSource: the source continues
 // with the first record not emitted at the snapshot. It fails, naming the
-// file, when a file left to read is missing or the current one is shorter
-// than the offset; it never rewinds or skips. The skipped-records count of
-// the snapshot is added to SourceContext.SkippedRecords (the runtime resets
-// that counter before each attempt), so each bad record is counted once.
+// file, when a file left to read is missing or shorter than its offset; it
+// never rewinds or skips. The skipped-records count of the snapshot is
+// added to SourceContext.SkippedRecords (the runtime resets that counter
+// before each attempt), so each bad record is counted once.
 func (s *FileSource) RestoreState(state []byte) error {
 	r, err := openState(state, kindFileSource, s.sc.Subtask, s.sc.Parallelism)
 	if err != nil {
 		return err
 	}
-	off, line, skipped := r.int(), r.int(), r.int()
-	n := r.count(1)
-	files := make([]string, 0, n)
-	for i := 0; i < n; i++ {
-		files = append(files, r.str())
-	}
-	if err := r.end(); err != nil {
+	files, starts, skipped, err := readFileState(r, nil, nil)
+	if err != nil {
 		return err
 	}
+	return s.install(files, starts, skipped)
+}
+
+// RestoreStates implements exec.RescalableSource: the subtask reads the
+// remaining files of every given state (states of old subtasks i with i
+// mod Parallelism == Subtask), each from its restored position, in the
+// order of the states; with no state it reads nothing. The skipped counts
+// of the states are summed (each old state has one owner, so every bad
+// record stays counted once). A file listed by two states is refused.
+func (s *FileSource) RestoreStates(states [][]byte) error {
+	rs, err := openStates(states, kindFileSource, s.sc.Subtask, s.sc.Parallelism)
+	if err != nil {
+		return err
+	}
+	var files []string
+	var starts []filePos
+	var skipped int64
+	for _, r := range rs {
+		var n int64
+		if files, starts, n, err = readFileState(r, files, starts); err != nil {
+			return err
+		}
+		skipped += n
+	}
+	seen := make(map[string]bool, len(files))
+	for _, f := range files {
+		if seen[f] {
+			return fmt.Errorf("filesystem source: cannot restore: the checkpoint lists '%s' for two subtasks", f)
+		}
+		seen[f] = true
+	}
+	return s.install(files, starts, skipped)
+}
+
+// install makes files (with their start positions) the rest of the input
+// after checking that each still exists and is long enough.
+func (s *FileSource) install(files []string, starts []filePos, skipped int64) error {
 	for i, f := range files {
 		st, err := os.Stat(f)
 		if err != nil {
@@ -241,23 +319,30 @@ func (s *FileSource) RestoreState(state []byte) error {
 		if st.IsDir() {
 			return fmt.Errorf("filesystem source: cannot resume from the checkpoint: '%s' is now a directory", f)
 		}
-		if i == 0 && st.Size() < off {
+		if off := starts[i].off; st.Size() < off {
 			return fmt.Errorf("filesystem source: cannot resume from '%s' at byte offset %d: the file has only %d bytes", f, off, st.Size())
 		}
 	}
 	s.closeFile()
-	s.files = files
-	s.fi, s.off, s.line = 0, off, max(line, 1)
-	s.seekLine = line
+	s.files, s.starts = files, starts
+	s.fi = 0
 	s.skipped = skipped
-	s.emFi, s.emOff, s.emLine, s.emSkipped = 0, off, line, skipped
-	s.emFile = ""
+	s.emFi, s.emSkipped = 0, skipped
+	s.emFile, s.emOff, s.emLine = "", 0, 1
+	s.off, s.line, s.seekLine = 0, 1, 0
 	if len(files) > 0 {
-		s.emFile = files[0]
+		s.startFile()
+		s.emFile, s.emOff, s.emLine = files[0], starts[0].off, starts[0].line
 	}
 	s.done = len(files) == 0
 	s.sc.SkippedRecords.Add(skipped)
 	return nil
+}
+
+// startFile prepares reading files[fi] from its start position.
+func (s *FileSource) startFile() {
+	p := s.starts[s.fi]
+	s.off, s.line, s.seekLine = p.off, max(p.line, 1), p.line
 }
 
 func (s *FileSource) closeFile() {
@@ -394,7 +479,7 @@ func (s *FileSource) Run(ctx context.Context, emit func(arrow.Record) error) err
 		s.closeFile()
 		if s.fi+1 < len(s.files) {
 			s.fi++
-			s.off, s.line = 0, 1
+			s.startFile()
 		} else {
 			break
 		}

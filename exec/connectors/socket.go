@@ -193,6 +193,35 @@ func (s *SocketSource) RestoreState(state []byte) error {
 	return nil
 }
 
+// RestoreStates implements exec.RescalableSource. A socket has no position
+// to hand over: the skipped counts of the given states are summed (each old
+// state has one owner, so every bad record stays counted once). The
+// planner runs a socket source at parallelism 1 (SourceParallelism), so
+// only one subtask ever reads, whatever the parallelism of the states.
+func (s *SocketSource) RestoreStates(states [][]byte) error {
+	var given [][]byte
+	for _, st := range states {
+		if len(st) > 0 {
+			given = append(given, st)
+		}
+	}
+	rs, err := openStates(given, kindSocket, s.sc.Subtask, s.sc.Parallelism)
+	if err != nil {
+		return err
+	}
+	var sum int64
+	for _, r := range rs {
+		n := r.int()
+		if err := r.end(); err != nil {
+			return err
+		}
+		sum += n
+	}
+	s.skipped, s.emSkipped = sum, sum
+	s.sc.SkippedRecords.Add(sum)
+	return nil
+}
+
 func (s *SocketSource) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

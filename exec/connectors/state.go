@@ -8,15 +8,15 @@ import (
 )
 
 var (
-	_ exec.CheckpointedSource = (*Datagen)(nil)
-	_ exec.CheckpointedSource = (*FileSource)(nil)
-	_ exec.CheckpointedSource = (*SocketSource)(nil)
-	_ exec.TwoPhaseSink       = (*FileSink)(nil)
+	_ exec.RescalableSource = (*Datagen)(nil)
+	_ exec.RescalableSource = (*FileSource)(nil)
+	_ exec.RescalableSource = (*SocketSource)(nil)
+	_ exec.RescalableSink   = (*FileSink)(nil)
 )
 
 // Checkpoint state of the connectors. Every state starts with two bytes:
 //
-//	byte 0: stateVersion (the encoding version, 1)
+//	byte 0: the encoding version of the connector's state (stateVersions)
 //	byte 1: the connector kind: 'G' datagen, 'F' file source, 'S' socket
 //	        source, 'K' file sink
 //
@@ -24,6 +24,10 @@ var (
 // took it, then the connector's fields (see each SnapshotState/PreCommit).
 // Integers are unsigned varints (epochs: signed varints), strings a uvarint
 // length and the bytes. A state ends exactly after its last field.
+//
+// Versions: 1 is the first encoding of every kind; datagen and the file
+// source write version 2 (lists of splits, for rescaling) and still read
+// version 1. A restore refuses versions newer than this build writes.
 const stateVersion byte = 1
 
 const (
@@ -33,6 +37,11 @@ const (
 	kindFileSink   byte = 'K'
 )
 
+// stateVersions is the version each kind writes (and the newest it reads).
+var stateVersions = map[byte]byte{
+	kindDatagen: 2, kindFileSource: 2, kindSocket: stateVersion, kindFileSink: stateVersion,
+}
+
 var kindNames = map[byte]string{
 	kindDatagen: "datagen source", kindFileSource: "filesystem source",
 	kindSocket: "socket source", kindFileSink: "filesystem sink",
@@ -40,7 +49,7 @@ var kindNames = map[byte]string{
 
 func stateHeader(kind byte, subtask, parallelism int) []byte {
 	b := make([]byte, 0, 32)
-	b = append(b, stateVersion, kind)
+	b = append(b, stateVersions[kind], kind)
 	b = binary.AppendUvarint(b, uint64(subtask))
 	return binary.AppendUvarint(b, uint64(parallelism))
 }
@@ -50,22 +59,26 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// stateReader decodes a state; the first error sticks.
+// stateReader decodes a state; the first error sticks. version, subtask
+// and parallelism come from the header.
 type stateReader struct {
-	b    []byte
-	what string // connector name for messages
-	err  error
+	b           []byte
+	what        string // connector name for messages
+	err         error
+	version     byte
+	subtask     int
+	parallelism int
 }
 
-// openState checks the header of state against the expected kind and the
-// subtask restoring it.
-func openState(state []byte, kind byte, subtask, parallelism int) (*stateReader, error) {
+// readState checks the header of state against the expected kind and a
+// supported version and returns a reader positioned after it.
+func readState(state []byte, kind byte) (*stateReader, error) {
 	what := kindNames[kind]
 	if len(state) < 2 {
 		return nil, fmt.Errorf("%s: cannot restore: the checkpoint state is empty or truncated (%d bytes)", what, len(state))
 	}
-	if state[0] != stateVersion {
-		return nil, fmt.Errorf("%s: cannot restore: unsupported state format version %d (this build reads version %d)", what, state[0], stateVersion)
+	if v := stateVersions[kind]; state[0] < 1 || state[0] > v {
+		return nil, fmt.Errorf("%s: cannot restore: unsupported state format version %d (this build reads versions 1 to %d)", what, state[0], v)
 	}
 	if state[1] != kind {
 		other := kindNames[state[1]]
@@ -74,15 +87,55 @@ func openState(state []byte, kind byte, subtask, parallelism int) (*stateReader,
 		}
 		return nil, fmt.Errorf("%s: cannot restore the state of a %s", what, other)
 	}
-	r := &stateReader{b: state[2:], what: what}
+	r := &stateReader{b: state[2:], what: what, version: state[0]}
 	st, p := r.uint(), r.uint()
+	if r.err == nil && (p == 0 || st >= p || p > 1<<31) {
+		r.fail()
+	}
 	if r.err != nil {
 		return nil, r.err
 	}
-	if int(st) != subtask || int(p) != parallelism {
-		return nil, fmt.Errorf("%s: cannot restore the state of subtask %d of %d into subtask %d of %d (changing the parallelism on restore is not supported)", what, st, p, subtask, parallelism)
+	r.subtask, r.parallelism = int(st), int(p)
+	return r, nil
+}
+
+// openState reads the header of a state restored by the subtask that took
+// it (same index and parallelism).
+func openState(state []byte, kind byte, subtask, parallelism int) (*stateReader, error) {
+	r, err := readState(state, kind)
+	if err != nil {
+		return nil, err
+	}
+	if r.subtask != subtask || r.parallelism != parallelism {
+		return nil, fmt.Errorf("%s: cannot restore the state of subtask %d of %d into subtask %d of %d (a state of another parallelism is taken over with RestoreStates)", r.what, r.subtask, r.parallelism, subtask, parallelism)
 	}
 	return r, nil
+}
+
+// openStates reads the headers of the states of an earlier run that
+// subtask (of parallelism) takes over: they must come from distinct
+// subtasks of one earlier parallelism, each old subtask i going to new
+// subtask i mod parallelism, so that every old state has one owner.
+func openStates(states [][]byte, kind byte, subtask, parallelism int) ([]*stateReader, error) {
+	rs := make([]*stateReader, 0, len(states))
+	seen := make(map[int]bool, len(states))
+	for _, st := range states {
+		r, err := readState(st, kind)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case len(rs) > 0 && r.parallelism != rs[0].parallelism:
+			return nil, fmt.Errorf("%s: cannot restore: the states come from different parallelisms (%d and %d)", r.what, rs[0].parallelism, r.parallelism)
+		case seen[r.subtask]:
+			return nil, fmt.Errorf("%s: cannot restore: the state of subtask %d of %d is given twice", r.what, r.subtask, r.parallelism)
+		case r.subtask%parallelism != subtask:
+			return nil, fmt.Errorf("%s: cannot take over the state of subtask %d of %d in subtask %d of %d (old subtask i belongs to new subtask i mod %d)", r.what, r.subtask, r.parallelism, subtask, parallelism, parallelism)
+		}
+		seen[r.subtask] = true
+		rs = append(rs, r)
+	}
+	return rs, nil
 }
 
 func (r *stateReader) fail() {
