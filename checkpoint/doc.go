@@ -10,6 +10,22 @@
 //	<dir>/<job-id>/shared/             immutable sstables, referenced by one or more checkpoints
 //	<dir>/<job-id>/taskowned/          the working Pebble DB and scratch space; never restored from
 //
+// Savepoints (savepoint.go) are not Pebble files but a canonical,
+// self-contained format, independent of parallelism, so that a savepoint can
+// be moved and restored anywhere:
+//
+//	<savepoints dir>/savepoint-<first 6 hex of job id>-<12 random hex>/
+//	    op-<hex of operator id>/kg-<key group>.state   keyed state, one file per key group
+//	    op-<hex of operator id>/subtask-<i>.state      per-subtask state (SubtaskKey)
+//	    _metadata                                      written LAST; paths in it are relative
+//
+// A state file is a magic ("SSQLSAVE"), a format version, its scope,
+// operator id and index, length-prefixed (key, value) records in key order
+// and a footer with the record count. Restore verifies every file (size,
+// CRC-32C) and batch-loads a fresh working DB. The engine never deletes a
+// savepoint (Discard and pruning only touch the job directory, and a
+// savepoint may not be written inside it).
+//
 // Invariants:
 //   - A checkpoint is a transaction: Commit applies all writes of checkpoint n
 //     and n itself in one synced Pebble batch; Persist makes a durable copy and

@@ -38,7 +38,10 @@ type metaBody struct {
 // metaFile is the JSON document stored in _metadata. Body holds the exact
 // bytes whose CRC-32C is BodyChecksum, so any change to the body is caught.
 type metaFile struct {
-	FormatVersion     int             `json:"format_version"`
+	FormatVersion int `json:"format_version"`
+	// Type is "savepoint" for a savepoint's _metadata (see savepoint.go)
+	// and absent for a checkpoint's.
+	Type              string          `json:"type,omitempty"`
 	ChecksumAlgorithm string          `json:"checksum_algorithm"`
 	BodyChecksum      string          `json:"body_checksum"`
 	Body              json.RawMessage `json:"body"`
@@ -46,17 +49,25 @@ type metaFile struct {
 
 func crcHex(c uint32) string { return fmt.Sprintf("%08x", c) }
 
-func encodeMetadata(b *metaBody) ([]byte, error) {
-	body, err := json.Marshal(b)
+func encodeMetadata(b *metaBody) ([]byte, error) { return encodeWrapped("", b) }
+
+// encodeWrapped encodes body as the checksummed body of a _metadata
+// document of the given type ("" for a checkpoint).
+func encodeWrapped(typ string, body any) ([]byte, error) {
+	raw, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	// Written by hand so that the body's bytes are exactly the checksummed
 	// ones (an indenting encoder would reformat them).
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "{\n \"format_version\": %d,\n \"checksum_algorithm\": %q,\n \"body_checksum\": %q,\n \"body\": ",
-		formatVersion, checksumAlgo, crcHex(crc32.Checksum(body, castagnoli)))
-	buf.Write(body)
+	fmt.Fprintf(&buf, "{\n \"format_version\": %d,\n", formatVersion)
+	if typ != "" {
+		fmt.Fprintf(&buf, " \"type\": %q,\n", typ)
+	}
+	fmt.Fprintf(&buf, " \"checksum_algorithm\": %q,\n \"body_checksum\": %q,\n \"body\": ",
+		checksumAlgo, crcHex(crc32.Checksum(raw, castagnoli)))
+	buf.Write(raw)
 	buf.WriteString("\n}\n")
 	return buf.Bytes(), nil
 }
@@ -76,11 +87,34 @@ func (e *corruptError) Error() string { return e.path + ": " + e.msg }
 // error wrapping errNoMetadata; a damaged one a *corruptError; an I/O
 // failure is returned as is.
 func readMetadata(fs vfs.FS, chkDir string) (*metaBody, error) {
+	mf, err := readWrapped(fs, chkDir)
+	if err != nil {
+		return nil, err
+	}
 	p := fs.PathJoin(chkDir, metadataName)
+	if mf.Type != "" {
+		return nil, &corruptError{p, fmt.Sprintf("holds the _metadata of a %s, not of a checkpoint", mf.Type)}
+	}
+	var b metaBody
+	if err := json.Unmarshal(mf.Body, &b); err != nil {
+		return nil, &corruptError{p, "corrupted body: " + err.Error()}
+	}
+	if b.ID <= 0 || len(b.Files) == 0 {
+		return nil, &corruptError{p, "corrupted: no checkpoint id or no files"}
+	}
+	return &b, nil
+}
+
+// readWrapped reads dir/_metadata and checks its envelope: format version,
+// checksum algorithm and the body's checksum. A missing file gives an error
+// wrapping errNoMetadata; a damaged one a *corruptError; an I/O failure is
+// returned as is.
+func readWrapped(fs vfs.FS, dir string) (*metaFile, error) {
+	p := fs.PathJoin(dir, metadataName)
 	data, err := readAll(fs, p)
 	if err != nil {
 		if isNotExist(err) {
-			return nil, fmt.Errorf("%s: %w", chkDir, errNoMetadata)
+			return nil, fmt.Errorf("%s: %w", dir, errNoMetadata)
 		}
 		return nil, fmt.Errorf("reading %s: %w", p, err)
 	}
@@ -98,14 +132,7 @@ func readMetadata(fs vfs.FS, chkDir string) (*metaBody, error) {
 	if got := crcHex(crc32.Checksum(mf.Body, castagnoli)); got != mf.BodyChecksum {
 		return nil, &corruptError{p, fmt.Sprintf("corrupted: checksum %s, expected %s", got, mf.BodyChecksum)}
 	}
-	var b metaBody
-	if err := json.Unmarshal(mf.Body, &b); err != nil {
-		return nil, &corruptError{p, "corrupted body: " + err.Error()}
-	}
-	if b.ID <= 0 || len(b.Files) == 0 {
-		return nil, &corruptError{p, "corrupted: no checkpoint id or no files"}
-	}
-	return &b, nil
+	return &mf, nil
 }
 
 func readAll(fs vfs.FS, p string) ([]byte, error) {

@@ -10,8 +10,11 @@ import (
 )
 
 // Restore opens a Store for job o.JobID whose state is a copy of a complete
-// checkpoint. from (a path or file:// URI) is either a chk-<n> directory, or
-// a job directory, meaning its latest complete checkpoint; when that one
+// checkpoint or savepoint. from (a path or file:// URI) is a savepoint
+// directory (Info.Kind SAVEPOINT, Info.Meta its recorded meta; RestoreLatest
+// returns to it until the job completes a checkpoint of its own), a
+// chk-<n> directory, or a job directory, meaning its latest complete
+// checkpoint; when that one
 // fails verification the next older complete one is used and Info.Skipped
 // says why (also sent to Options.Logf). Every file the _metadata references
 // is verified (exists, size, CRC-32C) before use; a missing, truncated or
@@ -45,6 +48,13 @@ func Restore(o Options, from string) (*Store, Info, error) {
 		skipped   []string
 	)
 	_, metaErr := fs.Stat(fs.PathJoin(from, metadataName))
+	if strings.HasPrefix(fs.PathBase(from), savepointPrefix) || metaErr == nil && isSavepointMeta(fs, from) {
+		b, err := readSavepointBody(fs, from)
+		if err != nil {
+			return nil, Info{}, fmt.Errorf("restore from %s: %w", from, err)
+		}
+		return restoreSavepoint(o, from, b)
+	}
 	_, isChk := chkID(fs.PathBase(from))
 	switch {
 	case metaErr == nil || isChk:
@@ -87,6 +97,13 @@ func Restore(o Options, from string) (*Store, Info, error) {
 	info := chosen.Info
 	info.Skipped = skipped
 	return s, info, nil
+}
+
+// isSavepointMeta reports whether dir/_metadata is a savepoint's (a
+// savepoint directory may be renamed when copied).
+func isSavepointMeta(fs vfs.FS, dir string) bool {
+	mf, err := readWrapped(fs, dir)
+	return err == nil && mf.Type == savepointType
 }
 
 // pickVerified returns the newest complete checkpoint of jobDir whose files
@@ -145,6 +162,17 @@ func (s *Store) RestoreLatest() (info Info, ok bool, err error) {
 		return Info{}, false, fmt.Errorf("restoring job %s: %w", s.o.JobID, err)
 	}
 	dir := s.jobDir
+	if b == nil && s.sp != nil {
+		// No checkpoint of our own yet: back to the savepoint this job
+		// started from, verified again.
+		if err := verifySavepoint(s.fs, s.spDir, s.sp); err != nil {
+			return Info{}, false, fmt.Errorf("restoring %s again: %w", s.spDir, err)
+		}
+		if err := s.installSavepoint(s.spDir, s.sp); err != nil {
+			return Info{}, false, err
+		}
+		return s.sp.info(s.spDir), true, nil
+	}
 	if b == nil && s.base != nil {
 		// No checkpoint of our own yet: back to the one this job started
 		// from (execution.savepoint.path), verified again.

@@ -61,6 +61,11 @@ type Store struct {
 	// has no complete checkpoint of its own. Guarded by pmu.
 	baseDir string
 	base    *metaBody
+	// spDir and sp are the savepoint a Restore started from, the same role
+	// as base for a savepoint. At most one of base and sp is set. Guarded
+	// by pmu.
+	spDir string
+	sp    *savepointBody
 }
 
 // Open creates <Dir>/<JobID>/{shared,taskowned}/ and an empty working
