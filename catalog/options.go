@@ -66,6 +66,16 @@ func pathCheck(v string) error {
 	return nil
 }
 
+func intBetween(lo, hi int) func(string) error {
+	return func(v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("expected an integer between %d and %d", lo, hi)
+		}
+		return nil
+	}
+}
+
 func floatAtLeast(min float64) func(string) error {
 	return func(v string) error {
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
@@ -148,6 +158,26 @@ var SessionOptions = []OptionDef{
 		Description: "the interval of the failure rate", Check: durationCheck},
 	{Key: "restart-strategy.failure-rate.delay", Default: func() string { return "1 s" },
 		Description: "delay before each restart", Check: durationOrZero},
+	{Key: "execution.savepoint.ignore-unclaimed-state", Default: func() string { return "false" },
+		Description: "restore even when the savepoint holds state of operators the job no longer has (that state is dropped)", Check: enumOf("true", "false")},
+	// The REST API of the process (job control: streamsql list, savepoint,
+	// stop, cancel). They take effect when the process starts (--set, -i).
+	{Key: "rest.address", Default: func() string { return "127.0.0.1" },
+		Description: "address the REST API binds to; any non-loopback address requires rest.token", Check: func(v string) error {
+			if strings.TrimSpace(v) == "" {
+				return fmt.Errorf("expected a host name or IP address")
+			}
+			return nil
+		}},
+	{Key: "rest.port", Default: func() string { return "0" },
+		Description: "port of the REST API (0: any free port; the job registry tells local clients)", Check: intBetween(0, 65535)},
+	{Key: "rest.token", Default: func() string { return "" },
+		Description: "bearer token the REST API requires (at least 16 characters; default: $STREAMSQL_REST_TOKEN)", Check: func(v string) error {
+			if v != "" && len(v) < 16 {
+				return fmt.Errorf("expected at least 16 characters")
+			}
+			return nil
+		}},
 	{Key: "sql-client.execution.result-mode", Default: func() string { return "tableau" },
 		Description: "how the shell shows SELECT results: tableau (changelog rows) or table (final table at the end)", Check: enumOf("tableau", "table", "changelog")},
 	{Key: "sql-client.execution.max-table-result.rows", Default: func() string { return "1000000" },

@@ -355,7 +355,9 @@ func TestAtLeastOnceRunsToTheEnd(t *testing.T) {
 			NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
 				return &genSource{sc: sc, total: total, keys: keys}, nil
 			},
-			NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) { return &txnSink{sys: sys, subtask: sc.Subtask}, nil }}
+			NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
+				return &txnSink{sys: sys, subtask: sc.Subtask}, nil
+			}}
 		if err := RunJob(context.Background(), ckAggPlan(3), cfg); err != nil {
 			t.Fatal(err)
 		}

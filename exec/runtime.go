@@ -315,6 +315,9 @@ func (st *subtask) build() error {
 	} else {
 		st.head = st.out
 	}
+	if so, ok := st.out.(*sinkOutput); !ok || !so.twoPhase() {
+		st.notify = nil // only two-phase sinks act on completed checkpoints
+	}
 	if t.Source != nil && !t.Source.Values {
 		sc := &SourceContext{
 			Subtask:        st.index,
@@ -667,6 +670,9 @@ func (st *subtask) shutdown() error {
 
 // commit commits a two-phase sink up to the latest completed checkpoint.
 func (st *subtask) commit() error {
+	if so, ok := st.out.(*sinkOutput); !ok || !so.twoPhase() {
+		return nil
+	}
 	id := st.coord.latest()
 	if id <= st.committed {
 		return nil

@@ -171,6 +171,16 @@ type Explain struct {
 	Stmt Statement // *Select, *Insert or *StatementSet
 }
 
+// ExplainUpgrade is EXPLAIN UPGRADE FROM SAVEPOINT 'path' <INSERT | EXECUTE
+// STATEMENT SET>: the compatibility report of the statement's plan against
+// the operators recorded in the savepoint (the job is not started).
+type ExplainUpgrade struct {
+	Base
+	Path    string
+	PathPos Pos
+	Stmt    Statement // *Insert or *StatementSet
+}
+
 // Select is a continuous query whose results go to the client.
 type Select struct {
 	Base
@@ -196,8 +206,37 @@ type StatementSet struct {
 // ShowJobs is SHOW JOBS.
 type ShowJobs struct{ Base }
 
-// ShowCheckpoints is SHOW CHECKPOINTS.
-type ShowCheckpoints struct{ Base }
+// ShowCheckpoints is SHOW CHECKPOINTS [FOR JOB 'id'] (JobID empty: every
+// job of the session).
+type ShowCheckpoints struct {
+	Base
+	JobID    string
+	JobIDPos Pos
+}
+
+// ShowSavepoints is SHOW SAVEPOINTS [FOR JOB 'id'].
+type ShowSavepoints struct {
+	Base
+	JobID    string
+	JobIDPos Pos
+}
+
+// CreateSavepoint is CREATE SAVEPOINT FOR JOB 'id' [INTO 'dir'] (Dir empty:
+// state.savepoints.dir).
+type CreateSavepoint struct {
+	Base
+	JobID    string
+	JobIDPos Pos
+	Dir      string
+	DirPos   Pos
+}
+
+// DescribeJob is DESCRIBE JOB 'id' (DESC JOB 'id').
+type DescribeJob struct {
+	Base
+	JobID    string
+	JobIDPos Pos
+}
 
 // StopJob is STOP JOB 'id' [WITH SAVEPOINT] [WITH DRAIN].
 type StopJob struct {
@@ -253,6 +292,7 @@ type queryContextImpl interface {
 	tableFunc(tn *ast.TableName) (*TableFunc, bool)
 	locate(word string, after int) Pos
 	startPos() Pos
+	uidHint(sel *ast.SelectStmt) (string, Pos, bool)
 }
 
 // CastType returns the Flink type written in a CAST (TiDB's grammar only
@@ -275,6 +315,12 @@ func (c *QueryContext) Locate(word string) Pos { return c.impl.locate(word, 0) }
 
 // Start returns the position of the statement's first character.
 func (c *QueryContext) Start() Pos { return c.impl.startPos() }
+
+// UIDHint returns the operator id pinned by a /*+ UID('name') */ hint
+// written right after sel's SELECT keyword, and the hint's position.
+func (c *QueryContext) UIDHint(sel *ast.SelectStmt) (name string, pos Pos, ok bool) {
+	return c.impl.uidHint(sel)
+}
 
 // Errorf builds an *Error at the first occurrence of word (or the statement
 // start when word is empty).

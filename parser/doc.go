@@ -5,7 +5,8 @@
 //   - splitting a script into statements (ParseScript, Complete), with
 //     statement-set blocks (EXECUTE STATEMENT SET BEGIN ... END and
 //     BEGIN STATEMENT SET; ... END;);
-//   - the non-query statements (CREATE TABLE, SET, SHOW ..., STOP JOB ...),
+//   - the non-query statements (CREATE TABLE, SET, SHOW ..., STOP JOB ...,
+//     CREATE SAVEPOINT, DESCRIBE JOB ...),
 //     parsed by a small recursive-descent parser over the pre-lexer's tokens;
 //   - a pre-lexer that rewrites the Flink syntax TiDB's MySQL grammar lacks
 //     in queries and expressions, then the unmodified TiDB parser (SQL mode
@@ -33,7 +34,10 @@
 //     TABLE, VALUES, ...) must be backquoted by the user, as in Flink;
 //     TIMESTAMP, USER, VALUE, COUNT, DATE, TIME, STATUS work unquoted.
 //   - Comments are blanked (Flink's '--' needs no following space); /*+ */
-//     hints are kept for TiDB.
+//     hints are kept for TiDB, except that UID('name') inside one (an
+//     operator id hint, allowed only right after SELECT) becomes
+//     QB_NAME(__ssql_uid_<i>), which TiDB keeps on its SelectStmt;
+//     QueryContext.UIDHint (see hint.go).
 //
 // Not supported (clear syntax errors): IS [NOT] DISTINCT FROM, NULLS
 // FIRST/LAST, aggregate FILTER (WHERE ..), named arguments (=>), ARRAY[..] /

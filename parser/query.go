@@ -191,6 +191,7 @@ type qctx struct {
 	casts    []TypeName
 	tries    []bool // tries[i]: the i-th cast was written TRY_CAST
 	funcs    []*TableFunc
+	uids     []uidHint // by number: QB_NAME(__ssql_uid_<n>) in the text given to TiDB
 }
 
 func (q *qctx) isTryCast(e *ast.FuncCastExpr) bool {
@@ -514,6 +515,9 @@ func (r *rewriter) subCursor(k, l int) *cursor {
 
 // analyze finds the Flink constructs TiDB lacks and registers replacements.
 func (r *rewriter) analyze() *Error {
+	if err := r.rewriteHints(); err != nil {
+		return err
+	}
 	for k := 0; k < len(r.code); k++ {
 		t := r.codeTok(k)
 		w := r.src.word(t)

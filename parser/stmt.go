@@ -17,6 +17,17 @@ func parseStatement(src *source, toks []token, end int) (Statement, *Error) {
 		return parseShow(c, base)
 	case "DESCRIBE", "DESC":
 		c.next()
+		if c.isWord("JOB") && c.peekN(1).kind == tString {
+			c.next()
+			id, pos, err := jobIDLit(c)
+			if err != nil {
+				return nil, err
+			}
+			if err := c.expectEnd(); err != nil {
+				return nil, err
+			}
+			return &DescribeJob{Base: base, JobID: id, JobIDPos: pos}, nil
+		}
 		name, nt, err := c.name("a table or view name")
 		if err != nil {
 			return nil, err
@@ -83,6 +94,13 @@ func parseCreate(c *cursor, base Base) (Statement, *Error) {
 	case c.isWord("VIEW"):
 		c.next()
 		return parseCreateView(c, base, temporary)
+	case c.isWord("SAVEPOINT") && !temporary:
+		c.next()
+		return parseCreateSavepoint(c, base)
+	}
+	// CREATE SAVEPOINT is a job-control verb, not DDL: it is left out here.
+	if temporary {
+		return nil, c.unexpected("TABLE or VIEW after CREATE TEMPORARY")
 	}
 	return nil, c.unexpected("TABLE or VIEW after CREATE")
 }
@@ -159,7 +177,23 @@ func parseShow(c *cursor, base Base) (Statement, *Error) {
 	case "JOBS":
 		st = &ShowJobs{Base: base}
 	case "CHECKPOINTS":
-		st = &ShowCheckpoints{Base: base}
+		sc := &ShowCheckpoints{Base: base}
+		if c.acceptWords("FOR") {
+			var err *Error
+			if sc.JobID, sc.JobIDPos, err = forJob(c); err != nil {
+				return nil, err
+			}
+		}
+		st = sc
+	case "SAVEPOINTS":
+		sp := &ShowSavepoints{Base: base}
+		if c.acceptWords("FOR") {
+			var err *Error
+			if sp.JobID, sp.JobIDPos, err = forJob(c); err != nil {
+				return nil, err
+			}
+		}
+		st = sp
 	case "CREATE":
 		sc := &ShowCreate{Base: base}
 		switch {
@@ -175,7 +209,7 @@ func parseShow(c *cursor, base Base) (Statement, *Error) {
 		sc.Name, sc.NamePos = name, c.src.pos(nt.start)
 		st = sc
 	default:
-		return nil, c.errorf(t, "unsupported statement SHOW %s; expected SHOW TABLES, VIEWS, FUNCTIONS, JOBS, CHECKPOINTS or CREATE TABLE|VIEW; see HELP",
+		return nil, c.errorf(t, "unsupported statement SHOW %s; expected SHOW TABLES, VIEWS, FUNCTIONS, JOBS, CHECKPOINTS, SAVEPOINTS or CREATE TABLE|VIEW; see HELP",
 			quoteUpper(c.src, t))
 	}
 	if err := c.expectEnd(); err != nil {
@@ -258,6 +292,9 @@ func parseReset(c *cursor, base Base) (Statement, *Error) {
 
 func parseExplain(c *cursor, base Base) (Statement, *Error) {
 	c.next() // EXPLAIN
+	if c.isWord("UPGRADE") {
+		return parseExplainUpgrade(c, base)
+	}
 	c.acceptWords("PLAN", "FOR")
 	if c.atEnd() {
 		return nil, c.unexpected("a statement after EXPLAIN")
@@ -272,6 +309,37 @@ func parseExplain(c *cursor, base Base) (Statement, *Error) {
 		return nil, &Error{Pos: inner.Position(), Msg: "EXPLAIN supports SELECT, INSERT and EXECUTE STATEMENT SET"}
 	}
 	return &Explain{Base: base, Stmt: inner}, nil
+}
+
+// parseExplainUpgrade parses UPGRADE FROM SAVEPOINT 'path' <INSERT |
+// EXECUTE STATEMENT SET> after EXPLAIN.
+func parseExplainUpgrade(c *cursor, base Base) (Statement, *Error) {
+	c.next() // UPGRADE
+	if err := c.expectWords("FROM", "SAVEPOINT"); err != nil {
+		return nil, err
+	}
+	path, t, err := c.stringLit("a savepoint path in quotes, e.g. FROM SAVEPOINT '/savepoints/savepoint-a1b2c3-0f9e'")
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(path) == "" {
+		return nil, c.errorf(t, "empty savepoint path")
+	}
+	eu := &ExplainUpgrade{Base: base, Path: path, PathPos: c.src.pos(t.start)}
+	if c.atEnd() {
+		return nil, c.unexpected("INSERT or EXECUTE STATEMENT SET after the savepoint path")
+	}
+	inner, err := parseStatement(c.src, c.toks[c.i:], c.end)
+	if err != nil {
+		return nil, err
+	}
+	switch inner.(type) {
+	case *Insert, *StatementSet:
+	default:
+		return nil, &Error{Pos: inner.Position(), Msg: "EXPLAIN UPGRADE supports INSERT and EXECUTE STATEMENT SET (the statements that run as jobs with savepoints)"}
+	}
+	eu.Stmt = inner
+	return eu, nil
 }
 
 func parseInsert(c *cursor, base Base) (Statement, *Error) {
@@ -391,4 +459,50 @@ func parseStopJob(c *cursor, base Base) (Statement, *Error) {
 		c.next()
 	}
 	return s, nil
+}
+
+// jobIDLit consumes a job id in quotes.
+func jobIDLit(c *cursor) (string, Pos, *Error) {
+	id, t, err := c.stringLit("a job id in quotes, e.g. JOB 'a1b2c3'")
+	if err != nil {
+		return "", Pos{}, err
+	}
+	if strings.TrimSpace(id) == "" {
+		return "", Pos{}, c.errorf(t, "empty job id; SHOW JOBS lists the ids")
+	}
+	return id, c.src.pos(t.start), nil
+}
+
+// forJob parses JOB 'id' after FOR.
+func forJob(c *cursor) (string, Pos, *Error) {
+	if err := c.expectWords("JOB"); err != nil {
+		return "", Pos{}, err
+	}
+	return jobIDLit(c)
+}
+
+// parseCreateSavepoint parses FOR JOB 'id' [INTO 'dir'] after CREATE SAVEPOINT.
+func parseCreateSavepoint(c *cursor, base Base) (Statement, *Error) {
+	cs := &CreateSavepoint{Base: base}
+	if err := c.expectWords("FOR"); err != nil {
+		return nil, err
+	}
+	var err *Error
+	if cs.JobID, cs.JobIDPos, err = forJob(c); err != nil {
+		return nil, err
+	}
+	if c.acceptWords("INTO") {
+		dir, t, err := c.stringLit("a directory in quotes, e.g. INTO '/var/lib/streamsql/savepoints'")
+		if err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(dir) == "" {
+			return nil, c.errorf(t, "empty savepoint directory")
+		}
+		cs.Dir, cs.DirPos = dir, c.src.pos(t.start)
+	}
+	if err := c.expectEnd(); err != nil {
+		return nil, err
+	}
+	return cs, nil
 }

@@ -2,6 +2,7 @@ package parser
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -26,7 +27,13 @@ func clearBase(st Statement) Statement {
 	case *ShowJobs:
 		return &ShowJobs{}
 	case *ShowCheckpoints:
-		return &ShowCheckpoints{}
+		return &ShowCheckpoints{JobID: s.JobID}
+	case *ShowSavepoints:
+		return &ShowSavepoints{JobID: s.JobID}
+	case *CreateSavepoint:
+		return &CreateSavepoint{JobID: s.JobID, Dir: s.Dir}
+	case *DescribeJob:
+		return &DescribeJob{JobID: s.JobID}
 	case *Help:
 		return &Help{}
 	case *Quit:
@@ -88,6 +95,15 @@ func TestSimpleStatements(t *testing.T) {
 		{"STOP JOB 'abc' WITH SAVEPOINT", &StopJob{ID: "abc", WithSavepoint: true}},
 		{"stop job 'abc' with savepoint with drain", &StopJob{ID: "abc", WithSavepoint: true, WithDrain: true}},
 		{"STOP JOB 'abc' WITH DRAIN", &StopJob{ID: "abc", WithDrain: true}},
+		{"SHOW CHECKPOINTS FOR JOB 'abc'", &ShowCheckpoints{JobID: "abc"}},
+		{"SHOW SAVEPOINTS", &ShowSavepoints{}},
+		{"show savepoints for job 'abc';", &ShowSavepoints{JobID: "abc"}},
+		{"CREATE SAVEPOINT FOR JOB 'abc'", &CreateSavepoint{JobID: "abc"}},
+		{"create savepoint for job 'abc' into '/tmp/sp'", &CreateSavepoint{JobID: "abc", Dir: "/tmp/sp"}},
+		{"CREATE SAVEPOINT FOR JOB 'abc' INTO 'file:///tmp/it''s'", &CreateSavepoint{JobID: "abc", Dir: "file:///tmp/it's"}},
+		{"DESCRIBE JOB 'abc'", &DescribeJob{JobID: "abc"}},
+		{"desc job 'abc'", &DescribeJob{JobID: "abc"}},
+		{"DESCRIBE job", &Describe{Name: "job"}},
 		{"HELP", &Help{}},
 		{"QUIT", &Quit{}},
 		{"exit;", &Quit{}},
@@ -253,6 +269,43 @@ func TestSelectForms(t *testing.T) {
 	} {
 		if _, ok := mustParse(t, sql).(*Select); !ok {
 			t.Errorf("%q is not a Select", sql)
+		}
+	}
+}
+
+func TestJobStatementPositions(t *testing.T) {
+	cs := mustParse(t, "CREATE SAVEPOINT\n  FOR JOB 'abc' INTO '/d'").(*CreateSavepoint)
+	if cs.JobIDPos != (Pos{27, 2, 11}) || cs.DirPos != (Pos{38, 2, 22}) {
+		t.Errorf("positions %+v %+v", cs.JobIDPos, cs.DirPos)
+	}
+	dj := mustParse(t, "DESCRIBE JOB 'abc'").(*DescribeJob)
+	if dj.JobIDPos != (Pos{13, 1, 14}) {
+		t.Errorf("position %+v", dj.JobIDPos)
+	}
+}
+
+func TestJobStatementErrors(t *testing.T) {
+	tests := []struct{ sql, want string }{
+		{"CREATE SAVEPOINT", "1:17: expected FOR"},
+		{"CREATE SAVEPOINT FOR 'abc'", "1:22: expected JOB, found \"'abc'\""},
+		{"CREATE SAVEPOINT FOR JOB abc", "1:26: expected a job id in quotes"},
+		{"CREATE SAVEPOINT FOR JOB ''", "1:26: empty job id"},
+		{"CREATE SAVEPOINT FOR JOB 'abc' INTO", "1:36: expected a directory in quotes"},
+		{"CREATE SAVEPOINT FOR JOB 'abc' INTO ''", "1:37: empty savepoint directory"},
+		{"CREATE SAVEPOINT FOR JOB 'abc' TO '/d'", "1:32: unexpected"},
+		{"CREATE TEMPORARY SAVEPOINT FOR JOB 'a'", "1:18: expected TABLE or VIEW after CREATE TEMPORARY"},
+		{"CREATE INDEX i", "1:8: expected TABLE or VIEW after CREATE"},
+		{"SHOW SAVEPOINTS FOR 'abc'", "1:21: expected JOB"},
+		{"SHOW SAVEPOINTS FOR JOB", "1:24: expected a job id in quotes"},
+		{"SHOW SAVEPOINTS 'abc'", "1:17: unexpected"},
+		{"SHOW CHECKPOINTS FOR JOB 'a' 'b'", "1:30: unexpected"},
+		{"DESCRIBE JOB 'abc' extra", "1:20: unexpected"},
+		{"SHOW SAVEPOINT", "1:6: unsupported statement SHOW \"SAVEPOINT\""},
+	}
+	for _, tc := range tests {
+		_, err := Parse(tc.sql)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want prefix %q", tc.sql, err, tc.want)
 		}
 	}
 }

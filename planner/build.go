@@ -44,6 +44,9 @@ type rel struct {
 	tfunc   *TableFuncOp   // relTableFunc
 	agg     *AggOp         // relAgg
 	describ string         // for error messages (which node makes a stream updating)
+	// relAgg: the operator id pinned by a /*+ UID('name') */ hint ("" = derived).
+	uid    string
+	uidPos parser.Pos
 }
 
 type relKind uint8
@@ -88,7 +91,39 @@ func (p *Planner) buildQuery(q *parser.Query) (*rel, error) {
 	return p.buildSelect(sel, q.Ctx)
 }
 
+// buildSelect plans one SELECT and applies its UID hint, if any, to the
+// aggregation the SELECT itself introduces (GROUP BY / aggregates; with
+// DISTINCT on top of them as well, the DISTINCT gets name + "/distinct").
 func (p *Planner) buildSelect(sel *ast.SelectStmt, ctx *parser.QueryContext) (*rel, error) {
+	uid, uidPos, hinted := ctx.UIDHint(sel)
+	r, err := p.buildSelectBody(sel, ctx)
+	if err != nil || !hinted {
+		return r, err
+	}
+	var grouped *rel // the GROUP BY aggregation of this SELECT
+	if sel.GroupBy != nil || sel.Having != nil || containsAgg(sel.Fields.Fields) {
+		for n := r; n != nil; n = n.input {
+			if n.kind == relAgg && (!sel.Distinct || n != r) {
+				grouped = n
+				break
+			}
+		}
+	}
+	switch {
+	case grouped != nil && sel.Distinct:
+		grouped.uid, grouped.uidPos = uid, uidPos
+		r.uid, r.uidPos = uid+"/distinct", uidPos
+	case grouped != nil:
+		grouped.uid, grouped.uidPos = uid, uidPos
+	case sel.Distinct:
+		r.uid, r.uidPos = uid, uidPos
+	default:
+		return nil, &parser.Error{Pos: uidPos, Msg: fmt.Sprintf("UID('%s') pins the id of a stateful operator, but this SELECT has none: the hint applies to the aggregation (GROUP BY, aggregate functions, DISTINCT) of the SELECT it follows", uid)}
+	}
+	return r, nil
+}
+
+func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext) (*rel, error) {
 	if sel.OrderBy != nil {
 		return nil, ctx.Errorf("ORDER", "ORDER BY is not supported on unbounded streams (Flink supports it only on time attributes)")
 	}

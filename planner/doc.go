@@ -10,5 +10,10 @@
 // makes the stream updating. Explain renders the DAG.
 //
 // The planner is pure and deterministic: the same SQL and catalog give the
-// same plan and the same operator ids. It never imports exec.
+// same plan and the same operator ids. Ids of operators that own state
+// (aggregations, sources, sinks) derive only from what defines that state,
+// or from a /*+ UID('name') */ hint (ids.go), so they survive compatible
+// changes of the query; OperatorsMeta and CheckUpgrade (upgrade.go) record
+// them in savepoints and check a changed job against one. It never imports
+// exec.
 package planner

@@ -26,14 +26,18 @@ func (p *Planner) PlanSelect(q *parser.Query) (*Physical, catalog.Schema, error)
 		return nil, nil, err
 	}
 	b := &physBuilder{p: p}
+	b.startStatement()
 	t := b.build(r)
+	if b.err != nil {
+		return nil, nil, b.err
+	}
 	if t.Parallelism != 1 {
 		next := b.newTask(1)
 		next.OutSchema, next.OutMode = t.OutSchema, t.OutMode
 		b.connect(t, next, Global, nil)
 		t = next
 	}
-	t.Sink = &SinkSpec{Schema: r.schema, Mode: r.mode, ID: b.id(t, "CollectSink")}
+	t.Sink = &SinkSpec{Schema: r.schema, Mode: r.mode, ID: b.sinkID("")}
 	b.finish()
 	return b.plan, r.schema, nil
 }
@@ -132,7 +136,11 @@ func (p *Planner) planInsert(b *physBuilder, in *parser.Insert) error {
 	if r.mode == Retract && !updates {
 		return &parser.Error{Pos: in.Pos, Msg: fmt.Sprintf("Table sink '%s' doesn't support consuming update changes which is produced by node %s", t.Name, r.updatingNode())}
 	}
+	b.startStatement()
 	task := b.build(r)
+	if b.err != nil {
+		return b.err
+	}
 	if p.SinkParallelism != nil {
 		if want := p.SinkParallelism(t, task.Parallelism); want != task.Parallelism {
 			if r.mode != InsertOnly {
@@ -145,7 +153,7 @@ func (p *Planner) planInsert(b *physBuilder, in *parser.Insert) error {
 			task = next
 		}
 	}
-	task.Sink = &SinkSpec{Table: t, Schema: target, Mode: r.mode, ID: b.id(task, "Sink:"+t.Name)}
+	task.Sink = &SinkSpec{Table: t, Schema: target, Mode: r.mode, ID: b.sinkID(t.Name)}
 	return nil
 }
 
@@ -154,8 +162,13 @@ type physBuilder struct {
 	p    *Planner
 	plan *Physical
 	seq  int
+	ids  idState // stable ids of stateful operators, sources and sinks (ids.go)
+	err  error   // first error of build (a UID hint that cannot be applied)
 }
 
+// id derives the id of a stateless operator from its place in the task
+// chain. Stateless operators keep no state, so their ids need not survive
+// a change of the query; stateful ones use ids.go.
 func (b *physBuilder) id(t *Task, desc string) string {
 	h := sha1.New()
 	for _, op := range t.Ops {
@@ -198,14 +211,12 @@ func (b *physBuilder) build(r *rel) *Task {
 			par = b.p.SourceParallelism(r.table, par)
 		}
 		t := b.newTask(par)
-		name := "Values"
 		spec := &SourceSpec{Values: r.values}
 		if !r.values {
-			name = r.table.Name
 			spec.Table = r.table
 			spec.Schema = r.table.Schema
 		}
-		spec.ID = b.id(t, "Source:"+name)
+		spec.ID = b.sourceID(r)
 		t.Source = spec
 		t.OutSchema, t.OutMode = r.schema, r.mode
 		return t
@@ -235,7 +246,7 @@ func (b *physBuilder) build(r *rel) *Task {
 		t := b.newTask(par)
 		b.connect(in, t, kind, r.agg.Keys)
 		t.Ops = append(t.Ops, r.agg)
-		r.agg.ID = b.id(t, r.agg.Describe())
+		r.agg.ID = b.aggID(r)
 		t.OutSchema, t.OutMode = r.schema, r.mode
 		return t
 	}

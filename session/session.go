@@ -139,6 +139,8 @@ func (s *Session) Execute(ctx context.Context, st parser.Statement) (*Result, er
 			return nil, err
 		}
 		return &Result{Kind: ResultText, Message: planner.Explain(ph)}, nil
+	case *parser.ExplainUpgrade:
+		return s.explainUpgrade(x)
 	case *parser.Select:
 		return s.runSelect(ctx, x)
 	case *parser.Insert:
@@ -151,7 +153,13 @@ func (s *Session) Execute(ctx context.Context, st parser.Statement) (*Result, er
 	case *parser.ShowJobs:
 		return s.showJobs(), nil
 	case *parser.ShowCheckpoints:
-		return s.showCheckpoints()
+		return s.showJobCheckpoints(x)
+	case *parser.ShowSavepoints:
+		return s.showSavepoints(x)
+	case *parser.CreateSavepoint:
+		return s.createSavepoint(ctx, x)
+	case *parser.DescribeJob:
+		return s.describeJob(x)
 	case *parser.StopJob:
 		return s.stopJob(x)
 	case *parser.Help:

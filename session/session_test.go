@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/streamsql/streamsql/exec"
 	"github.com/streamsql/streamsql/parser"
 )
 
@@ -183,4 +184,39 @@ func waitGoroutines(t *testing.T, n int) {
 	}
 	buf := make([]byte, 1<<16)
 	t.Fatalf("goroutines leaked: %d > %d\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
+}
+
+// TestCheckpointedJobsWithPlainSinks: print and blackhole sinks are not
+// two-phase; completed checkpoints must not disturb them (they used to fail
+// the attempt at every checkpoint, hidden by restarts).
+func TestCheckpointedJobsWithPlainSinks(t *testing.T) {
+	for _, sink := range []string{"blackhole", "print"} {
+		t.Run(sink, func(t *testing.T) {
+			s, out, mem := newTestSession(t)
+			s.CheckpointTestHook = func(c *exec.CheckpointConfig) { c.TriggerEveryBatch = true }
+			execAll(t, s, `
+SET 'parallelism.default' = '2';
+SET 'execution.batch-size' = '10';
+SET 'execution.checkpointing.interval' = '1 h';
+SET 'state.checkpoints.dir' = '`+t.TempDir()+`';
+SET 'restart-strategy.type' = 'fixed-delay';
+SET 'restart-strategy.fixed-delay.delay' = '0 ms';
+CREATE TABLE src (k INT, v BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '500',
+  'fields.k.min' = '1', 'fields.k.max' = '5');
+CREATE TABLE snk (k INT, c BIGINT) WITH ('connector' = '`+sink+`');
+INSERT INTO snk SELECT k, COUNT(*) FROM src GROUP BY k;`)
+			if err := s.WaitJobs(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			info := s.Jobs()[0]
+			if info.Status != "FINISHED" || info.Attempts != 1 || info.Checkpoints < 10 {
+				t.Fatalf("status %s, %d attempts, %d checkpoints: %v", info.Status, info.Attempts, info.Checkpoints, info.Failures)
+			}
+			if sink == "print" && !strings.Contains(out.String(), "+I[") {
+				t.Fatalf("print output missing: %q", out.String())
+			}
+			s.Close()
+			mem.AssertSize(t, 0)
+		})
+	}
 }

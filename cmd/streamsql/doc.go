@@ -1,7 +1,18 @@
 // Command streamsql is the command-line client of the streamsql engine: an
 // interactive SQL shell (the default), `run` for job files (`--from` restores
 // them from a checkpoint), `checkpoints` to list a checkpoint directory,
-// `test` for the golden-file suite, `version` and help.
+// `test` for the golden-file suite, `version` and help; and job control
+// across processes: `list`, `savepoint`, `stop` and `cancel` (jobctl.go).
+//
+// Every shell and `run` process serves the REST API of package control for
+// its session (started once the -i file ran, from rest.address, rest.port,
+// rest.token or $STREAMSQL_REST_TOKEN) and registers itself in the job
+// registry; the entry is removed on every exit path, including os.Exit
+// after a second signal (atExit hooks). Statements then run through
+// session.Control, so that SET never races with the API reading options.
+// The verbs find the process that owns a job through the registry and talk
+// REST; directories given to them are made absolute first (the other
+// process has its own working directory).
 //
 // It owns flags and presentation only: reading input (readline in a
 // terminal, plain lines from a pipe), history and tab completion, boxed

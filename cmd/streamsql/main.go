@@ -47,7 +47,12 @@ type sessionFlags struct {
 	parallelism int      // -p: parallelism.default (0: keep the default)
 	sets        []string // --set key=value, repeatable
 	from        string   // --from: execution.savepoint.path
+	// --allow-non-restored-state: execution.savepoint.ignore-unclaimed-state
+	allowNonRestored bool
 }
+
+// ignoreUnclaimedKey is the session option --allow-non-restored-state sets.
+const ignoreUnclaimedKey = "execution.savepoint.ignore-unclaimed-state"
 
 // savepointKey is the session option --from sets.
 const savepointKey = "execution.savepoint.path"
@@ -57,6 +62,7 @@ func (f *sessionFlags) register(cmd *cobra.Command) {
 	fl.StringVarP(&f.init, "init", "i", "", "run this SQL `file` first (DDL, SET); an error in it aborts with exit status 1")
 	fl.IntVarP(&f.parallelism, "parallelism", "p", 0, "default parallelism of jobs (same as SET 'parallelism.default')")
 	fl.StringArrayVar(&f.sets, "set", nil, "set a session option, as `key=value` (repeatable; same as SET 'key' = 'value')")
+	fl.BoolVarP(&f.allowNonRestored, "allow-non-restored-state", "n", false, "restore even if the savepoint holds state no operator of the job claims (that state is dropped); same as SET '"+ignoreUnclaimedKey+"' = 'true'")
 	fl.StringVar(&f.from, "from", "", "restore jobs from this checkpoint: a chk-<n> `dir`ectory, or a job directory (its latest complete checkpoint); same as SET 'execution.savepoint.path'")
 }
 
@@ -81,6 +87,11 @@ func (f *sessionFlags) newSession(stdout, log io.Writer) (*session.Session, erro
 			return nil, fmt.Errorf("--set %q: %v", kv, err)
 		}
 	}
+	if f.allowNonRestored {
+		if err := s.Options.Set(ignoreUnclaimedKey, "true"); err != nil {
+			return nil, fmt.Errorf("--allow-non-restored-state: %v", err)
+		}
+	}
 	if f.from != "" {
 		if s.Options.IsSet(savepointKey) && s.Options.Get(savepointKey) != f.from {
 			return nil, fmt.Errorf("--from %s and --set %s=%s disagree: give one of them", f.from, savepointKey, s.Options.Get(savepointKey))
@@ -103,7 +114,11 @@ the shell for the statements it understands.
 
 With -f FILE (the same as 'streamsql run FILE') it runs a job file instead.
 'streamsql checkpoints DIR' lists the checkpoints jobs left in DIR, and
---from restores jobs from one of them (see 'streamsql help run').`
+--from restores jobs from one of them (see 'streamsql help run').
+
+Every shell and run process serves a REST API (rest.address, default
+127.0.0.1; rest.port, default any free port) for job control from other
+processes: 'streamsql list', 'savepoint', 'stop' and 'cancel'.`
 
 const rootExample = `  # interactive shell
   streamsql
@@ -143,7 +158,8 @@ func newRootCmd(e *env) *cobra.Command {
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRunCmd(e), newCheckpointsCmd(e), newTestCmd(e), newVersionCmd(e))
+	root.AddCommand(newRunCmd(e), newCheckpointsCmd(e), newListCmd(e), newSavepointCmd(e), newStopCmd(e),
+		newCancelCmd(e), newTestCmd(e), newVersionCmd(e))
 	return root
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -134,6 +133,7 @@ func watchSignals() *signalWatch {
 				}
 				sw.mu.Unlock()
 				if !first {
+					runExitHooks()
 					os.Exit(code)
 				}
 				close(sw.done)
@@ -184,7 +184,17 @@ func runFile(e *env, file string, sf *sessionFlags) error {
 
 	r := &scriptRunner{s: s, out: e.stdout, log: e.stderr, jobs: newJobWatcher(s, e.stderr),
 		interrupt: sw.done, jobFile: map[string]string{}}
-	for _, sc := range scripts {
+	for i, sc := range scripts {
+		if i == len(scripts)-1 {
+			// The REST API starts once the -i file configured the session.
+			cp, err := startControl(s, e.stderr, "run "+file)
+			if err != nil {
+				fmt.Fprintf(e.stderr, "streamsql: %v\n", err)
+				return exitCode(exitFailure)
+			}
+			defer cp.close()
+			r.cp = cp
+		}
 		if err := r.exec(sc); err != nil {
 			if errors.Is(err, errQuit) {
 				break
@@ -219,6 +229,7 @@ type scriptRunner struct {
 	jobs      *jobWatcher
 	interrupt <-chan struct{}
 	jobFile   map[string]string // job id -> file that submitted it
+	cp        *controlPlane     // the REST API, once started (nil before)
 }
 
 // exec runs the statements of sc. It returns errQuit after QUIT,
@@ -230,7 +241,7 @@ func (r *scriptRunner) exec(sc *script) error {
 			return errInterrupted
 		default:
 		}
-		res, err := r.s.Execute(context.Background(), st)
+		res, err := r.cp.execute(r.s, st)
 		if err != nil {
 			fmt.Fprintln(r.log, fileError(sc.file, err, st))
 			return exitCode(exitFailure)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -190,7 +189,8 @@ type shell struct {
 	log         io.Writer // job summaries and notices (stderr)
 	interactive bool
 	jobs        *jobWatcher
-	failed      bool // a statement or job failed (exit status 1 in pipe mode)
+	failed      bool          // a statement or job failed (exit status 1 in pipe mode)
+	cp          *controlPlane // the REST API
 
 	mu        sync.Mutex
 	streaming chan struct{} // closed by a signal to cancel the running query
@@ -261,6 +261,13 @@ func runShell(e *env, sf *sessionFlags) error {
 			return err
 		}
 	}
+	cp, err := startControl(s, e.stderr, "shell")
+	if err != nil {
+		fmt.Fprintf(e.stderr, "streamsql: %v\n", err)
+		return exitCode(exitFailure)
+	}
+	defer cp.close()
+	sh.cp = cp
 	if sh.interactive {
 		fmt.Fprintf(sh.out, banner, versionString())
 	}
@@ -313,6 +320,7 @@ func (sh *shell) handleSignals() (stop func()) {
 				case code == exitSIGTERM || !sh.interactive:
 					sh.in.Close()
 					_ = sh.s.Close()
+					runExitHooks()
 					os.Exit(code)
 				}
 			case <-done:
@@ -382,7 +390,7 @@ func (sh *shell) execute(text string) (quit bool) {
 		return false
 	}
 	for _, st := range stmts {
-		res, err := sh.s.Execute(context.Background(), st)
+		res, err := sh.cp.execute(sh.s, st)
 		if err != nil {
 			sh.reportError(err, st)
 			return false

@@ -19,6 +19,19 @@
 //     that cannot find its input (missing file, file shorter than the
 //     offset) fails naming the file; it never rewinds or skips. The socket
 //     source cannot seek: after a restore it is at-most-once.
+//   - Sources are also exec.RescalableSource and the file sink an
+//     exec.RescalableSink: restored at another parallelism, new subtask j
+//     takes over the states of old subtasks i with i mod parallelism == j
+//     (possibly none). The input is made of splits, each owned by exactly
+//     one state: datagen progressions (start, step, bound, rows emitted),
+//     files with a start offset; a subtask reads the union of its states'
+//     splits (none: it ends at once) and snapshots all of them, so a job
+//     can be rescaled again. Skipped-record counts are summed once. The
+//     file sink completes the pending commits of each given old subtask
+//     (names carry the old index) and deletes that subtask's other hidden
+//     files, plus its own hidden files; nothing else.
+//   - States carry a per-kind format version (state.go); older versions
+//     stay readable.
 //   - Sinks never keep a batch beyond Write. The file sink writes hidden
 //     in-progress part files and makes them visible only on commit (see
 //     PartFiles). With checkpointing it is an exec.TwoPhaseSink (pre-commit
