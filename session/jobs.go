@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,10 @@ import (
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner"
 )
+
+// EngineVersion is recorded in checkpoint and savepoint metadata; the
+// command sets it from its build version.
+var EngineVersion = "devel"
 
 // ckptSetup is a job's checkpointing: its store and runtime configuration.
 type ckptSetup struct {
@@ -67,8 +72,11 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 			"sql":             st.SQL(),
 			"parallelism":     strconv.Itoa(o.Int("parallelism.default")),
 			"max_parallelism": strconv.Itoa(o.Int("pipeline.max-parallelism")),
+			"engine_version":  EngineVersion,
+			"operators":       planner.OperatorsMeta(ph),
 		},
 	}
+	c.cfg.Meta["plan_fingerprint"] = fmt.Sprintf("%x", sha256.Sum256([]byte(c.cfg.Meta["operators"])))[:16]
 	var err error
 	if from != "" {
 		var info checkpoint.Info
@@ -80,6 +88,19 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 			c.store.Discard()
 			return nil, &parser.Error{Pos: st.Position(), Msg: fmt.Sprintf("'pipeline.max-parallelism' is %d but %s was taken with %s: the number of key groups cannot change on restore (keyed state is stored per key group); SET 'pipeline.max-parallelism' = '%s'",
 				o.Int("pipeline.max-parallelism"), info.Path, mp, mp)}
+		}
+		// The new plan must be able to take the state over: every operator's
+		// state restored or new; incompatible state refused, unclaimed state
+		// refused unless execution.savepoint.ignore-unclaimed-state.
+		if ops := info.Meta["operators"]; ops != "" {
+			rep, err := planner.CheckUpgrade(ops, ph, s.ignoreUnclaimed())
+			if err == nil {
+				err = rep.Err()
+			}
+			if err != nil {
+				c.store.Discard()
+				return nil, &parser.Error{Pos: st.Position(), Msg: fmt.Sprintf("cannot restore from '%s': %v", from, err)}
+			}
 		}
 		for _, why := range info.Skipped {
 			fmt.Fprintf(s.cfg.Log, "job %s: skipped a newer checkpoint: %s\n", jobID, why)

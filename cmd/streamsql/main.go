@@ -14,6 +14,7 @@ import (
 )
 
 func main() {
+	session.EngineVersion = strings.Fields(strings.TrimPrefix(versionString(), "streamsql "))[0]
 	os.Exit(runMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
