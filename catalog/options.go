@@ -17,6 +17,20 @@ type OptionDef struct {
 	Description string
 	// Check validates a value; the error says what is accepted.
 	Check func(v string) error
+	// Secret values are never shown: SET lists them masked and errors do
+	// not repeat them.
+	Secret bool
+}
+
+// mask shows at most the first 4 characters of a secret.
+func mask(v string) string {
+	if v == "" {
+		return ""
+	}
+	if len(v) <= 4 {
+		return "****"
+	}
+	return v[:4] + "****"
 }
 
 func intAtLeast(min int) func(string) error {
@@ -171,7 +185,7 @@ var SessionOptions = []OptionDef{
 		}},
 	{Key: "rest.port", Default: func() string { return "0" },
 		Description: "port of the REST API (0: any free port; the job registry tells local clients)", Check: intBetween(0, 65535)},
-	{Key: "rest.token", Default: func() string { return "" },
+	{Key: "rest.token", Default: func() string { return "" }, Secret: true,
 		Description: "bearer token the REST API requires (at least 16 characters; default: $STREAMSQL_REST_TOKEN)", Check: func(v string) error {
 			if v != "" && len(v) < 16 {
 				return fmt.Errorf("expected at least 16 characters")
@@ -222,7 +236,11 @@ func (o *Options) Set(key, value string) error {
 		return fmt.Errorf("%s (SET lists the known options)", msg)
 	}
 	if err := d.Check(value); err != nil {
-		return fmt.Errorf("invalid value '%s' for option '%s': %v", value, key, err)
+		shown := value
+		if d.Secret {
+			shown = mask(value)
+		}
+		return fmt.Errorf("invalid value '%s' for option '%s': %v", shown, key, err)
 	}
 	o.set[key] = value
 	return nil
@@ -286,7 +304,11 @@ func (o *Options) Duration(key string) time.Duration {
 func (o *Options) List() [][2]string {
 	var out [][2]string
 	for _, d := range SessionOptions {
-		out = append(out, [2]string{d.Key, o.Get(d.Key)})
+		v := o.Get(d.Key)
+		if d.Secret {
+			v = mask(v)
+		}
+		out = append(out, [2]string{d.Key, v})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out
