@@ -146,15 +146,7 @@ func ckAggPlan(par int) *planner.Physical {
 // lost, nothing counted twice), for several k, parallelisms and modes.
 func TestCrashRestoreExactlyOnce(t *testing.T) {
 	const total, keys = 4000, 23
-	want := folded{}
-	for k := int64(0); k < keys; k++ {
-		var c, s int64
-		for n := k; n < total; n += keys {
-			c++
-			s += n
-		}
-		want[fmt.Sprintf("%d|%d|%d|", k, c, s)] = 1
-	}
+	want := expectedCounts(total, keys)
 	for _, par := range []int{1, 3} {
 		for _, crashAt := range []int64{1, 4, 9, 28} { // 28: the final checkpoint at p3
 			t.Run(fmt.Sprintf("p%d/crash-after-%d", par, crashAt), func(t *testing.T) {
@@ -258,15 +250,7 @@ func (f *faultyOp) Close() error {
 // fired) and the committed output is exactly the uninterrupted result.
 func TestOperatorFaultsRestartExactlyOnce(t *testing.T) {
 	const total, keys = 3000, 17
-	want := folded{}
-	for k := int64(0); k < keys; k++ {
-		var c, s int64
-		for n := k; n < total; n += keys {
-			c++
-			s += n
-		}
-		want[fmt.Sprintf("%d|%d|%d|", k, c, s)] = 1
-	}
+	want := expectedCounts(total, keys)
 	cases := []struct {
 		at    string
 		after int32
@@ -335,15 +319,7 @@ func TestOperatorFaultsRestartExactlyOnce(t *testing.T) {
 // exact.
 func TestAtLeastOnceRunsToTheEnd(t *testing.T) {
 	const total, keys = 3000, 11
-	want := folded{}
-	for k := int64(0); k < keys; k++ {
-		var c, s int64
-		for n := k; n < total; n += keys {
-			c++
-			s += n
-		}
-		want[fmt.Sprintf("%d|%d|%d|", k, c, s)] = 1
-	}
+	want := expectedCounts(total, keys)
 	for i := 0; i < 5; i++ {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("12", 16), NumRetained: 1})

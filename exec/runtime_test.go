@@ -126,15 +126,7 @@ func (f folded) sorted() []string {
 
 func TestGroupAggregateAcrossParallelismAndBatchSizes(t *testing.T) {
 	const total, keys = 5000, 37
-	want := folded{}
-	for k := int64(0); k < keys; k++ {
-		var c, s int64
-		for n := k; n < total; n += keys {
-			c++
-			s += n
-		}
-		want[fmt.Sprintf("%d|%d|%d|", k, c, s)] = 1
-	}
+	want := expectedCounts(total, keys)
 	for _, par := range []int{1, 2, 4} {
 		for _, bs := range []int{1, 7, 1024} {
 			t.Run(fmt.Sprintf("p%d/b%d", par, bs), func(t *testing.T) {
@@ -395,3 +387,18 @@ type funcSink struct{ write func(Batch) }
 func (s *funcSink) Write(b Batch) error { s.write(b); return nil }
 func (s *funcSink) Finish() error       { return nil }
 func (s *funcSink) Close() error        { return nil }
+
+// expectedCounts is the final table of aggPlan over total rows of genSource:
+// per key k, COUNT(*) and SUM(v) of the rows n with n % keys == k.
+func expectedCounts(total, keys int64) folded {
+	want := folded{}
+	for k := int64(0); k < keys; k++ {
+		var c, s int64
+		for n := k; n < total; n += keys {
+			c++
+			s += n
+		}
+		want[fmt.Sprintf("%d|%d|%d|", k, c, s)] = 1
+	}
+	return want
+}
