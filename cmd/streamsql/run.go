@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +40,15 @@ there is. Every file of the checkpoint is verified first: a missing,
 truncated or corrupted file fails the INSERT (FILE:line:col: message naming
 the file) with exit status 1.
 
+Checking an upgrade: with --check, run starts nothing. It runs the file's
+DDL and SET statements and prints, for each job (INSERT, EXECUTE STATEMENT
+SET, SELECT), the upgrade report against the savepoint of --from: per
+stateful operator RESTORED, NEW (starts empty), UNCLAIMED (state no
+operator takes) or INCOMPATIBLE (with the difference), then the verdict.
+It exits 0 when every job may restore and 1 when one is refused (as the
+restore itself would be); --allow-non-restored-state accepts unclaimed
+state here too.
+
 Exit status: 0 when every job finished; 1 on the first error in the file
 (printed as FILE:line:col: message) or when a job fails (FILE: job <id>
 failed: <cause>); 2 for a bad command line; 130 after Ctrl-C (SIGINT) and
@@ -64,10 +74,14 @@ const runExample = `  # run a job file; the print sink writes to stdout
   streamsql run --from /var/lib/streamsql/checkpoints/4f1c0d2e9a8b7c6d5e4f3a2b1c0d9e8f jobs/counts.sql
 
   # or from one particular checkpoint
-  streamsql run --from /var/lib/streamsql/checkpoints/4f1c0d2e9a8b7c6d5e4f3a2b1c0d9e8f/chk-42 jobs/counts.sql`
+  streamsql run --from /var/lib/streamsql/checkpoints/4f1c0d2e9a8b7c6d5e4f3a2b1c0d9e8f/chk-42 jobs/counts.sql
+
+  # will a changed query take over a savepoint's state? (starts nothing)
+  streamsql run --check --from /var/lib/streamsql/savepoints/savepoint-4f1c0d-0a1b2c3d4e5f jobs/counts_v2.sql`
 
 func newRunCmd(e *env) *cobra.Command {
 	var sf sessionFlags
+	var check bool
 	cmd := &cobra.Command{
 		Use:     "run [flags] FILE.sql",
 		Short:   "Run a SQL job file and wait for its jobs to finish",
@@ -75,11 +89,98 @@ func newRunCmd(e *env) *cobra.Command {
 		Example: runExample,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if check {
+				return checkFile(e, args[0], &sf)
+			}
 			return runFile(e, args[0], &sf)
 		},
 	}
 	sf.register(cmd)
+	cmd.Flags().BoolVar(&check, "check", false, "check every job of the file against the savepoint of --from and print the upgrade report, without starting anything (exit 0 if every job may restore, 1 if not)")
 	return cmd
+}
+
+// checkFile is `streamsql run --check FILE`: it runs the file's DDL and
+// SET statements, and for each job statement (INSERT, EXECUTE STATEMENT
+// SET, SELECT) prints the upgrade report against the savepoint the job
+// would restore from (--from, or the file's SET
+// 'execution.savepoint.path'), honouring --allow-non-restored-state. No
+// job starts and no REST API is served. Exit status 0 when every job may
+// restore, 1 when one is refused or a statement fails.
+func checkFile(e *env, file string, sf *sessionFlags) error {
+	var scripts []*script
+	if sf.init != "" {
+		sc, err := loadScript(e.stderr, sf.init)
+		if err != nil {
+			return err
+		}
+		scripts = append(scripts, sc)
+	}
+	jobScript, err := loadScript(e.stderr, file)
+	if err != nil {
+		return err
+	}
+	scripts = append(scripts, jobScript)
+	s, err := sf.newSession(e.stdout, newJobLog(e.stderr))
+	if err != nil {
+		return usageError{err}
+	}
+	defer s.Close()
+	jobs, refused := 0, 0
+scripts:
+	for _, sc := range scripts {
+		for _, st := range sc.stmts {
+			switch st.(type) {
+			case *parser.Quit:
+				break scripts
+			case *parser.CreateTable, *parser.CreateView, *parser.Drop, *parser.Set, *parser.Reset:
+				if _, err := s.Execute(context.Background(), st); err != nil {
+					fmt.Fprintln(e.stderr, fileError(sc.file, err, st))
+					return exitCode(exitFailure)
+				}
+				continue
+			case *parser.Insert, *parser.StatementSet, *parser.Select:
+			default:
+				continue // shows, explains and job control start nothing
+			}
+			from := s.Options.Get(savepointKey)
+			if from == "" {
+				fmt.Fprintln(e.stderr, fileError(sc.file, errors.New("--check: no savepoint to check against: give --from PATH (or SET '"+savepointKey+"')"), st))
+				return exitCode(exitFailure)
+			}
+			rep, err := s.CheckUpgrade(from, st)
+			if err != nil {
+				fmt.Fprintln(e.stderr, fileError(sc.file, err, st))
+				return exitCode(exitFailure)
+			}
+			jobs++
+			pos := st.Position()
+			fmt.Fprintf(e.stdout, "%s:%d:%d: %s\nSavepoint: %s\n%s", sc.file, pos.Line, pos.Col, firstLine(st.SQL()), from, rep.String())
+			if rep.Err() != nil {
+				refused++
+			}
+		}
+	}
+	switch {
+	case refused > 0:
+		fmt.Fprintf(e.stderr, "%s: %d of %s refused by the savepoint (see the report)\n", file, refused, plural(jobs, "job"))
+		return exitCode(exitFailure)
+	case jobs == 0:
+		fmt.Fprintf(e.stderr, "%s: no job to check (no INSERT, EXECUTE STATEMENT SET or SELECT)\n", file)
+	}
+	return nil
+}
+
+// firstLine is the first line of a statement's text, shortened.
+func firstLine(sql string) string {
+	l, _, cut := strings.Cut(strings.TrimSpace(sql), "\n")
+	if r := []rune(l); len(r) > 72 {
+		l, cut = string(r[:72]), true
+	}
+	if cut {
+		l += " ..."
+	}
+	return l
 }
 
 // script is a parsed SQL file.

@@ -524,15 +524,17 @@ func (s *FileSink) Finish() error {
 }
 
 // PreCommit implements exec.TwoPhaseSink: everything written so far
-// becomes pending (durable, hidden) for epoch checkpointID. The state is
-// the header (see state.go), uvarint next part number, uvarint number of
-// pending files, and per file: varint epoch and its visible name
-// ("part-<id>-<subtask>-<n>", relative to the sink's directory).
+// becomes pending (durable, hidden) for epoch checkpointID. The state
+// (version 2) is the header (see state.go), the sink's directory (absolute),
+// uvarint next part number, uvarint number of pending files, and per file:
+// varint epoch and its visible name ("part-<id>-<subtask>-<n>", relative to
+// the directory). Version 1 had no directory.
 func (s *FileSink) PreCommit(checkpointID int64) ([]byte, error) {
 	if err := s.parts.PreCommit(checkpointID); err != nil {
 		return nil, err
 	}
 	b := stateHeader(kindFileSink, s.subtask, s.parallelism)
+	b = appendString(b, absDir(s.parts.dir))
 	b = binary.AppendUvarint(b, uint64(s.parts.next))
 	b = binary.AppendUvarint(b, uint64(len(s.parts.pending)))
 	for _, pp := range s.parts.pending {
@@ -557,15 +559,71 @@ func (s *FileSink) RestoreState(state []byte) error {
 	if err != nil {
 		return err
 	}
-	pending, next, err := readSinkState(r)
+	st, err := readSinkState(r)
 	if err != nil {
 		return err
 	}
-	return s.parts.Restore(pending, next)
+	return s.restoreFrom(st, true)
+}
+
+// sinkState is a decoded file sink state.
+type sinkState struct {
+	subtask int // of the subtask that took it
+	dir     string
+	next    int
+	pending []pendingPart
+}
+
+// absDir is dir made absolute (as recorded in the state), or dir itself if
+// that fails.
+func absDir(dir string) string {
+	if a, err := filepath.Abs(dir); err == nil {
+		return a
+	}
+	return filepath.Clean(dir)
+}
+
+// restoreFrom restores the state of old subtask st.subtask (own: this
+// subtask's index). When the sink's path changed since the checkpoint (an
+// upgrade writing the same table elsewhere), the state's pending files are
+// committed where they were written, and nothing else in that directory is
+// touched (the job that wrote it may still be running); this subtask
+// starts afresh in its own directory. A version 1 state does not record
+// its directory: its files must be in this one.
+func (s *FileSink) restoreFrom(st sinkState, own bool) error {
+	if st.dir != "" && st.dir != absDir(s.parts.dir) {
+		old := &PartFiles{dir: st.dir}
+		renamed := false
+		for _, pp := range st.pending {
+			done, err := old.commitOne(pp)
+			if err != nil {
+				return fmt.Errorf("%w (the sink's path was %s when the checkpoint was taken)", err, st.dir)
+			}
+			renamed = renamed || done
+		}
+		if renamed {
+			if err := syncDir(st.dir); err != nil {
+				return err
+			}
+		}
+		if own {
+			return s.parts.Restore(nil, 0)
+		}
+		return nil
+	}
+	parts := s.parts
+	if !own {
+		parts = s.parts.ofSubtask(st.subtask)
+	}
+	return parts.Restore(st.pending, st.next)
 }
 
 // readSinkState decodes a file sink state after its header.
-func readSinkState(r *stateReader) ([]pendingPart, int, error) {
+func readSinkState(r *stateReader) (sinkState, error) {
+	st := sinkState{subtask: r.subtask}
+	if r.version >= 2 {
+		st.dir = r.str()
+	}
 	next := r.int()
 	n := r.count(2)
 	pending := make([]pendingPart, 0, n)
@@ -574,12 +632,13 @@ func readSinkState(r *stateReader) ([]pendingPart, int, error) {
 		pending = append(pending, pendingPart{epoch: e, name: r.str()})
 	}
 	if err := r.end(); err != nil {
-		return nil, 0, err
+		return sinkState{}, err
 	}
-	if next > math.MaxInt32 {
-		return nil, 0, fmt.Errorf("filesystem sink: cannot restore: the checkpoint state is corrupted")
+	if next > math.MaxInt32 || (r.version >= 2 && !filepath.IsAbs(st.dir)) {
+		return sinkState{}, fmt.Errorf("filesystem sink: cannot restore: the checkpoint state is corrupted")
 	}
-	return pending, int(next), nil
+	st.next, st.pending = int(next), pending
+	return st, nil
 }
 
 // RestoreStates implements exec.RescalableSink for a restore at another
@@ -609,20 +668,15 @@ func (s *FileSink) RestoreStates(states [][]byte) error {
 	}
 	ownDone := false
 	for _, r := range rs {
-		pending, next, err := readSinkState(r)
+		st, err := readSinkState(r)
 		if err != nil {
 			return err
 		}
-		if r.subtask == s.subtask {
-			if err := s.parts.Restore(pending, next); err != nil {
-				return err
-			}
-			ownDone = true
-			continue
-		}
-		if err := s.parts.ofSubtask(r.subtask).Restore(pending, next); err != nil {
+		own := r.subtask == s.subtask
+		if err := s.restoreFrom(st, own); err != nil {
 			return err
 		}
+		ownDone = ownDone || own
 	}
 	if !ownDone {
 		return s.parts.Restore(nil, 0)

@@ -26,7 +26,8 @@ var (
 // length and the bytes. A state ends exactly after its last field.
 //
 // Versions: 1 is the first encoding of every kind; datagen and the file
-// source write version 2 (lists of splits, for rescaling) and still read
+// source write version 2 (lists of splits, for rescaling), the file sink
+// version 2 (with its directory, for a changed path), and all still read
 // version 1. A restore refuses versions newer than this build writes.
 const stateVersion byte = 1
 
@@ -39,7 +40,7 @@ const (
 
 // stateVersions is the version each kind writes (and the newest it reads).
 var stateVersions = map[byte]byte{
-	kindDatagen: 2, kindFileSource: 2, kindSocket: stateVersion, kindFileSink: stateVersion,
+	kindDatagen: 2, kindFileSource: 2, kindSocket: stateVersion, kindFileSink: 2,
 }
 
 var kindNames = map[byte]string{
