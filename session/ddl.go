@@ -233,10 +233,16 @@ const HelpText = `Statements (end each with ';'):
   INSERT INTO t SELECT ... submit a job writing to table t
   EXECUTE STATEMENT SET BEGIN INSERT ...; INSERT ...; END   several INSERTs as one job
   EXPLAIN <SELECT | INSERT | EXECUTE STATEMENT SET>          show the physical DAG
-  SHOW JOBS | STOP JOB '<id>' | SHOW CHECKPOINTS
+  SHOW JOBS | DESCRIBE JOB '<id>' | STOP JOB '<id>'          list jobs; show one; cancel one
+  STOP JOB '<id>' WITH SAVEPOINT [WITH DRAIN]                 stop at a savepoint in state.savepoints.dir
+  CREATE SAVEPOINT FOR JOB '<id>' [INTO '<dir>']              take a savepoint; the job keeps running
+  SHOW SAVEPOINTS [FOR JOB '<id>'] | SHOW CHECKPOINTS [FOR JOB '<id>']
+  EXPLAIN UPGRADE FROM SAVEPOINT '<path>' <INSERT | EXECUTE STATEMENT SET>
+                           can this statement restore the savepoint's state? (nothing runs)
   HELP | QUIT
 Checkpoints: SET 'execution.checkpointing.interval' = '10 s'; SET 'state.checkpoints.dir' = '/path';
-  restore with SET 'execution.savepoint.path' = '<dir>/<job-id>' (or streamsql run --from)
+  savepoints: SET 'state.savepoints.dir' = '/path'; pin an aggregation's state: SELECT /*+ UID('name') */ ...
+  restore with SET 'execution.savepoint.path' = '<savepoint or checkpoint>' (or streamsql run --from)
 Types: BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p, s), STRING, VARCHAR(n), TIMESTAMP(3)
 Connectors: datagen, filesystem (csv, json), socket, print, blackhole
 Table function: FROM t, LATERAL TABLE(SPLIT(s[, delimiter])) AS T(word)`
