@@ -595,13 +595,18 @@ func (st *subtask) restore() error {
 			return err
 		}
 		if all == 0 || (own != nil && all == st.task.Parallelism) {
-			return so.restore(own)
+			err = so.restore(own)
+		} else if rs, ok := so.sink.(RescalableSink); ok {
+			err = rs.RestoreStates(mine)
+		} else {
+			err = fmt.Errorf("sink '%s' cannot be restored at parallelism %d: its state was taken at parallelism %d", st.task.Sink.Table.Name, st.task.Parallelism, all)
 		}
-		rs, ok := so.sink.(RescalableSink)
-		if !ok {
-			return &UnrecoverableError{Err: fmt.Errorf("sink '%s' cannot be restored at parallelism %d: its state was taken at parallelism %d", st.task.Sink.Table.Name, st.task.Parallelism, all)}
+		if err != nil {
+			// The output the checkpoint names is gone or not this sink's:
+			// retrying cannot help.
+			return &UnrecoverableError{Err: err}
 		}
-		return rs.RestoreStates(mine)
+		return nil
 	}
 	return nil
 }

@@ -142,6 +142,10 @@ func (s *Session) runAttempts(ctx context.Context, j *job, ph *planner.Physical,
 			j.info.Checkpoints++
 			j.info.LastCheckpoint = info.ID
 			j.mu.Unlock()
+			if info.Kind == checkpoint.KindSavepoint {
+				fmt.Fprintf(s.cfg.Log, "job %s: savepoint %d complete: %s (%d bytes)\n", j.info.ID, info.ID, info.Path, info.Size)
+				return
+			}
 			fmt.Fprintf(s.cfg.Log, "job %s: checkpoint %d complete (%d bytes, %d written, sync %d ms, async %d ms)\n",
 				j.info.ID, info.ID, info.Size, info.Written, info.SyncMS, info.AsyncMS)
 		}

@@ -272,6 +272,9 @@ func (s *Session) startJob(ctx context.Context, cancel context.CancelFunc, id, n
 }
 
 func (s *Session) submit(st parser.Statement, ins []*parser.Insert) (*Result, error) {
+	if p, maxP := s.Options.Int("parallelism.default"), s.Options.Int("pipeline.max-parallelism"); p > maxP {
+		return nil, &parser.Error{Pos: st.Position(), Msg: fmt.Sprintf("'parallelism.default' (%d) is larger than 'pipeline.max-parallelism' (%d): a subtask would own no key group", p, maxP)}
+	}
 	ph, err := s.Planner().PlanInserts(ins)
 	if err != nil {
 		return nil, err
