@@ -9,8 +9,11 @@ build:
 	$(GO) build -o bin/streamsql ./cmd/streamsql
 
 # Every test; the runtime packages also under the race detector.
+# The process-level e2e tests (kill -9, savepoints) run on their own, after
+# the others, so that timing-sensitive steps do not compete for the CPUs.
 test: vet
-	$(GO) test -count=1 $(GOTESTFLAGS) $(PKGS)
+	$(GO) test -count=1 $(GOTESTFLAGS) $$($(GO) list $(PKGS) | grep -v /e2e)
+	$(GO) test -count=1 $(GOTESTFLAGS) ./e2e/
 	$(GO) test -count=1 -race $(GOTESTFLAGS) ./exec/ ./session/
 
 vet:
