@@ -108,19 +108,10 @@ func newRunCmd(e *env) *cobra.Command {
 // job starts and no REST API is served. Exit status 0 when every job may
 // restore, 1 when one is refused or a statement fails.
 func checkFile(e *env, file string, sf *sessionFlags) error {
-	var scripts []*script
-	if sf.init != "" {
-		sc, err := loadScript(e.stderr, sf.init)
-		if err != nil {
-			return err
-		}
-		scripts = append(scripts, sc)
-	}
-	jobScript, err := loadScript(e.stderr, file)
+	scripts, err := loadScripts(e, file, sf)
 	if err != nil {
 		return err
 	}
-	scripts = append(scripts, jobScript)
 	s, err := sf.newSession(e.stdout, newJobLog(e.stderr))
 	if err != nil {
 		return usageError{err}
@@ -261,19 +252,10 @@ func (sw *signalWatch) close() {
 
 // runFile is `streamsql run FILE` (and `streamsql -f FILE`).
 func runFile(e *env, file string, sf *sessionFlags) error {
-	var scripts []*script
-	if sf.init != "" {
-		sc, err := loadScript(e.stderr, sf.init)
-		if err != nil {
-			return err
-		}
-		scripts = append(scripts, sc)
-	}
-	jobScript, err := loadScript(e.stderr, file)
+	scripts, err := loadScripts(e, file, sf)
 	if err != nil {
 		return err
 	}
-	scripts = append(scripts, jobScript)
 
 	s, err := sf.newSession(e.stdout, newJobLog(e.stderr))
 	if err != nil {
@@ -311,7 +293,7 @@ func runFile(e *env, file string, sf *sessionFlags) error {
 		return r.interrupted(sw.exitStatus())
 	}
 	if failed != nil {
-		return r.jobFailed(jobScript.file, failed)
+		return r.jobFailed(scripts[len(scripts)-1].file, failed)
 	}
 	return nil
 }
@@ -448,4 +430,22 @@ func lifecycleLine(line string) bool {
 		return true
 	}
 	return strings.HasPrefix(rest, "(") && strings.HasSuffix(rest, ") started")
+}
+
+// loadScripts parses the -i init file (if any) and FILE, in that order,
+// before anything runs.
+func loadScripts(e *env, file string, sf *sessionFlags) ([]*script, error) {
+	var scripts []*script
+	if sf.init != "" {
+		sc, err := loadScript(e.stderr, sf.init)
+		if err != nil {
+			return nil, err
+		}
+		scripts = append(scripts, sc)
+	}
+	jobScript, err := loadScript(e.stderr, file)
+	if err != nil {
+		return nil, err
+	}
+	return append(scripts, jobScript), nil
 }
