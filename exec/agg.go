@@ -100,9 +100,6 @@ func (a *groupAgg) Close() error {
 	return nil
 }
 
-// slots returns the number of allocated slots.
-func (a *groupAgg) slots() int { return len(a.rowCount) }
-
 // allocSlot returns a free slot (state zeroed).
 func (a *groupAgg) allocSlot() int32 {
 	if n := len(a.free); n > 0 {

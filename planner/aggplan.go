@@ -38,10 +38,6 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 	nKeys := len(preProjs)
 
 	// Collect the aggregate calls of the select list and HAVING.
-	type aggRef struct {
-		key string
-		idx int
-	}
 	var calls []AggCall
 	var callKeys []string
 	argIndex := map[string]int{}
@@ -161,7 +157,7 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 		switch n.(type) {
 		case ast.ValueExpr, *ast.ParenthesesExpr:
 		default:
-			ab := &exprBuilder{ctx: ctx, in: in, noAggErr: true}
+			ab := &exprBuilder{ctx: ctx, in: in}
 			e, err := ab.build(n)
 			if err != nil {
 				if _, isCol := n.(*ast.ColumnNameExpr); isCol {

@@ -23,8 +23,7 @@ type exprBuilder struct {
 	in     *rel
 	clause string
 	// hook, when set, is tried first on every node (aggregate resolution).
-	hook     func(ast.ExprNode) (Expr, bool, error)
-	noAggErr bool
+	hook func(ast.ExprNode) (Expr, bool, error)
 }
 
 func (b *exprBuilder) errf(word, format string, args ...any) error {
@@ -396,7 +395,6 @@ func (b *exprBuilder) literal(v *test_driver.ValueExpr) (Expr, error) {
 }
 
 func decimalLiteral(s string, b *exprBuilder) (Expr, error) {
-	neg := strings.HasPrefix(s, "-")
 	digits := strings.TrimPrefix(s, "-")
 	intPart, frac, _ := strings.Cut(digits, ".")
 	intPart = strings.TrimLeft(intPart, "0")
@@ -411,7 +409,6 @@ func decimalLiteral(s string, b *exprBuilder) (Expr, error) {
 	if err != nil {
 		return nil, b.errf(s, "bad decimal literal %s: %v", s, err)
 	}
-	_ = neg
 	return &Literal{Value: n, T: catalog.Decimal(max(p, len(frac)), len(frac)).WithNotNull(true)}, nil
 }
 
@@ -420,9 +417,6 @@ func negateLiteral(l *Literal) (*Literal, bool) {
 	case int32:
 		return &Literal{Value: -v, T: l.T}, true
 	case int64:
-		if v == -(math.MinInt32) && false {
-			return nil, false
-		}
 		return &Literal{Value: -v, T: l.T}, true
 	case float64:
 		return &Literal{Value: -v, T: l.T}, true
