@@ -252,6 +252,8 @@ type minMax[T scalar] struct {
 	isMax   bool
 	retract bool
 	less    func(a, b T) bool // a direct call, resolved once per operator
+	seen    []uint64          // retract mode: epoch a group was last recomputed
+	epoch   uint64
 	val     []T
 	has     []bool
 	multi   []map[T]int64
@@ -271,6 +273,7 @@ func (a *minMax[T]) grow(n int) {
 		a.has = append(a.has, false)
 		if a.retract {
 			a.multi = append(a.multi, nil)
+			a.seen = append(a.seen, 0)
 		}
 	}
 }
@@ -329,7 +332,13 @@ func (a *minMax[T]) update(gids []int32, col arrow.Array, ops []RowKind) {
 		dirty = true
 	}
 	if dirty {
+		// Recompute the extreme once per group of the batch, not per row.
+		a.epoch++
 		for _, g := range gids {
+			if a.seen[g] == a.epoch {
+				continue
+			}
+			a.seen[g] = a.epoch
 			a.has[g] = false
 			var best T
 			for v, c := range a.multi[g] {
