@@ -3,7 +3,6 @@ package exec
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/exec/expr"
+	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/planner"
 )
 
@@ -30,27 +30,19 @@ type groupAgg struct {
 	batchSize int
 	mem       memory.Allocator
 	schema    *arrow.Schema
+	ctx       *OpContext
 
-	// group lookup
-	intKey   bool             // single INT/BIGINT/TIMESTAMP key
-	intMap   map[int64]int32  // intKey: key -> slot
-	nullSlot int32            // intKey: slot of the NULL key, or -1
-	strMap   map[string]int32 // otherwise: encoded key -> slot
-	keyOf    []string         // strMap: encoded key of each slot
+	// keyed state: groups are slots of the table; the key columns and the
+	// accumulators are columns indexed by slot
+	tbl      *state.Table
+	intKey   bool // single INT/BIGINT/TIMESTAMP key: looked up without encoding
 	keyBuf   []byte
 	keyOffs  []int
-
 	keys     []keyStore
 	rowCount []int64
-	free     []int32
 	accs     []accumulator
 
-	// checkpointing: slots changed and keys removed since the last snapshot
 	maxP        int
-	kgOf        []uint16
-	dirty       []bool
-	dirtyList   []int32
-	tombstones  [][]byte
 	batchHashes []uint64
 	hashBuf     []uint64
 
@@ -64,17 +56,13 @@ type groupAgg struct {
 	touched                                 []int32
 }
 
-func newAgg(s *planner.AggOp, mem memory.Allocator, batchSize, maxParallelism int) (*groupAgg, error) {
-	a := &groupAgg{spec: s, mem: mem, batchSize: max(batchSize, 1), schema: s.Out.Arrow(), nullSlot: -1, maxP: max(maxParallelism, 1)}
+func newAgg(s *planner.AggOp, ctx *OpContext) (*groupAgg, error) {
+	a := &groupAgg{spec: s, mem: ctx.Mem, batchSize: max(ctx.BatchSize, 1), schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), ctx: ctx}
 	if len(s.Keys) == 1 {
 		switch s.Out[0].Type.Kind {
 		case catalog.KindInt, catalog.KindBigInt, catalog.KindTimestamp:
 			a.intKey = true
-			a.intMap = map[int64]int32{}
 		}
-	}
-	if !a.intKey {
-		a.strMap = map[string]int32{}
 	}
 	for i := range s.Keys {
 		ks, err := newKeyStore(s.Out[i].Type)
@@ -91,49 +79,44 @@ func newAgg(s *planner.AggOp, mem memory.Allocator, batchSize, maxParallelism in
 		}
 		a.accs = append(a.accs, acc)
 	}
+	tbl, err := state.NewTable(state.Options{OpID: s.ID, MaxParallelism: a.maxP, Checkpointing: ctx.Checkpointing, IntKeys: a.intKey}, aggCodec{a})
+	if err != nil {
+		return nil, err
+	}
+	tbl.OnGrow = func(n int) {
+		a.rowCount = append(a.rowCount, 0)
+		a.mark = append(a.mark, 0)
+		for _, acc := range a.accs {
+			acc.grow(n)
+		}
+	}
+	a.tbl = tbl
 	return a, nil
 }
 
-func (a *groupAgg) Finish(out Collector) error { return nil }
+func (a *groupAgg) Open(*OpContext) error                          { return nil }
+func (a *groupAgg) ProcessWatermark(wm int64, out Collector) error { return out.EmitWatermark(wm) }
+func (a *groupAgg) Finish(out Collector) error                     { return nil }
 func (a *groupAgg) Close() error {
-	a.intMap, a.strMap, a.accs = nil, nil, nil
+	a.tbl, a.accs = nil, nil
 	return nil
 }
 
-// allocSlot returns a free slot (state zeroed).
-func (a *groupAgg) allocSlot() int32 {
-	if n := len(a.free); n > 0 {
-		g := a.free[n-1]
-		a.free = a.free[:n-1]
-		return g
-	}
-	g := int32(len(a.rowCount))
-	a.rowCount = append(a.rowCount, 0)
-	a.mark = append(a.mark, 0)
-	a.dirty = append(a.dirty, false)
-	a.kgOf = append(a.kgOf, 0)
-	for _, acc := range a.accs {
-		acc.grow(len(a.rowCount))
-	}
-	if !a.intKey {
-		a.keyOf = append(a.keyOf, "")
-	}
-	return g
-}
-
-// newSlot allocates a slot for the key of row row of rec.
-func (a *groupAgg) newSlot(rec arrow.Record, row int) int32 {
-	g := a.allocSlot()
-	for i, k := range a.spec.Keys {
-		a.keys[i].put(g, rec.Column(k), row)
-	}
-	// The key group, as the hash exchange computed it for this row.
+// keyGroupOf is the key group of row row of rec, as the hash exchange
+// routed it.
+func (a *groupAgg) keyGroupOf(rec arrow.Record, row int) int {
 	if a.batchHashes == nil {
 		a.batchHashes = HashKeys(rec, a.spec.Keys, a.hashBuf[:0])
 		a.hashBuf = a.batchHashes
 	}
-	a.kgOf[g] = uint16(a.batchHashes[row] % uint64(a.maxP))
-	return g
+	return int(a.batchHashes[row] % uint64(a.maxP))
+}
+
+// putKeys stores the key of row row of rec in slot g.
+func (a *groupAgg) putKeys(g int32, rec arrow.Record, row int) {
+	for i, k := range a.spec.Keys {
+		a.keys[i].put(g, rec.Column(k), row)
+	}
 }
 
 func (a *groupAgg) lookup(rec arrow.Record) {
@@ -157,12 +140,10 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 	a.encodeKeys(rec)
 	for i := 0; i < n; i++ {
 		k := a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]]
-		g, ok := a.strMap[string(k)]
+		g, ok := a.tbl.LookupBytes(k)
 		if !ok {
-			g = a.newSlot(rec, i)
-			ks := string(k)
-			a.strMap[ks] = g
-			a.keyOf[g] = ks
+			g = a.tbl.InsertBytes(k, a.keyGroupOf(rec, i))
+			a.putKeys(g, rec, i)
 		}
 		a.gids[i] = g
 	}
@@ -172,16 +153,18 @@ func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record
 	nulls := col.NullN() > 0
 	for i, v := range vs {
 		if nulls && col.IsNull(i) {
-			if a.nullSlot < 0 {
-				a.nullSlot = a.newSlot(rec, i)
+			g, ok := a.tbl.LookupNull()
+			if !ok {
+				g = a.tbl.InsertNull(a.keyGroupOf(rec, i))
+				a.putKeys(g, rec, i)
 			}
-			a.gids[i] = a.nullSlot
+			a.gids[i] = g
 			continue
 		}
-		g, ok := a.intMap[int64(v)]
+		g, ok := a.tbl.LookupInt(int64(v))
 		if !ok {
-			g = a.newSlot(rec, i)
-			a.intMap[int64(v)] = g
+			g = a.tbl.InsertInt(int64(v), a.keyGroupOf(rec, i))
+			a.putKeys(g, rec, i)
 		}
 		a.gids[i] = g
 	}
@@ -251,11 +234,7 @@ func (a *groupAgg) encodeKeys(rec arrow.Record) {
 				binary.LittleEndian.PutUint64(buf[p:], uint64(c.Value(i)))
 				p += 8
 			case *array.Float64:
-				v := c.Value(i)
-				if v == 0 {
-					v = 0
-				}
-				binary.LittleEndian.PutUint64(buf[p:], math.Float64bits(v))
+				binary.LittleEndian.PutUint64(buf[p:], canonicalFloatBits(c.Value(i)))
 				p += 8
 			case *array.Decimal128:
 				v := c.Value(i)
@@ -299,7 +278,7 @@ func fixedWidth(dt arrow.DataType) int {
 // changes are consolidated per configured batch (and with a batch size of 1
 // the changelog is exactly Flink's per-row changelog, even when an upstream
 // operator such as SPLIT turned one row into several).
-func (a *groupAgg) Process(b Batch, out Collector) error {
+func (a *groupAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 	defer b.Rec.Release()
 	n := b.Rows()
 	if n <= a.batchSize {
@@ -342,10 +321,7 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 		if a.mark[g] != a.epoch {
 			a.mark[g] = a.epoch
 			a.touched = append(a.touched, g)
-			if !a.dirty[g] {
-				a.dirty[g] = true
-				a.dirtyList = append(a.dirtyList, g)
-			}
+			a.tbl.Touch(g)
 		}
 	}
 	before := a.before[:0] // touched slots alive before the batch
@@ -457,33 +433,21 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 }
 
 func (a *groupAgg) dropSlot(g int32) {
-	// Its key leaves the state at the next snapshot.
-	a.tombstones = append(a.tombstones, a.stateKey(nil, g))
-	if a.dirty[g] {
-		a.dirty[g] = false
-		for i, d := range a.dirtyList {
-			if d == g {
-				a.dirtyList = append(a.dirtyList[:i], a.dirtyList[i+1:]...)
-				break
-			}
-		}
-	}
+	// The table records the key's removal (encoding it) before it is cleared.
+	var ik int64
+	null := false
 	if a.intKey {
-		if g == a.nullSlot {
-			a.nullSlot = -1
-		} else {
-			// find the key: stored in the key store
-			delete(a.intMap, a.keys[0].(intKeyOf).int64At(g))
+		ng, ok := a.tbl.LookupNull()
+		null = ok && ng == g
+		if !null {
+			ik = a.keys[0].(intKeyOf).int64At(g)
 		}
-	} else {
-		delete(a.strMap, a.keyOf[g])
-		a.keyOf[g] = ""
 	}
+	a.tbl.Remove(g, ik, null)
 	a.rowCount[g] = 0
 	for _, acc := range a.accs {
 		acc.reset(g)
 	}
-	a.free = append(a.free, g)
 }
 
 // results builds keys + finalized aggregates of the given slots.
@@ -536,7 +500,8 @@ func diffRows(old, nw arrow.Array, oi, ni []int32, changed []bool) {
 		case *array.Int64:
 			changed[k] = o.Value(i) != nw.(*array.Int64).Value(j)
 		case *array.Float64:
-			changed[k] = o.Value(i) != nw.(*array.Float64).Value(j)
+			x, y := o.Value(i), nw.(*array.Float64).Value(j)
+			changed[k] = x != y && !(x != x && y != y) // NaN equals NaN here, as in GROUP BY
 		case *array.Decimal128:
 			changed[k] = o.Value(i) != nw.(*array.Decimal128).Value(j)
 		case *array.String:

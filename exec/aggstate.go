@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"bytes"
+	"sort"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,101 +28,74 @@ const aggStateV1 = 1
 
 var errCorrupt = errors.New("corrupt aggregation state")
 
-// stateKey appends the state key of slot g to dst.
-func (a *groupAgg) stateKey(dst []byte, g int32) []byte {
-	dst = append(dst, checkpoint.KeyedPrefix(a.spec.ID, int(a.kgOf[g]))...)
-	for _, k := range a.keys {
+// aggCodec encodes a group's key and value for the keyed-state table.
+type aggCodec struct{ a *groupAgg }
+
+func (c aggCodec) AppendKey(dst []byte, g int32) []byte {
+	for _, k := range c.a.keys {
 		dst = k.appendEncoded(dst, g)
 	}
 	return dst
 }
 
-// SnapshotState implements StatefulOperator.
-func (a *groupAgg) SnapshotState(w checkpoint.StateWriter, _ KeyGroups) error {
-	for _, k := range a.tombstones {
-		if err := w.Delete(k); err != nil {
-			return err
-		}
+func (c aggCodec) AppendValue(dst []byte, g int32) []byte {
+	a := c.a
+	dst = append(dst, aggStateV1)
+	dst = binary.AppendVarint(dst, a.rowCount[g])
+	for _, acc := range a.accs {
+		dst = acc.encode(dst, g)
 	}
-	a.tombstones = a.tombstones[:0]
-	var key, val []byte
-	for _, g := range a.dirtyList {
-		a.dirty[g] = false
-		if a.rowCount[g] <= 0 {
-			continue // dropped in this epoch: tombstoned
+	return dst
+}
+
+// Snapshot implements Operator: the changed groups, through the table.
+func (a *groupAgg) Snapshot(id int64, w checkpoint.StateWriter) error {
+	return a.tbl.Snapshot(id, w)
+}
+
+func (a *groupAgg) NotifyComplete(id int64) error { a.tbl.Complete(id); return nil }
+func (a *groupAgg) NotifyAborted(id int64) error  { a.tbl.Abort(id); return nil }
+
+// Restore implements Operator: it loads every group of the subtask's key
+// groups.
+func (a *groupAgg) Restore(r checkpoint.StateReader) error {
+	kg := a.ctx.KeyGroups
+	return a.tbl.Restore(r, kg.Start, kg.End, func(g int32, key, val []byte) (int64, bool, error) {
+		rest := key
+		for _, ks := range a.keys {
+			n, err := ks.decode(rest, g)
+			if err != nil {
+				return 0, false, err
+			}
+			rest = rest[n:]
 		}
-		key = a.stateKey(key[:0], g)
-		val = append(val[:0], aggStateV1)
-		val = binary.AppendVarint(val, a.rowCount[g])
+		if len(rest) != 0 {
+			return 0, false, errCorrupt
+		}
+		if len(val) == 0 || val[0] != aggStateV1 {
+			return 0, false, fmt.Errorf("%w: unknown format", errCorrupt)
+		}
+		rc, n := binary.Varint(val[1:])
+		if n <= 0 {
+			return 0, false, errCorrupt
+		}
+		a.rowCount[g] = rc
+		v := val[1+n:]
 		for _, acc := range a.accs {
-			val = acc.encode(val, g)
+			m, err := acc.decode(v, g)
+			if err != nil {
+				return 0, false, err
+			}
+			v = v[m:]
 		}
-		if err := w.Put(key, val); err != nil {
-			return err
+		if !a.intKey {
+			return 0, false, nil
 		}
-	}
-	a.dirtyList = a.dirtyList[:0]
-	return nil
-}
-
-// RestoreState implements StatefulOperator: it loads every group of the
-// subtask's key groups.
-func (a *groupAgg) RestoreState(r checkpoint.StateReader, kg KeyGroups) error {
-	for k := kg.Start; k < kg.End; k++ {
-		prefix := checkpoint.KeyedPrefix(a.spec.ID, k)
-		err := r.Scan(prefix, func(key, val []byte) error {
-			g := a.allocSlot()
-			a.kgOf[g] = uint16(k)
-			rest := key[len(prefix):]
-			for _, ks := range a.keys {
-				n, err := ks.decode(rest, g)
-				if err != nil {
-					return err
-				}
-				rest = rest[n:]
-			}
-			if len(rest) != 0 {
-				return errCorrupt
-			}
-			if len(val) == 0 || val[0] != aggStateV1 {
-				return fmt.Errorf("%w: unknown format", errCorrupt)
-			}
-			rc, n := binary.Varint(val[1:])
-			if n <= 0 {
-				return errCorrupt
-			}
-			a.rowCount[g] = rc
-			v := val[1+n:]
-			for _, acc := range a.accs {
-				m, err := acc.decode(v, g)
-				if err != nil {
-					return err
-				}
-				v = v[m:]
-			}
-			a.index(g, key[len(prefix):])
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("restoring key group %d: %w", k, err)
+		if key[0] == 0 {
+			return 0, true, nil
 		}
-	}
-	return nil
-}
-
-// index makes slot g findable by its key (encoded as in stateKey).
-func (a *groupAgg) index(g int32, enc []byte) {
-	if !a.intKey {
-		ks := string(enc)
-		a.strMap[ks] = g
-		a.keyOf[g] = ks
-		return
-	}
-	if enc[0] == 0 {
-		a.nullSlot = g
-		return
-	}
-	a.intMap[a.keys[0].(intKeyOf).int64At(g)] = g
+		return a.keys[0].(intKeyOf).int64At(g), false, nil
+	})
 }
 
 // appendEncoded appends slot g's key value as in encodeKeys.
@@ -300,10 +275,21 @@ func (a *decSumAcc) decode(src []byte, g int32) (int, error) {
 	return n + m, err
 }
 
+// appendMultiset appends m sorted by encoded value, so that equal state
+// gives equal bytes whatever Go's map order.
 func appendMultiset[T scalar](dst []byte, m map[T]int64) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(m)))
+	type ent struct {
+		enc []byte
+		c   int64
+	}
+	ents := make([]ent, 0, len(m))
 	for v, c := range m {
-		dst = binary.AppendVarint(appendScalar(dst, v), c)
+		ents = append(ents, ent{appendScalar(nil, v), c})
+	}
+	sort.Slice(ents, func(i, j int) bool { return bytes.Compare(ents[i].enc, ents[j].enc) < 0 })
+	for _, e := range ents {
+		dst = binary.AppendVarint(append(dst, e.enc...), e.c)
 	}
 	return dst
 }

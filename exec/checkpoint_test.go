@@ -140,6 +140,16 @@ func ckAggPlan(par int) *planner.Physical {
 	return p
 }
 
+// ckChainedPlan is ckAggPlan with the sink chained to the aggregation (one
+// task: agg -> sink), as the planner builds INSERT ... GROUP BY.
+func ckChainedPlan(par int) *planner.Physical {
+	p := ckAggPlan(par)
+	src, agg, sink := p.Tasks[0], p.Tasks[1], p.Tasks[2]
+	agg.Sink, agg.Output = sink.Sink, nil
+	p.Tasks, p.Edges = []*planner.Task{src, agg}, p.Edges[:1]
+	return p
+}
+
 // TestCrashRestoreExactlyOnce injects a crash right after checkpoint k,
 // restores the latest complete checkpoint and runs the job to the end: the
 // committed output folds to exactly the uninterrupted result (nothing
@@ -147,55 +157,61 @@ func ckAggPlan(par int) *planner.Physical {
 func TestCrashRestoreExactlyOnce(t *testing.T) {
 	const total, keys = 4000, 23
 	want := expectedCounts(total, keys)
-	for _, par := range []int{1, 3} {
-		for _, crashAt := range []int64{1, 4, 9, 28} { // 28: the final checkpoint at p3
-			t.Run(fmt.Sprintf("p%d/crash-after-%d", par, crashAt), func(t *testing.T) {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				defer mem.AssertSize(t, 0)
-				store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("ab", 16), NumRetained: 2})
-				if err != nil {
-					t.Fatal(err)
+	for _, chained := range []bool{false, true} {
+		for _, par := range []int{1, 3} {
+			for _, crashAt := range []int64{1, 4, 9, 28} { // 28: the final checkpoint at p3
+				plan := ckAggPlan
+				if chained {
+					plan = ckChainedPlan
 				}
-				defer store.Close()
-				sys := &txnSystem{pending: map[string][]string{}}
-				ck := &CheckpointConfig{Backend: store, TriggerEveryBatch: true, FailAfter: crashAt, FirstID: 1}
-				cfg := JobConfig{Mem: mem, BatchSize: 50, Checkpoint: ck,
-					NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
-						return &genSource{sc: sc, total: total, keys: keys}, nil
-					},
-					NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
-						if !sc.Checkpointing {
-							t.Error("sink not told that checkpointing is on")
-						}
-						return &txnSink{sys: sys, subtask: sc.Subtask}, nil
-					}}
-				err = RunJob(context.Background(), ckAggPlan(par), cfg)
-				if !errors.Is(err, ErrInjectedCrash) {
-					t.Fatalf("attempt 1: want the injected crash, got %v", err)
-				}
-				info, ok, err := store.RestoreLatest()
-				if err != nil || !ok || info.ID < crashAt {
-					t.Fatalf("RestoreLatest: %+v ok=%v err=%v", info, ok, err)
-				}
-				ck.FailAfter, ck.Restore, ck.FirstID = 0, true, ck.LastID+1
-				if err := RunJob(context.Background(), ckAggPlan(par), cfg); err != nil {
-					t.Fatalf("attempt 2: %v", err)
-				}
-				got := foldChanges(sys.committed)
-				if fmt.Sprint(got) != fmt.Sprint(want.sorted()) {
-					t.Fatalf("committed output differs after the crash:\n got %v\nwant %v", got, want.sorted())
-				}
-				if len(sys.pending) != 0 {
-					t.Fatalf("pending transactions left: %v", sys.pending)
-				}
-			})
+				t.Run(fmt.Sprintf("chained=%v/p%d/crash-after-%d", chained, par, crashAt), func(t *testing.T) {
+					mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+					defer mem.AssertSize(t, 0)
+					store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("ab", 16), NumRetained: 2})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer store.Close()
+					sys := &txnSystem{pending: map[string][]string{}}
+					ck := &CheckpointConfig{Backend: store, TriggerEveryBatch: true, FailAfter: crashAt, FirstID: 1}
+					cfg := JobConfig{Mem: mem, BatchSize: 50, Checkpoint: ck,
+						NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
+							return &genSource{sc: sc, total: total, keys: keys}, nil
+						},
+						NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
+							if !sc.Checkpointing {
+								t.Error("sink not told that checkpointing is on")
+							}
+							return &txnSink{sys: sys, subtask: sc.Subtask}, nil
+						}}
+					err = RunJob(context.Background(), plan(par), cfg)
+					if !errors.Is(err, ErrInjectedCrash) {
+						t.Fatalf("attempt 1: want the injected crash, got %v", err)
+					}
+					info, ok, err := store.RestoreLatest()
+					if err != nil || !ok || info.ID < crashAt {
+						t.Fatalf("RestoreLatest: %+v ok=%v err=%v", info, ok, err)
+					}
+					ck.FailAfter, ck.Restore, ck.FirstID = 0, true, ck.LastID+1
+					if err := RunJob(context.Background(), plan(par), cfg); err != nil {
+						t.Fatalf("attempt 2: %v", err)
+					}
+					got := foldChanges(sys.committed)
+					if fmt.Sprint(got) != fmt.Sprint(want.sorted()) {
+						t.Fatalf("committed output differs after the crash:\n got %v\nwant %v", got, want.sorted())
+					}
+					if len(sys.pending) != 0 {
+						t.Fatalf("pending transactions left: %v", sys.pending)
+					}
+				})
+			}
 		}
 	}
 }
 
 // faultyOp wraps a stateful operator and fails once at a chosen point.
 type faultyOp struct {
-	StatefulOperator
+	Operator
 	at    string // "process", "snapshot", "restore", "close"
 	fired *atomic.Int32
 	calls *atomic.Int32
@@ -214,30 +230,30 @@ func (f *faultyOp) hit(point string) error {
 	return nil
 }
 
-func (f *faultyOp) Process(b Batch, out Collector) error {
+func (f *faultyOp) ProcessBatch(input int, b Batch, out Collector) error {
 	if err := f.hit("process"); err != nil {
 		b.Rec.Release()
 		return err
 	}
-	return f.StatefulOperator.Process(b, out)
+	return f.Operator.ProcessBatch(input, b, out)
 }
 
-func (f *faultyOp) SnapshotState(w checkpoint.StateWriter, kg KeyGroups) error {
+func (f *faultyOp) Snapshot(id int64, w checkpoint.StateWriter) error {
 	if err := f.hit("snapshot"); err != nil {
 		return err
 	}
-	return f.StatefulOperator.SnapshotState(w, kg)
+	return f.Operator.Snapshot(id, w)
 }
 
-func (f *faultyOp) RestoreState(r checkpoint.StateReader, kg KeyGroups) error {
+func (f *faultyOp) Restore(r checkpoint.StateReader) error {
 	if err := f.hit("restore"); err != nil {
 		return err
 	}
-	return f.StatefulOperator.RestoreState(r, kg)
+	return f.Operator.Restore(r)
 }
 
 func (f *faultyOp) Close() error {
-	err := f.StatefulOperator.Close()
+	err := f.Operator.Close()
 	if herr := f.hit("close"); herr != nil {
 		return herr
 	}
@@ -281,8 +297,8 @@ func TestOperatorFaultsRestartExactlyOnce(t *testing.T) {
 					return &txnSink{sys: sys, subtask: sc.Subtask}, nil
 				},
 				WrapOperator: func(_ string, _ int, op Operator) Operator {
-					if so, ok := op.(StatefulOperator); ok {
-						return &faultyOp{StatefulOperator: so, at: c.at, fired: &fired, calls: &calls, after: c.after}
+					if _, ok := op.(*groupAgg); ok {
+						return &faultyOp{Operator: op, at: c.at, fired: &fired, calls: &calls, after: c.after}
 					}
 					return op
 				}}

@@ -79,237 +79,481 @@ type CheckpointConfig struct {
 	// FailAfter > 0 fails the attempt right after checkpoint FailAfter
 	// completed (crash injection for tests). FailedAt reports it.
 	FailAfter int64
+	// MaxConcurrent is execution.checkpointing.max-concurrent-checkpoints
+	// (0 means 1): periodic checkpoints in flight at once. Savepoints and
+	// the final checkpoint are not limited by it.
+	MaxConcurrent int
+	// Fault, when set, is called at the named protocol steps of every
+	// checkpoint (tests inject failures with it): an error aborts the
+	// checkpoint at that step (counted as a failed checkpoint); an error
+	// wrapping ErrInjectedCrash fails the attempt at once, as a crash of
+	// the process would.
+	Fault func(step FaultStep, id int64) error
 }
 
-// ErrInjectedCrash is the failure FailAfter injects.
-var ErrInjectedCrash = errors.New("injected crash after checkpoint")
+// FaultStep names a step of the checkpoint protocol (see
+// CheckpointConfig.Fault).
+type FaultStep string
 
+const (
+	// StepAcked: every subtask acknowledged; the state is not committed.
+	StepAcked FaultStep = "acked"
+	// StepCommitted: the state is committed to the working store, not yet
+	// durable (no _metadata).
+	StepCommitted FaultStep = "committed"
+	// StepPersisted: _metadata is written; sinks are not yet told to commit.
+	StepPersisted FaultStep = "persisted"
+	// StepSnapshot: a subtask is about to take its snapshot (called on
+	// the subtask's goroutine; an error fails that subtask's snapshot).
+	StepSnapshot FaultStep = "snapshot"
+)
+
+
+// ErrInjectedCrash is the failure FailAfter and Fault inject.
+var ErrInjectedCrash = errors.New("injected crash")
+
+// trigger asks a source subtask to inject a barrier.
 type trigger struct {
 	id    int64
-	final bool // the last barrier: subtasks shut down after it
+	final bool // the last barrier: the job ends once it completes
 	// savepoint requests
 	savepoint, stop, drain bool
 }
 
-type ack struct {
-	id  int64
-	buf *checkpoint.Buffer
-	err error
+func barrierOf(tr trigger) Barrier {
+	b := Barrier{ID: tr.id, Final: tr.final}
+	if tr.savepoint {
+		b.Kind = Savepoint
+	}
+	return b
 }
 
-// coordinator triggers checkpoints in the sources, collects the subtasks'
-// acknowledgements, commits and persists each checkpoint, then tells the
-// two-phase sinks to commit. One runs per job attempt.
-type coordinator struct {
-	cfg      *CheckpointConfig
-	triggers []chan trigger // one per source subtask
-	acks     chan ack
-	expected int // subtasks that acknowledge each checkpoint
+type ack struct {
+	slot int // the acknowledging subtask
+	id   int64
+	buf  *checkpoint.Buffer
+	err  error
+}
 
-	mu        sync.Mutex
-	completed int64           // latest completed checkpoint id
-	notify    []chan struct{} // one per two-phase sink subtask: "completed changed"
+// ctlKind is a control message from the coordinator to a subtask.
+type ctlKind uint8
+
+const (
+	ctlTrigger  ctlKind = iota // sources: inject a barrier
+	ctlComplete                // checkpoint id completed (commit: sinks commit)
+	ctlAbort                   // checkpoint id aborted
+	ctlShutdown                // sources: the final checkpoint completed, end
+)
+
+type ctlMsg struct {
+	kind   ctlKind
+	tr     trigger
+	id     int64
+	commit bool
+}
+
+// mailbox is an unbounded queue with a wake-up signal: senders never
+// block (the coordinator must not stall behind a backpressured subtask);
+// the receiver waits on sig and pops. The messages are few per checkpoint.
+type mailbox[T any] struct {
+	mu  sync.Mutex
+	q   []T
+	sig chan struct{}
+}
+
+func newMailbox[T any]() *mailbox[T] { return &mailbox[T]{sig: make(chan struct{}, 1)} }
+
+func (m *mailbox[T]) put(v T) {
+	m.mu.Lock()
+	m.q = append(m.q, v)
+	m.mu.Unlock()
+	select {
+	case m.sig <- struct{}{}:
+	default:
+	}
+}
+
+func (m *mailbox[T]) pop() (T, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var zero T
+	if len(m.q) == 0 {
+		return zero, false
+	}
+	v := m.q[0]
+	m.q[0] = zero
+	m.q = m.q[1:]
+	return v, true
+}
+
+// pendingCkpt is a checkpoint between its trigger and its outcome.
+type pendingCkpt struct {
+	tr       trigger
+	req      *SavepointRequest
+	deadline time.Time
+	bufs     []*checkpoint.Buffer // by subtask slot
+	acks     int
+}
+
+// coordinator is the job's checkpoint coordinator: a state machine per
+// checkpoint. PENDING (triggered, acks arriving) -> COMPLETING (state
+// committed, _metadata written) -> COMPLETED (every subtask notified; sinks
+// commit unless it is an intermediate savepoint); or ABORTED (a failed
+// snapshot, the timeout from trigger to _metadata, a failed commit or
+// persist): every subtask is notified so that operators keep the changes
+// of the aborted epoch for the next checkpoint. Triggers and notifications
+// go through mailboxes and never block. One runs per job attempt.
+type coordinator struct {
+	cfg     *CheckpointConfig
+	sources []*mailbox[ctlMsg] // source subtasks
+	all     []*mailbox[ctlMsg] // every subtask, by slot
+	acks    *mailbox[ack]
+
+	mu          sync.Mutex
+	batches     int // lockstep: sources that emitted a batch and wait
+	finished    int // sources that ended their input
+	progressSig chan struct{}
 
 	sourcesLeft int
-	finished    chan struct{} // a source subtask ended its input
 	nextID      int64
 	lastEnd     time.Time
+	pending     map[int64]*pendingCkpt
+	failures    int
+	stopping    bool // a stop-with-savepoint is in flight
+	finalID     int64
 }
 
-func newCoordinator(cfg *CheckpointConfig, expected int) *coordinator {
-	return &coordinator{cfg: cfg, acks: make(chan ack, expected), expected: expected,
-		finished: make(chan struct{}, 1024), nextID: max(cfg.FirstID, 1)}
+func newCoordinator(cfg *CheckpointConfig) *coordinator {
+	next := max(cfg.FirstID, 1)
+	if lc, ok := cfg.Backend.(interface{ LastCommitted() int64 }); ok {
+		next = max(next, lc.LastCommitted()+1)
+	}
+	if mx, ok := cfg.Backend.(interface{ MaxID() int64 }); ok {
+		next = max(next, mx.MaxID()+1)
+	}
+	return &coordinator{cfg: cfg, acks: newMailbox[ack](), progressSig: make(chan struct{}, 1),
+		nextID: next, pending: map[int64]*pendingCkpt{}}
 }
 
-// addSource registers a source subtask and returns its trigger channel.
-// Called before the subtasks start.
-func (c *coordinator) addSource() chan trigger {
-	ch := make(chan trigger, 4)
-	c.triggers = append(c.triggers, ch)
-	c.sourcesLeft++
-	return ch
+// addSubtask registers a subtask (before any starts) and returns its slot
+// and mailbox.
+func (c *coordinator) addSubtask(source bool) (int, *mailbox[ctlMsg]) {
+	m := newMailbox[ctlMsg]()
+	c.all = append(c.all, m)
+	if source {
+		c.sources = append(c.sources, m)
+		c.sourcesLeft++
+	}
+	return len(c.all) - 1, m
 }
 
-// addSink registers a sink subtask and returns its notification channel
-// (only two-phase sinks read it). Called before the subtasks start.
-func (c *coordinator) addSink() chan struct{} {
-	ch := make(chan struct{}, 1)
-	c.notify = append(c.notify, ch)
-	return ch
+func (c *coordinator) signal() {
+	select {
+	case c.progressSig <- struct{}{}:
+	default:
+	}
 }
 
-// latest returns the latest completed checkpoint id.
-func (c *coordinator) latest() int64 {
+// batchDone is called by a source in lockstep mode after each batch.
+func (c *coordinator) batchDone() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.completed
+	c.batches++
+	c.mu.Unlock()
+	c.signal()
 }
 
-// run drives checkpoints until ctx is done or the final checkpoint
-// completed (returns nil) or too many checkpoints failed (returns the error).
-func (c *coordinator) run(ctx context.Context, batchTick <-chan struct{}) error {
+// sourceFinished is called by a source subtask when its input ended.
+func (c *coordinator) sourceFinished() {
+	c.mu.Lock()
+	c.finished++
+	c.mu.Unlock()
+	c.signal()
+}
+
+// ackSnapshot is called by a subtask after its snapshot for checkpoint id.
+func (c *coordinator) ackSnapshot(a ack) { c.acks.put(a) }
+
+// run drives checkpoints until ctx is done, the final checkpoint (or a
+// stop-with-savepoint) completed (returns nil), or the attempt must fail:
+// too many failed checkpoints, a failed stop-with-savepoint, an injected
+// crash.
+func (c *coordinator) run(ctx context.Context) (err error) {
+	defer func() {
+		for _, p := range c.pending {
+			if p.req != nil {
+				perr := err
+				if perr == nil {
+					perr = errors.New("the job finished before the savepoint completed")
+				}
+				p.req.Done <- SavepointResult{Err: perr}
+			}
+		}
+	}()
 	var tick <-chan time.Time
 	if !c.cfg.TriggerEveryBatch && c.cfg.Interval > 0 {
 		t := time.NewTicker(c.cfg.Interval)
 		defer t.Stop()
 		tick = t.C
 	}
-	failures := 0
-	allEnded := false
-	waiting := 0 // lockstep (TriggerEveryBatch): sources waiting for a barrier
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	allEnded, finalPending := false, false
+	lockstepDue := false // lockstep: the sources wait for the next barrier
 	for {
-		final := false
+		// Arm the timer for the earliest deadline.
+		var next time.Time
+		for _, p := range c.pending {
+			if !p.deadline.IsZero() && (next.IsZero() || p.deadline.Before(next)) {
+				next = p.deadline
+			}
+		}
+		timer.Stop()
+		var timeout <-chan time.Time
+		if !next.IsZero() {
+			timer.Reset(time.Until(next))
+			timeout = timer.C
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-c.finished:
-			c.sourcesLeft--
-			if c.sourcesLeft == 0 {
-				allEnded, final = true, true
-			} else if batchTick == nil || waiting < c.sourcesLeft {
-				continue
+		case <-c.progressSig:
+			c.mu.Lock()
+			finished, batches := c.finished, c.batches
+			c.finished = 0
+			if batches >= c.sourcesLeft-finished && batches > 0 {
+				c.batches = 0
+			} else {
+				batches = 0
+			}
+			c.mu.Unlock()
+			c.sourcesLeft -= finished
+			if c.sourcesLeft == 0 && !allEnded {
+				allEnded = true
+			}
+			if batches > 0 && c.sourcesLeft > 0 { // lockstep: every running source waits
+				lockstepDue = true
 			}
 		case <-tick:
-			if allEnded || time.Since(c.lastEnd) < c.cfg.MinPause {
-				continue
-			}
-		case <-batchTick:
-			if waiting++; waiting < c.sourcesLeft {
-				continue
+			if !allEnded && !c.stopping && len(c.pending) < max(c.cfg.MaxConcurrent, 1) && time.Since(c.lastEnd) >= c.cfg.MinPause {
+				c.trigger(trigger{})
 			}
 		case req := <-c.cfg.Requests:
-			tr := trigger{savepoint: true, stop: req.Stop, drain: req.Drain, final: req.Stop || allEnded}
-			info, err := c.checkpoint(ctx, tr, req.Dir)
-			req.Done <- SavepointResult{Info: info, Err: err}
-			if err == nil && tr.final {
-				return nil // the job ends with its savepoint
+			if c.stopping {
+				req.Done <- SavepointResult{Err: errors.New("the job is being stopped with a savepoint already")}
+				continue
 			}
-			if err != nil && ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if err != nil && tr.stop {
-				// The sources already stopped: fail the attempt, so that the
-				// restart strategy resumes from the latest checkpoint.
-				return fmt.Errorf("stop with savepoint failed: %w", err)
-			}
-			continue
-		}
-		if batchTick != nil && !final {
-			waiting = 0
-		}
-		for {
-			_, err := c.checkpoint(ctx, trigger{final: final}, "")
-			if err == nil {
-				failures = 0
-				if c.cfg.FailAfter > 0 && c.latest() >= c.cfg.FailAfter {
-					return fmt.Errorf("%w %d", ErrInjectedCrash, c.cfg.FailAfter)
+			tr := trigger{savepoint: true, stop: req.Stop, drain: req.Drain, final: req.Stop}
+			c.stopping = req.Stop
+			c.trigger(tr).req = req
+		case <-c.acks.sig:
+			for {
+				a, ok := c.acks.pop()
+				if !ok {
+					break
 				}
-				if final {
-					return nil
+				if err := c.onAck(a); err != nil {
+					return err
 				}
-				break
+				if c.finalID != 0 {
+					return nil // the final checkpoint completed: the job ends
+				}
 			}
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			failures++
-			if c.cfg.OnFailure != nil {
-				c.cfg.OnFailure(c.nextID-1, err)
-			}
-			if failures > c.cfg.TolerableFailed {
-				return fmt.Errorf("checkpoint failed %d times in a row (execution.checkpointing.tolerable-failed-checkpoints = %d): %w", failures, c.cfg.TolerableFailed, err)
-			}
-			if !final {
-				break // the next tick tries again
-			}
-		}
-	}
-}
-
-// checkpoint runs one checkpoint: trigger, collect acks, commit, persist,
-// notify sinks.
-func (c *coordinator) checkpoint(ctx context.Context, tr trigger, savepointDir string) (checkpoint.Info, error) {
-	id := c.nextID
-	c.nextID++
-	c.cfg.LastID = id
-	tr.id = id
-	info, err := c.takeCheckpoint(ctx, tr, savepointDir)
-	if err != nil {
-		return info, err
-	}
-	c.lastEnd = time.Now()
-	c.mu.Lock()
-	c.completed = id
-	c.mu.Unlock()
-	for _, n := range c.notify {
-		select {
-		case n <- struct{}{}:
-		default: // a notification is already pending
-		}
-	}
-	if c.cfg.OnComplete != nil {
-		c.cfg.OnComplete(info)
-	}
-	return info, nil
-}
-
-// takeCheckpoint triggers the barrier, collects the acks, commits and
-// persists (as a checkpoint, or as a savepoint under savepointDir).
-func (c *coordinator) takeCheckpoint(ctx context.Context, tr trigger, savepointDir string) (checkpoint.Info, error) {
-	id := tr.id
-	for _, t := range c.triggers {
-		select {
-		case t <- tr:
-		case <-ctx.Done():
-			return checkpoint.Info{}, ctx.Err()
-		}
-	}
-	var timeout <-chan time.Time
-	if c.cfg.Timeout > 0 {
-		t := time.NewTimer(c.cfg.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	bufs := make([]*checkpoint.Buffer, 0, c.expected)
-	for len(bufs) < c.expected {
-		select {
-		case a := <-c.acks:
-			if a.id != id {
-				continue // late ack of an aborted checkpoint
-			}
-			if a.err != nil {
-				c.cfg.Backend.Abort(id)
-				return checkpoint.Info{}, fmt.Errorf("checkpoint %d: %w", id, a.err)
-			}
-			bufs = append(bufs, a.buf)
 		case <-timeout:
-			c.cfg.Backend.Abort(id)
-			return checkpoint.Info{}, fmt.Errorf("checkpoint %d expired after %v (execution.checkpointing.timeout)", id, c.cfg.Timeout)
-		case <-ctx.Done():
-			return checkpoint.Info{}, ctx.Err()
+			now := time.Now()
+			for id, p := range c.pending {
+				if !p.deadline.IsZero() && !now.Before(p.deadline) {
+					if err := c.abort(id, fmt.Errorf("checkpoint %d expired after %v (execution.checkpointing.timeout)", id, c.cfg.Timeout)); err != nil {
+						return err
+					}
+				}
+			}
 		}
+		if lockstepDue && len(c.pending) == 0 {
+			// Lockstep checkpoints run one at a time, so that their number
+			// and place do not depend on timing.
+			lockstepDue = false
+			c.trigger(trigger{})
+		}
+		if allEnded && !finalPending && !c.stopping && len(c.pending) == 0 {
+			c.trigger(trigger{final: true})
+			finalPending = true
+		}
+		if finalPending {
+			// A final checkpoint that failed is retried: the sources wait.
+			hasFinal := false
+			for _, p := range c.pending {
+				if p.tr.final {
+					hasFinal = true
+				}
+			}
+			if !hasFinal {
+				c.trigger(trigger{final: true})
+			}
+		}
+	}
+}
+
+// trigger starts checkpoint tr in every source subtask; it never blocks.
+func (c *coordinator) trigger(tr trigger) *pendingCkpt {
+	tr.id = c.nextID
+	c.nextID++
+	c.cfg.LastID = tr.id
+	p := &pendingCkpt{tr: tr, bufs: make([]*checkpoint.Buffer, len(c.all))}
+	if c.cfg.Timeout > 0 {
+		p.deadline = time.Now().Add(c.cfg.Timeout)
+	}
+	c.pending[tr.id] = p
+	for _, m := range c.sources {
+		m.put(ctlMsg{kind: ctlTrigger, tr: tr})
+	}
+	return p
+}
+
+func (c *coordinator) fault(step FaultStep, id int64) error {
+	if c.cfg.Fault == nil {
+		return nil
+	}
+	return c.cfg.Fault(step, id)
+}
+
+// onAck records one acknowledgement; the last one completes the checkpoint.
+func (c *coordinator) onAck(a ack) error {
+	p := c.pending[a.id]
+	if p == nil {
+		return nil // a late ack of an aborted checkpoint
+	}
+	if a.err != nil {
+		return c.abort(a.id, fmt.Errorf("checkpoint %d: %w", a.id, a.err))
+	}
+	if p.bufs[a.slot] == nil {
+		p.acks++
+	}
+	p.bufs[a.slot] = a.buf
+	if p.acks < len(c.all) {
+		return nil
+	}
+	return c.complete(p)
+}
+
+// complete commits and persists a fully acknowledged checkpoint, then
+// notifies every subtask.
+func (c *coordinator) complete(p *pendingCkpt) error {
+	id := p.tr.id
+	fail := func(err error) error {
+		if errors.Is(err, ErrInjectedCrash) {
+			return err
+		}
+		return c.abort(id, err)
+	}
+	if err := c.fault(StepAcked, id); err != nil {
+		return fail(err)
 	}
 	start := time.Now()
-	if err := c.cfg.Backend.Commit(id, bufs); err != nil {
-		c.cfg.Backend.Abort(id)
-		return checkpoint.Info{}, fmt.Errorf("checkpoint %d: committing state: %w", id, err)
+	if err := c.cfg.Backend.Commit(id, p.bufs); err != nil {
+		return fail(fmt.Errorf("checkpoint %d: committing state: %w", id, err))
 	}
 	syncDur := time.Since(start)
+	if err := c.fault(StepCommitted, id); err != nil {
+		return fail(err)
+	}
 	var info checkpoint.Info
 	var err error
-	if tr.savepoint {
-		info, err = c.cfg.Backend.PersistSavepoint(id, savepointDir, c.cfg.Meta)
+	if p.tr.savepoint {
+		info, err = c.cfg.Backend.PersistSavepoint(id, p.req.Dir, c.cfg.Meta)
 	} else {
 		info, err = c.cfg.Backend.Persist(id, checkpoint.KindCheckpoint, c.cfg.Meta)
 	}
 	if err != nil {
-		if !tr.savepoint {
-			c.cfg.Backend.Abort(id)
-		}
-		return checkpoint.Info{}, fmt.Errorf("checkpoint %d: %w", id, err)
+		return fail(fmt.Errorf("checkpoint %d: %w", id, err))
 	}
 	if info.SyncMS == 0 {
 		info.SyncMS = syncDur.Milliseconds()
 	}
-	return info, nil
+	if err := c.fault(StepPersisted, id); err != nil {
+		if errors.Is(err, ErrInjectedCrash) {
+			return err
+		}
+		// _metadata is durable: the checkpoint is complete whatever the
+		// hook says; only a crash can come between it and the commits.
+	}
+	delete(c.pending, id)
+	// Older pending checkpoints cannot complete any more (ids must grow):
+	// they are subsumed, not failed.
+	for old, q := range c.pending {
+		if old < id && !q.tr.stop {
+			delete(c.pending, old)
+			for _, m := range c.all {
+				m.put(ctlMsg{kind: ctlAbort, id: old})
+			}
+			if q.req != nil {
+				q.req.Done <- SavepointResult{Err: fmt.Errorf("savepoint %d: subsumed by checkpoint %d", old, id)}
+			}
+		}
+	}
+	c.failures = 0
+	c.lastEnd = time.Now()
+	// An intermediate savepoint has no side effects: sinks commit nothing
+	// (its output is committed by the next checkpoint).
+	commit := !p.tr.savepoint || p.tr.stop
+	for _, m := range c.all {
+		m.put(ctlMsg{kind: ctlComplete, id: id, commit: commit})
+	}
+	if c.cfg.OnComplete != nil {
+		c.cfg.OnComplete(info)
+	}
+	if p.req != nil {
+		p.req.Done <- SavepointResult{Info: info}
+		p.req = nil
+	}
+	if c.cfg.FailAfter > 0 && id >= c.cfg.FailAfter {
+		return fmt.Errorf("%w after checkpoint %d", ErrInjectedCrash, c.cfg.FailAfter)
+	}
+	if p.tr.final {
+		for _, m := range c.sources {
+			m.put(ctlMsg{kind: ctlShutdown, id: id})
+		}
+		c.finalID = id
+	}
+	return nil
+}
+
+// abort ends checkpoint id as failed: its files are removed, every subtask
+// is told (operators keep the epoch's changes for the next checkpoint), a
+// savepoint requester gets the error. Too many failures in a row, or a
+// failed stop-with-savepoint, fail the attempt.
+func (c *coordinator) abort(id int64, cause error) error {
+	p := c.pending[id]
+	if p == nil {
+		return nil
+	}
+	delete(c.pending, id)
+	if !p.tr.savepoint {
+		if err := c.cfg.Backend.Abort(id); err != nil && c.cfg.OnFailure != nil {
+			c.cfg.OnFailure(id, err)
+		}
+	}
+	for _, m := range c.all {
+		m.put(ctlMsg{kind: ctlAbort, id: id})
+	}
+	if c.cfg.OnFailure != nil {
+		c.cfg.OnFailure(id, cause)
+	}
+	if p.req != nil {
+		p.req.Done <- SavepointResult{Err: cause}
+		p.req = nil
+	}
+	if p.tr.stop {
+		// The sources stopped at the barrier: fail the attempt, so that the
+		// restart strategy resumes from the latest checkpoint.
+		return fmt.Errorf("stop with savepoint failed: %w", cause)
+	}
+	if p.tr.savepoint {
+		return nil // a failed savepoint does not count against checkpoints
+	}
+	c.failures++
+	if c.failures > c.cfg.TolerableFailed {
+		return fmt.Errorf("checkpoint failed %d times in a row (execution.checkpointing.tolerable-failed-checkpoints = %d): %w", c.failures, c.cfg.TolerableFailed, cause)
+	}
+	return nil
 }

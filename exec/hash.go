@@ -80,11 +80,7 @@ func hashColumn(col arrow.Array, out []uint64) {
 				out[i] = combine(out[i], nullHash)
 				continue
 			}
-			v := vs[i]
-			if v == 0 {
-				v = 0 // -0.0 and 0.0 are equal keys
-			}
-			out[i] = combine(out[i], math.Float64bits(v))
+			out[i] = combine(out[i], canonicalFloatBits(vs[i]))
 		}
 	case *array.Decimal128:
 		for i := range out {
@@ -120,4 +116,16 @@ func hashColumn(col arrow.Array, out []uint64) {
 			out[i] = combine(out[i], nullHash)
 		}
 	}
+}
+
+// canonicalFloatBits is the bit pattern of v as a key: -0.0 and 0.0 are
+// one key, and so are all NaNs (as Flink's GROUP BY and DISTINCT treat them).
+func canonicalFloatBits(v float64) uint64 {
+	if v == 0 {
+		return 0
+	}
+	if v != v {
+		return 0x7ff8000000000001
+	}
+	return math.Float64bits(v)
 }

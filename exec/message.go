@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
-	"github.com/streamsql/streamsql/checkpoint"
 )
 
 // RowKind is the change a row represents, with Flink's byte values.
@@ -72,6 +71,14 @@ const (
 	// data, barriers still flow (the final checkpoint commits the last
 	// output); shutdown says nothing more will come.
 	MsgShutdown
+	// MsgCancel is Flink's cancel-checkpoint marker: an upstream subtask
+	// could not take its snapshot for Barrier.ID, so consumers abort that
+	// alignment at once (instead of blocking until the next checkpoint)
+	// and forward the marker.
+	MsgCancel
+	// MsgIdle says the channel's producer has no data for now: its
+	// watermark does not hold back the consumer's until it sends again.
+	MsgIdle
 )
 
 // BarrierKind distinguishes checkpoints from savepoints.
@@ -93,12 +100,15 @@ type Barrier struct {
 
 // Message is the one kind of value on every edge of the DAG. A MsgData message
 // hands over exactly one reference to Batch.Rec: the receiver releases it or
-// forwards it, and calls Retain only to keep it.
+// forwards it, and calls Retain only to keep it. Batch.Ops is immutable once
+// sent (a broadcast shares it between receivers): an operator that changes
+// row kinds builds a new slice.
 type Message struct {
 	Kind      MsgKind
 	Batch     Batch
 	Barrier   Barrier
 	Watermark int64
+	from      int // the channel it came on, at the consumer's gate
 }
 
 // SourceContext is what one parallel subtask of a source is given.
@@ -124,6 +134,27 @@ type Source interface {
 	Run(ctx context.Context, emit func(arrow.Record) error) error
 	// Close releases resources; idempotent.
 	Close() error
+}
+
+// SourceOutput is what a MessageSource emits to: batches (ownership passes
+// to Emit), watermarks (event time up to which the source has emitted
+// everything) and idleness (no data for now: downstream watermarks are not
+// held back by this split until it emits again). An error returned by a
+// method must be returned by RunMessages.
+type SourceOutput interface {
+	Emit(rec arrow.Record) error
+	EmitWatermark(wm int64) error
+	MarkIdle() error
+	// Heartbeat lets the runtime act between batches (barriers, commits);
+	// call it at least every Linger while nothing is emitted.
+	Heartbeat() error
+}
+
+// MessageSource is a source that emits messages, not only batches. The
+// runtime prefers RunMessages over Run when a source implements it.
+type MessageSource interface {
+	Source
+	RunMessages(ctx context.Context, out SourceOutput) error
 }
 
 // SinkContext is what one parallel subtask of a sink is given.
@@ -206,12 +237,3 @@ type TwoPhaseSink interface {
 	RestoreState(state []byte) error
 }
 
-// StatefulOperator is an operator with keyed state that is checkpointed.
-// SnapshotState writes what changed since the previous snapshot (only the
-// subtask's key groups); RestoreState loads the state of the subtask's key
-// groups before any input. Both run on the subtask's goroutine.
-type StatefulOperator interface {
-	Operator
-	SnapshotState(w checkpoint.StateWriter, kg KeyGroups) error
-	RestoreState(r checkpoint.StateReader, kg KeyGroups) error
-}

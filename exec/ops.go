@@ -12,20 +12,15 @@ import (
 	"github.com/streamsql/streamsql/planner"
 )
 
-func newOperator(spec planner.Op, st *subtask) (Operator, error) {
-	switch s := spec.(type) {
-	case *planner.CalcOp:
-		return newCalc(s, st.cfg.Mem)
-	case *planner.TableFuncOp:
-		return newTableFunc(s, st.cfg.Mem)
-	case *planner.AggOp:
-		return newAgg(s, st.cfg.Mem, st.cfg.BatchSize, st.cfg.MaxParallelism)
-	}
-	return nil, fmt.Errorf("unknown operator %T", spec)
+func init() {
+	RegisterOperator(func(s *planner.CalcOp, ctx *OpContext) (Operator, error) { return newCalc(s, ctx.Mem) })
+	RegisterOperator(func(s *planner.TableFuncOp, ctx *OpContext) (Operator, error) { return newTableFunc(s, ctx.Mem) })
+	RegisterOperator(func(s *planner.AggOp, ctx *OpContext) (Operator, error) { return newAgg(s, ctx) })
 }
 
 // calc filters and projects whole batches with compiled expressions.
 type calc struct {
+	Stateless
 	spec   *planner.CalcOp
 	mem    memory.Allocator
 	filter expr.Evaluator
@@ -51,7 +46,7 @@ func newCalc(s *planner.CalcOp, mem memory.Allocator) (*calc, error) {
 	return c, nil
 }
 
-func (c *calc) Process(b Batch, out Collector) error {
+func (c *calc) ProcessBatch(_ int, b Batch, out Collector) error {
 	if c.filter != nil {
 		fb, err := c.applyFilter(b)
 		if err != nil {
@@ -128,13 +123,12 @@ func (c *calc) applyFilter(b Batch) (Batch, error) {
 	return Batch{Rec: rec, Ops: ops}, nil
 }
 
-func (c *calc) Finish(out Collector) error { return nil }
-func (c *calc) Close() error               { return nil }
 
 // tableFunc implements the built-in SPLIT table function: each input row is
 // repeated once per non-empty token of its string argument, with the token
 // appended as a new column.
 type tableFunc struct {
+	Stateless
 	spec   *planner.TableFuncOp
 	mem    memory.Allocator
 	str    expr.Evaluator
@@ -160,7 +154,7 @@ func newTableFunc(s *planner.TableFuncOp, mem memory.Allocator) (*tableFunc, err
 	return t, nil
 }
 
-func (t *tableFunc) Process(b Batch, out Collector) error {
+func (t *tableFunc) ProcessBatch(_ int, b Batch, out Collector) error {
 	defer b.Rec.Release()
 	sa, err := t.str.Eval(b.Rec, t.mem)
 	if err != nil {
@@ -229,5 +223,3 @@ func (t *tableFunc) Process(b Batch, out Collector) error {
 	return out.Collect(Batch{Rec: rec, Ops: ops})
 }
 
-func (t *tableFunc) Finish(out Collector) error { return nil }
-func (t *tableFunc) Close() error               { return nil }

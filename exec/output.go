@@ -3,7 +3,6 @@ package exec
 import (
 	"fmt"
 
-	"github.com/streamsql/streamsql/checkpoint"
 	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/planner"
 )
@@ -15,9 +14,14 @@ type output interface {
 	// end signals end of data downstream (flushes a sink, and commits it
 	// when checkpointing is off).
 	end() error
-	// barrier forwards a checkpoint barrier (exchange) or pre-commits (sink),
-	// adding the sink's state to buf.
-	barrier(b Barrier, buf *checkpoint.Buffer) error
+	// forwardBarrier sends a checkpoint barrier downstream (exchanges).
+	forwardBarrier(b Barrier) error
+	// cancel sends a cancel marker for checkpoint id downstream (exchanges).
+	cancel(id int64) error
+	// idle tells downstream that this producer has no data for now.
+	idle() error
+	// shutdown tells downstream that nothing more will come (exchanges).
+	shutdown() error
 	close()
 }
 
@@ -25,7 +29,7 @@ type output interface {
 type exchangeOutput struct {
 	st      *subtask
 	edge    *planner.Edge
-	chans   []chan Message // indexed by target subtask; nil where not routed
+	chans   []*outChan // indexed by target subtask; nil where not routed
 	rr      int
 	hashes  []uint64
 	targets []int32
@@ -37,14 +41,35 @@ func newExchangeOutput(st *subtask) *exchangeOutput {
 }
 
 func (o *exchangeOutput) send(target int, m Message) error {
-	select {
-	case o.chans[target] <- m:
-		return nil
-	case <-o.st.ctx.Done():
-		m.release()
-		return o.st.ctx.Err()
-	}
+	return o.chans[target].send(o.st.ctx, m)
 }
+
+// signal sends a signal message on every output channel, in order after
+// the batches sent before it.
+func (o *exchangeOutput) signal(m Message) error {
+	for t, ch := range o.chans {
+		if ch == nil {
+			continue
+		}
+		if err := o.send(t, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *exchangeOutput) EmitWatermark(wm int64) error {
+	return o.signal(Message{Kind: MsgWatermark, Watermark: wm})
+}
+func (o *exchangeOutput) forwardBarrier(b Barrier) error {
+	return o.signal(Message{Kind: MsgBarrier, Barrier: b})
+}
+func (o *exchangeOutput) cancel(id int64) error {
+	return o.signal(Message{Kind: MsgCancel, Barrier: Barrier{ID: id}})
+}
+func (o *exchangeOutput) idle() error     { return o.signal(Message{Kind: MsgIdle}) }
+func (o *exchangeOutput) end() error      { return o.signal(Message{Kind: MsgEnd}) }
+func (o *exchangeOutput) shutdown() error { return o.signal(Message{Kind: MsgShutdown}) }
 
 func (o *exchangeOutput) Collect(b Batch) error {
 	if b.Rows() == 0 {
@@ -130,46 +155,7 @@ func (o *exchangeOutput) hashRoute(b Batch) error {
 	return err
 }
 
-func (o *exchangeOutput) end() error {
-	for t, ch := range o.chans {
-		if ch == nil {
-			continue
-		}
-		if err := o.send(t, Message{Kind: MsgEnd}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func (o *exchangeOutput) close() {}
-
-// barrier broadcasts b on every output channel: a barrier never overtakes
-// the batches sent before it.
-func (o *exchangeOutput) barrier(b Barrier, _ *checkpoint.Buffer) error {
-	for t, ch := range o.chans {
-		if ch == nil {
-			continue
-		}
-		if err := o.send(t, Message{Kind: MsgBarrier, Barrier: b}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// shutdown tells every consumer that nothing more will come.
-func (o *exchangeOutput) shutdown() error {
-	for t, ch := range o.chans {
-		if ch == nil {
-			continue
-		}
-		if err := o.send(t, Message{Kind: MsgShutdown}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // sinkOutput writes to a sink connector or to the client.
 type sinkOutput struct {
@@ -226,21 +212,16 @@ func (o *sinkOutput) end() error {
 // twoPhase reports whether the sink commits with checkpoints.
 func (o *sinkOutput) twoPhase() bool {
 	_, ok := o.sink.(TwoPhaseSink)
-	return ok
+	return ok && o.sink != nil
 }
 
-// barrier pre-commits a two-phase sink and records its state.
-func (o *sinkOutput) barrier(b Barrier, buf *checkpoint.Buffer) error {
-	tp, ok := o.sink.(TwoPhaseSink)
-	if !ok {
-		return nil
-	}
-	state, err := tp.PreCommit(b.ID)
-	if err != nil {
-		return fmt.Errorf("sink pre-commit: %w", err)
-	}
-	return buf.Put(checkpoint.SubtaskKey(o.st.task.Sink.ID, o.st.index), state)
-}
+// Sinks end the stream: signals stop here (the subtask takes the sink's
+// pre-commit into its snapshot).
+func (o *sinkOutput) EmitWatermark(int64) error    { return nil }
+func (o *sinkOutput) forwardBarrier(Barrier) error { return nil }
+func (o *sinkOutput) cancel(int64) error           { return nil }
+func (o *sinkOutput) idle() error                  { return nil }
+func (o *sinkOutput) shutdown() error              { return nil }
 
 func (o *sinkOutput) commit(id int64) error { return o.sink.(TwoPhaseSink).Commit(id) }
 

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,23 +20,6 @@ import (
 	"github.com/streamsql/streamsql/checkpoint"
 	"github.com/streamsql/streamsql/planner"
 )
-
-// Collector receives the batches an operator emits. Collect takes ownership
-// of b.Rec.
-type Collector interface {
-	Collect(b Batch) error
-}
-
-// Operator is one fused operator of a task chain, instantiated per subtask.
-// Operators run on their subtask's goroutine only.
-type Operator interface {
-	// Process consumes b (taking ownership of b.Rec) and emits to out.
-	Process(b Batch, out Collector) error
-	// Finish is called once at end of input; it may emit final results.
-	Finish(out Collector) error
-	// Close releases resources; idempotent, also called after failures.
-	Close() error
-}
 
 // Metrics are a job's counters, updated by its subtasks.
 type Metrics struct {
@@ -97,31 +78,57 @@ func (c *JobConfig) defaults() {
 // released when it returns.
 func RunJob(ctx context.Context, plan *planner.Physical, cfg JobConfig) (err error) {
 	cfg.defaults()
-	// Channels: for each edge, chans[from subtask][to subtask] (nil when the
-	// exchange never routes that pair).
-	type edgeChans [][]chan Message
-	chans := make(map[*planner.Edge]edgeChans, len(plan.Edges))
-	var all []chan Message
-	for _, e := range plan.Edges {
-		ec := make(edgeChans, e.From.Parallelism)
-		for i := range ec {
-			ec[i] = make([]chan Message, e.To.Parallelism)
-			for j := range ec[i] {
-				if routes(e.Kind, i, j) {
-					ch := make(chan Message, cfg.ChannelCapacity)
-					ec[i][j] = ch
-					all = append(all, ch)
+	type sk struct {
+		t *planner.Task
+		s int
+	}
+	// Every consumer subtask has one gate; its channels are numbered over
+	// its input edges in order, then over the producing subtasks.
+	gates := map[sk]*gateChans{}
+	chanInput := map[sk][]int{}
+	outs := map[sk][]*outChan{} // producer -> by target subtask (nil: not routed)
+	for _, t := range plan.Tasks {
+		for s := 0; s < t.Parallelism; s++ {
+			n := 0
+			var ins []int
+			for ei, e := range t.Inputs {
+				for i := 0; i < e.From.Parallelism; i++ {
+					if routes(e.Kind, i, s) {
+						n++
+						ins = append(ins, ei)
+					}
+				}
+			}
+			if n > 0 {
+				gates[sk{t, s}] = newGateChans(n, cfg.ChannelCapacity)
+				chanInput[sk{t, s}] = ins
+			}
+		}
+	}
+	for _, t := range plan.Tasks {
+		for s := 0; s < t.Parallelism; s++ {
+			idx := 0
+			for _, e := range t.Inputs {
+				for i := 0; i < e.From.Parallelism; i++ {
+					if !routes(e.Kind, i, s) {
+						continue
+					}
+					from := sk{e.From, i}
+					if outs[from] == nil {
+						outs[from] = make([]*outChan, t.Parallelism)
+					}
+					outs[from][s] = newOutChan(gates[sk{t, s}], idx)
+					idx++
 				}
 			}
 		}
-		chans[e] = ec
 	}
 	defer func() {
 		// Every goroutine has exited: release what is still in flight.
-		for _, ch := range all {
+		for _, g := range gates {
 			for {
 				select {
-				case m := <-ch:
+				case m := <-g.in:
 					m.release()
 					continue
 				default:
@@ -133,41 +140,17 @@ func RunJob(ctx context.Context, plan *planner.Physical, cfg JobConfig) (err err
 
 	g, gctx := errgroup.WithContext(ctx)
 	var coord *coordinator
-	var batchTick chan struct{}
 	if cfg.Checkpoint != nil {
-		n := 0
-		for _, t := range plan.Tasks {
-			n += t.Parallelism
-		}
-		coord = newCoordinator(cfg.Checkpoint, n)
-		if cfg.Checkpoint.TriggerEveryBatch {
-			batchTick = make(chan struct{}, n)
-		}
+		coord = newCoordinator(cfg.Checkpoint)
 	}
-	var subtasks sync.WaitGroup
 	for _, t := range plan.Tasks {
 		for s := 0; s < t.Parallelism; s++ {
-			st := &subtask{task: t, index: s, cfg: &cfg, ctx: gctx, coord: coord, batchTick: batchTick}
-			for _, e := range t.Inputs {
-				for i := 0; i < e.From.Parallelism; i++ {
-					if ch := chans[e][i][s]; ch != nil {
-						st.inputs = append(st.inputs, ch)
-					}
-				}
+			st := &subtask{task: t, index: s, cfg: &cfg, ctx: gctx, coord: coord,
+				gchans: gates[sk{t, s}], chanInput: chanInput[sk{t, s}], outChans: outs[sk{t, s}]}
+			if coord != nil {
+				st.slot, st.ctl = coord.addSubtask(t.Source != nil)
 			}
-			if t.Output != nil {
-				st.outChans = make([]chan Message, t.Output.To.Parallelism)
-				copy(st.outChans, chans[t.Output][s])
-			}
-			if coord != nil && t.Source != nil {
-				st.triggers = coord.addSource()
-			}
-			if coord != nil && t.Sink != nil {
-				st.notify = coord.addSink() // used if the sink is two-phase
-			}
-			subtasks.Add(1)
 			g.Go(func() error {
-				defer subtasks.Done()
 				err := st.run()
 				if err != nil && !errors.Is(err, context.Canceled) {
 					return fmt.Errorf("%s (subtask %d/%d): %w", t.Name, s+1, t.Parallelism, err)
@@ -178,7 +161,7 @@ func RunJob(ctx context.Context, plan *planner.Physical, cfg JobConfig) (err err
 	}
 	if coord != nil {
 		g.Go(func() error {
-			err := coord.run(gctx, batchTick)
+			err := coord.run(gctx)
 			if errors.Is(err, context.Canceled) && gctx.Err() == nil {
 				return nil
 			}
@@ -211,27 +194,36 @@ func (m *Message) release() {
 
 // subtask is one parallel instance of a task, run on its own goroutine.
 type subtask struct {
-	task     *planner.Task
-	index    int
-	cfg      *JobConfig
-	ctx      context.Context
-	inputs   []chan Message
-	outChans []chan Message
+	task      *planner.Task
+	index     int
+	cfg       *JobConfig
+	ctx       context.Context
+	gchans    *gateChans // nil for sources
+	chanInput []int      // input edge of each gate channel
+	gate      *inputGate
+	outChans  []*outChan
 
 	ops  []Operator
-	head Collector
+	next []Collector // next[i]: what operator i emits to
 	out  output
 
 	// checkpointing (nil coord: off)
 	coord       *coordinator
-	triggers    chan trigger  // sources: barrier injection requests
-	batchTick   chan struct{} // sources: "a batch was emitted" (TriggerEveryBatch)
-	notify      chan struct{} // two-phase sinks: a checkpoint completed
+	slot        int
+	ctl         *mailbox[ctlMsg]
 	src         Source
 	committed   int64    // two-phase sinks: last checkpoint committed
 	valuesDone  bool     // the Values source emitted its row
 	stopTrigger *trigger // the stop-with-savepoint request that ended the source
-	finalID     int64    // id of the final checkpoint, once its barrier passed
+	finalID     int64    // id of the last final barrier that passed
+	ended       bool     // a source's input ended (or stopped)
+	triggered   int      // triggers a source handled
+	shutdownReq bool     // sources: the final checkpoint completed
+	done        bool     // the gate loop ends
+	// takenOver lists, per operator id, the old subtasks whose non-keyed
+	// state this subtask took over at a restore at lower parallelism: their
+	// keys are deleted by every checkpoint, so no stale state survives.
+	takenOver map[string][]int
 }
 
 func (st *subtask) checkpointing() bool { return st.coord != nil }
@@ -240,6 +232,9 @@ func (st *subtask) run() (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("internal error: %v (at %s)", r, panicSite(debug.Stack()))
+		}
+		if st.gate != nil {
+			st.gate.release()
 		}
 	}()
 	if err := st.build(); err != nil {
@@ -260,22 +255,31 @@ func (st *subtask) run() (err error) {
 	return st.runInputs()
 }
 
+// process hands a batch of input edge `input` to the head of the chain.
+func (st *subtask) process(input int, b Batch) error {
+	if len(st.ops) == 0 {
+		return st.out.Collect(b)
+	}
+	return st.ops[0].ProcessBatch(input, b, st.next[0])
+}
+
+// watermark hands an advanced watermark to the head of the chain.
+func (st *subtask) watermark(wm int64) error {
+	if len(st.ops) == 0 {
+		return st.out.EmitWatermark(wm)
+	}
+	return st.ops[0].ProcessWatermark(wm, st.next[0])
+}
+
 // finish runs at the end of data: the chain finishes front to back, then
 // the output (which signals the end downstream, or flushes a sink).
 func (st *subtask) finish() error {
 	for i, op := range st.ops {
-		if err := op.Finish(nextOf(st, i)); err != nil {
+		if err := op.Finish(st.next[i]); err != nil {
 			return err
 		}
 	}
 	return st.out.end()
-}
-
-func nextOf(st *subtask, i int) Collector {
-	if i+1 < len(st.ops) {
-		return &link{op: st.ops[i+1], next: nextOf(st, i+1)}
-	}
-	return st.out
 }
 
 // link adapts an operator to a Collector of its predecessor.
@@ -284,12 +288,16 @@ type link struct {
 	next Collector
 }
 
-func (l *link) Collect(b Batch) error { return l.op.Process(b, l.next) }
+func (l *link) Collect(b Batch) error        { return l.op.ProcessBatch(0, b, l.next) }
+func (l *link) EmitWatermark(wm int64) error { return l.op.ProcessWatermark(wm, l.next) }
 
 func (st *subtask) build() error {
 	t := st.task
 	for _, spec := range t.Ops {
-		op, err := newOperator(spec, st)
+		oc := &OpContext{OpID: spec.OpID(), Subtask: st.index, Parallelism: t.Parallelism,
+			KeyGroups: st.keyGroups(), Checkpointing: st.checkpointing(), Mem: st.cfg.Mem,
+			BatchSize: st.cfg.BatchSize, Clock: wallClock{}, Metrics: st.cfg.Metrics}
+		op, err := newOperator(spec, oc)
 		if err != nil {
 			return err
 		}
@@ -297,6 +305,9 @@ func (st *subtask) build() error {
 			op = st.cfg.WrapOperator(t.Name, st.index, op)
 		}
 		st.ops = append(st.ops, op)
+		if err := op.Open(oc); err != nil {
+			return fmt.Errorf("%s: %w", spec.Describe(), err)
+		}
 	}
 	var err error
 	switch {
@@ -310,13 +321,16 @@ func (st *subtask) build() error {
 	if err != nil {
 		return err
 	}
-	if len(st.ops) > 0 {
-		st.head = &link{op: st.ops[0], next: nextOf(st, 0)}
-	} else {
-		st.head = st.out
+	st.next = make([]Collector, len(st.ops))
+	for i := range st.ops {
+		if i+1 < len(st.ops) {
+			st.next[i] = &link{op: st.ops[i+1]}
+		} else {
+			st.next[i] = st.out
+		}
 	}
-	if so, ok := st.out.(*sinkOutput); !ok || !so.twoPhase() {
-		st.notify = nil // only two-phase sinks act on completed checkpoints
+	for i := 0; i+1 < len(st.ops); i++ {
+		st.next[i].(*link).next = st.next[i+1]
 	}
 	if t.Source != nil && !t.Source.Values {
 		sc := &SourceContext{
@@ -363,55 +377,84 @@ func (st *subtask) close() error {
 	return first
 }
 
+// sourceOut is the SourceOutput of a MessageSource.
+type sourceOut struct{ st *subtask }
+
+func (o sourceOut) Emit(rec arrow.Record) error { return o.st.emitRecord(rec) }
+func (o sourceOut) Heartbeat() error            { return o.st.emitRecord(nil) }
+func (o sourceOut) EmitWatermark(wm int64) error {
+	if err := o.st.watermark(wm); err != nil {
+		return err
+	}
+	return o.st.pollCtl()
+}
+func (o sourceOut) MarkIdle() error {
+	if err := o.st.out.idle(); err != nil {
+		return err
+	}
+	return o.st.pollCtl()
+}
+
+// emitRecord is the emit callback of a source: rec == nil is a heartbeat.
+// Barriers are injected and notifications handled here, between batches.
+func (st *subtask) emitRecord(rec arrow.Record) error {
+	if err := st.ctx.Err(); err != nil {
+		if rec != nil {
+			rec.Release()
+		}
+		return err
+	}
+	if rec == nil {
+		if err := st.tick(); err != nil {
+			return err
+		}
+		return st.pollCtl()
+	}
+	st.cfg.Metrics.RecordsIn.Add(rec.NumRows())
+	if err := st.process(0, Batch{Rec: rec}); err != nil {
+		return err
+	}
+	if st.checkpointing() && st.coord.cfg.TriggerEveryBatch { // lockstep: wait for this batch's barrier
+		n := st.triggered
+		st.coord.batchDone()
+		for st.triggered == n {
+			if err := st.handleCtl(); err != nil {
+				return err
+			}
+			if st.triggered != n {
+				break
+			}
+			select {
+			case <-st.ctl.sig:
+			case <-st.ctx.Done():
+				return st.ctx.Err()
+			}
+		}
+	}
+	return st.pollCtl()
+}
+
 // runSource runs the source; with checkpointing, barriers are injected
-// between batches (inside emit) and, after the input ended, until the final
-// checkpoint.
+// between batches and, after the input ended, until the final checkpoint
+// completed (a failed final checkpoint is retried: the source waits).
 func (st *subtask) runSource() error {
 	t := st.task
 	if t.Source.Values {
 		if !st.valuesDone { // a restored Values source emitted its row already
 			rec := array.NewRecord(arrow.NewSchema(nil, nil), nil, 1)
 			st.cfg.Metrics.RecordsIn.Add(1)
-			if err := st.head.Collect(Batch{Rec: rec}); err != nil {
+			if err := st.process(0, Batch{Rec: rec}); err != nil {
 				return err
 			}
 			st.valuesDone = true
 		}
 	} else {
-		err := st.src.Run(st.ctx, func(rec arrow.Record) error {
-			if err := st.ctx.Err(); err != nil {
-				if rec != nil {
-					rec.Release()
-				}
-				return err
-			}
-			if rec == nil { // idle heartbeat
-				if err := st.tick(); err != nil {
-					return err
-				}
-			} else {
-				st.cfg.Metrics.RecordsIn.Add(rec.NumRows())
-				if err := st.head.Collect(Batch{Rec: rec}); err != nil {
-					return err
-				}
-				if st.batchTick != nil { // lockstep: wait for this batch's barrier
-					select {
-					case st.batchTick <- struct{}{}:
-					case <-st.ctx.Done():
-						return st.ctx.Err()
-					}
-					select {
-					case tr := <-st.triggers:
-						if err := st.onTrigger(tr); err != nil {
-							return err
-						}
-					case <-st.ctx.Done():
-						return st.ctx.Err()
-					}
-				}
-			}
-			return st.pollTriggers()
-		})
+		var err error
+		if ms, ok := st.src.(MessageSource); ok {
+			err = ms.RunMessages(st.ctx, sourceOut{st})
+		} else {
+			err = st.src.Run(st.ctx, st.emitRecord)
+		}
 		if errors.Is(err, errStopSource) {
 			return st.stopSource()
 		}
@@ -425,21 +468,24 @@ func (st *subtask) runSource() error {
 	if !st.checkpointing() {
 		return nil
 	}
-	// End of data: keep taking barriers until the final checkpoint.
-	select {
-	case st.coord.finished <- struct{}{}:
-	case <-st.ctx.Done():
-		return st.ctx.Err()
-	}
+	st.ended = true
+	st.coord.sourceFinished()
+	return st.awaitShutdown()
+}
+
+// awaitShutdown keeps a source that ended (or stopped) taking barriers and
+// notifications until the coordinator says the job's last checkpoint
+// completed; then everything downstream shuts down.
+func (st *subtask) awaitShutdown() error {
 	for {
+		if err := st.handleCtl(); err != nil {
+			return err
+		}
+		if st.shutdownReq {
+			return st.shutdown()
+		}
 		select {
-		case tr := <-st.triggers:
-			if err := st.barrier(barrierOf(tr), true); err != nil {
-				return err
-			}
-			if tr.final {
-				return st.shutdown()
-			}
+		case <-st.ctl.sig:
 		case <-st.ctx.Done():
 			return st.ctx.Err()
 		}
@@ -449,79 +495,136 @@ func (st *subtask) runSource() error {
 // stopSource ends a source stopped by a stop-with-savepoint request: with
 // drain, the end of data goes first (operators flush), then the savepoint
 // barrier; without, the barrier was injected already and operators do not
-// finish. Then everything downstream shuts down once the savepoint is
-// committed.
+// finish.
 func (st *subtask) stopSource() error {
 	tr := *st.stopTrigger
+	st.ended = true
 	if tr.drain {
 		if err := st.finish(); err != nil {
 			return err
 		}
-		if err := st.barrier(barrierOf(tr), true); err != nil {
+		if err := st.barrier(barrierOf(tr)); err != nil {
 			return err
 		}
 	}
-	return st.shutdown()
+	return st.awaitShutdown()
 }
 
 // errStopSource ends a source's Run at a stop-with-savepoint barrier.
 var errStopSource = errors.New("source stopped for a savepoint")
 
-// pollTriggers injects the barriers the coordinator asked for. A stop
-// request ends the source's input: without drain the savepoint barrier is
-// injected here; with drain it is injected after the end of data.
-func (st *subtask) pollTriggers() error {
+// pollCtl handles pending coordinator messages without waiting.
+func (st *subtask) pollCtl() error {
+	if st.ctl == nil {
+		return nil
+	}
+	return st.handleCtl()
+}
+
+// handleCtl handles the coordinator's messages: barrier triggers (sources),
+// completed and aborted checkpoints (every subtask), shutdown (sources).
+func (st *subtask) handleCtl() error {
 	for {
-		select {
-		case tr := <-st.triggers:
-			if err := st.onTrigger(tr); err != nil {
+		c, ok := st.ctl.pop()
+		if !ok {
+			return nil
+		}
+		switch c.kind {
+		case ctlTrigger:
+			st.triggered++
+			if err := st.onTrigger(c.tr); err != nil {
 				return err
 			}
-		default:
-			return nil
+		case ctlComplete:
+			if err := st.notifyComplete(c.id, c.commit); err != nil {
+				return err
+			}
+		case ctlAbort:
+			if err := st.notifyAborted(c.id); err != nil {
+				return err
+			}
+		case ctlShutdown:
+			st.shutdownReq = true
 		}
 	}
 }
 
-// onTrigger injects a barrier into a running source (see pollTriggers).
+// onTrigger injects a barrier into a source. A stop request ends a running
+// source's input: without drain the savepoint barrier is injected here;
+// with drain it is injected after the end of data.
 func (st *subtask) onTrigger(tr trigger) error {
-	if tr.stop {
+	if tr.stop && !st.ended {
 		st.stopTrigger = &tr
 		if !tr.drain {
-			if err := st.barrier(barrierOf(tr), true); err != nil {
+			if err := st.barrier(barrierOf(tr)); err != nil {
 				return err
 			}
 		}
 		return errStopSource
 	}
-	return st.barrier(barrierOf(tr), true)
+	return st.barrier(barrierOf(tr))
 }
 
-func barrierOf(tr trigger) Barrier {
-	b := Barrier{ID: tr.id, Final: tr.final}
-	if tr.savepoint {
-		b.Kind = Savepoint
+// notifyComplete tells the operators that checkpoint id completed and, if
+// it commits side effects, commits a two-phase sink up to it.
+func (st *subtask) notifyComplete(id int64, commit bool) error {
+	for i, op := range st.ops {
+		if err := op.NotifyComplete(id); err != nil {
+			return fmt.Errorf("%s: %w", st.task.Ops[i].Describe(), err)
+		}
 	}
-	return b
+	if !commit || id <= st.committed {
+		return nil
+	}
+	if so, ok := st.out.(*sinkOutput); ok && so.twoPhase() {
+		st.committed = id
+		return so.commit(id)
+	}
+	return nil
+}
+
+// notifyAborted tells the operators that checkpoint id failed and aborts
+// its alignment here, if it is still going on.
+func (st *subtask) notifyAborted(id int64) error {
+	for i, op := range st.ops {
+		if err := op.NotifyAborted(id); err != nil {
+			return fmt.Errorf("%s: %w", st.task.Ops[i].Describe(), err)
+		}
+	}
+	if st.gate != nil {
+		return st.gate.cancel(id, false)
+	}
+	return nil
 }
 
 // barrier takes this subtask's snapshot for b (source offset, operator
-// state, sink pre-commit), acknowledges it, and forwards b downstream.
-func (st *subtask) barrier(b Barrier, isSource bool) error {
+// state, sink pre-commit), forwards b downstream and acknowledges. A failed
+// snapshot fails the checkpoint, not the job: a cancel marker goes
+// downstream instead of the barrier, so that consumers stop aligning.
+func (st *subtask) barrier(b Barrier) error {
 	buf := checkpoint.NewBuffer()
-	err := st.snapshot(b, buf)
+	var err error
+	if f := st.coord.cfg.Fault; f != nil {
+		err = f(StepSnapshot, b.ID)
+	}
 	if err == nil {
-		err = st.out.barrier(b, buf)
+		err = st.snapshot(b, buf)
+	}
+	if errors.Is(err, ErrInjectedCrash) {
+		return err
 	}
 	if b.Final {
 		st.finalID = b.ID
 	}
-	select {
-	case st.coord.acks <- ack{id: b.ID, buf: buf, err: err}:
-	case <-st.ctx.Done():
-		return st.ctx.Err()
+	if err != nil {
+		if cerr := st.out.cancel(b.ID); cerr != nil {
+			return cerr
+		}
+	} else if ferr := st.out.forwardBarrier(b); ferr != nil {
+		return ferr
 	}
-	return nil // a failed snapshot fails the checkpoint, not the job
+	st.coord.ackSnapshot(ack{slot: st.slot, id: b.ID, buf: buf, err: err})
+	return nil
 }
 
 func (st *subtask) snapshot(b Barrier, buf *checkpoint.Buffer) error {
@@ -540,9 +643,25 @@ func (st *subtask) snapshot(b Barrier, buf *checkpoint.Buffer) error {
 		}
 	}
 	for i, op := range st.ops {
-		if so, ok := op.(StatefulOperator); ok {
-			if err := so.SnapshotState(buf, st.keyGroups()); err != nil {
-				return fmt.Errorf("%s snapshot: %w", st.task.Ops[i].Describe(), err)
+		if err := op.Snapshot(b.ID, buf); err != nil {
+			return fmt.Errorf("%s snapshot: %w", st.task.Ops[i].Describe(), err)
+		}
+	}
+	if so, ok := st.out.(*sinkOutput); ok && so.twoPhase() {
+		state, err := so.sink.(TwoPhaseSink).PreCommit(b.ID)
+		if err != nil {
+			return fmt.Errorf("sink pre-commit: %w", err)
+		}
+		if err := buf.Put(checkpoint.SubtaskKey(st.task.Sink.ID, st.index), state); err != nil {
+			return err
+		}
+	}
+	// The states of vanished subtasks this one took over are rewritten in
+	// its own: their old keys go.
+	for opID, olds := range st.takenOver {
+		for _, j := range olds {
+			if err := buf.Delete(checkpoint.SubtaskKey(opID, j)); err != nil {
+				return err
 			}
 		}
 	}
@@ -583,10 +702,8 @@ func (st *subtask) restore() error {
 		}
 	}
 	for i, op := range st.ops {
-		if so, ok := op.(StatefulOperator); ok {
-			if err := so.RestoreState(r, st.keyGroups()); err != nil {
-				return fmt.Errorf("%s: %w", st.task.Ops[i].Describe(), err)
-			}
+		if err := op.Restore(r); err != nil {
+			return fmt.Errorf("%s: %w", st.task.Ops[i].Describe(), err)
 		}
 	}
 	if so, ok := st.out.(*sinkOutput); ok && so.twoPhase() {
@@ -615,7 +732,8 @@ func (st *subtask) restore() error {
 // subtask's own (at the same index), the ones assigned to it when the
 // parallelism changed (old subtask i goes to new subtask i mod parallelism,
 // so that each old state has exactly one owner), and how many there are
-// (the old parallelism).
+// (the old parallelism). Old subtasks beyond the parallelism are recorded
+// in takenOver.
 func (st *subtask) subtaskStates(r checkpoint.StateReader, opID string) (own []byte, mine [][]byte, all int, err error) {
 	k0 := checkpoint.SubtaskKey(opID, 0)
 	prefix := k0[:len(k0)-4]
@@ -631,6 +749,12 @@ func (st *subtask) subtaskStates(r checkpoint.StateReader, opID string) (own []b
 		}
 		if i%st.task.Parallelism == st.index {
 			mine = append(mine, v)
+			if i >= st.task.Parallelism {
+				if st.takenOver == nil {
+					st.takenOver = map[string][]int{}
+				}
+				st.takenOver[opID] = append(st.takenOver[opID], i)
+			}
 		}
 		return nil
 	})
@@ -658,11 +782,14 @@ func (st *subtask) shutdown() error {
 	if so, ok := st.out.(*sinkOutput); ok {
 		if so.twoPhase() {
 			for st.committed < st.finalID {
+				if err := st.handleCtl(); err != nil {
+					return err
+				}
+				if st.committed >= st.finalID {
+					break
+				}
 				select {
-				case <-st.notify:
-					if err := st.commit(); err != nil {
-						return err
-					}
+				case <-st.ctl.sig:
 				case <-st.ctx.Done():
 					return st.ctx.Err()
 				}
@@ -670,20 +797,7 @@ func (st *subtask) shutdown() error {
 		}
 		return nil
 	}
-	return st.out.(*exchangeOutput).shutdown()
-}
-
-// commit commits a two-phase sink up to the latest completed checkpoint.
-func (st *subtask) commit() error {
-	if so, ok := st.out.(*sinkOutput); !ok || !so.twoPhase() {
-		return nil
-	}
-	id := st.coord.latest()
-	if id <= st.committed {
-		return nil
-	}
-	st.committed = id
-	return st.out.(*sinkOutput).commit(id)
+	return st.out.shutdown()
 }
 
 // tick gives a ticking sink its processing-time call.
@@ -708,154 +822,58 @@ func (st *subtask) ticks() (<-chan time.Time, func()) {
 	return nil, func() {}
 }
 
-// runInputs reads the input channels until they all shut down (or, without
-// checkpointing, all ended). It is the barrier handler of every subtask: in
-// exactly-once mode a channel that delivered barrier n is not read again
-// until barrier n arrived on every channel (alignment); in at-least-once
-// mode barriers are only counted. Then the subtask snapshots and forwards.
+// runInputs reads the input gate until every channel shut down (or, without
+// checkpointing, ended), handling the coordinator's notifications and the
+// sink's ticks in between. The gate aligns barriers and combines
+// watermarks; the subtask is its handler.
 func (st *subtask) runInputs() error {
-	n := len(st.inputs)
-	const (
-		extraDone = iota
-		extraTick
-		extraNotify
-		extras
-	)
-	cases := make([]reflect.SelectCase, n+extras)
-	for i, ch := range st.inputs {
-		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ch)}
-	}
+	atLeastOnce := st.checkpointing() && st.coord.cfg.AtLeastOnce
+	st.gate = newInputGate(st.gchans, len(st.chanInput), atLeastOnce, st)
 	tickC, stop := st.ticks()
 	defer stop()
-	cases[n+extraDone] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(st.ctx.Done())}
-	cases[n+extraTick] = reflect.SelectCase{Dir: reflect.SelectRecv}
-	if tickC != nil {
-		cases[n+extraTick].Chan = reflect.ValueOf(tickC)
+	var ctlSig chan struct{}
+	if st.ctl != nil {
+		ctlSig = st.ctl.sig
 	}
-	cases[n+extraNotify] = reflect.SelectCase{Dir: reflect.SelectRecv}
-	if st.notify != nil {
-		cases[n+extraNotify].Chan = reflect.ValueOf(st.notify)
-	}
-	ended, shut := 0, 0
-	// Alignment: the barrier being aligned, which channels delivered it,
-	// which are blocked (exactly-once) and which shut down (no more
-	// barriers can come from those).
-	var pending *Barrier
-	alignID := int64(0)
-	arrived := make([]bool, n)
-	blocked := make([]bool, n)
-	isShut := make([]bool, n)
-	unblockAll := func() {
-		for i := range blocked {
-			arrived[i] = false
-			if blocked[i] {
-				blocked[i] = false
-				cases[i].Chan = reflect.ValueOf(st.inputs[i])
+	for !st.done {
+		select {
+		case m := <-st.gchans.in:
+			if err := st.gate.deliver(m); err != nil {
+				return err
 			}
-		}
-	}
-	// complete snapshots and forwards the pending barrier once every channel
-	// delivered it or shut down (in at-least-once mode a channel may deliver
-	// the barrier and then its shutdown before the others' barriers).
-	complete := func() error {
-		if pending == nil {
-			return nil
-		}
-		for i := range arrived {
-			if !arrived[i] && !isShut[i] {
-				return nil
-			}
-		}
-		b := *pending
-		pending = nil
-		if err := st.barrier(b, false); err != nil {
-			return err
-		}
-		unblockAll()
-		alignID = b.ID + 1
-		return nil
-	}
-	// recv waits for the next event: a message of input i < n, or one of the
-	// extra cases. A single input (the common case) needs no reflection.
-	recv := func() (int, Message) {
-		if n == 1 {
-			select {
-			case m := <-st.inputs[0]:
-				return 0, m
-			case <-st.ctx.Done():
-				return n + extraDone, Message{}
-			case <-tickC:
-				return n + extraTick, Message{}
-			case <-st.notify:
-				return n + extraNotify, Message{}
-			}
-		}
-		i, v, _ := reflect.Select(cases)
-		if i < n {
-			return i, v.Interface().(Message)
-		}
-		return i, Message{}
-	}
-	for {
-		i, m := recv()
-		switch i {
-		case n + extraDone:
+		case <-st.ctx.Done():
 			return st.ctx.Err()
-		case n + extraTick:
+		case <-tickC:
 			if err := st.tick(); err != nil {
 				return err
 			}
-			continue
-		case n + extraNotify:
-			if err := st.commit(); err != nil {
+		case <-ctlSig:
+			if err := st.handleCtl(); err != nil {
 				return err
-			}
-			continue
-		}
-		switch m.Kind {
-		case MsgData:
-			if err := st.head.Collect(m.Batch); err != nil {
-				return err
-			}
-		case MsgBarrier:
-			b := m.Barrier
-			if b.ID < alignID {
-				continue // a barrier of an aborted checkpoint
-			}
-			if b.ID > alignID || pending == nil {
-				unblockAll() // a newer checkpoint supersedes an unfinished alignment
-				alignID, pending = b.ID, &b
-			}
-			arrived[i] = true
-			if !st.coord.cfg.AtLeastOnce && n > 1 {
-				blocked[i] = true
-				cases[i].Chan = reflect.Value{}
-			}
-			if err := complete(); err != nil {
-				return err
-			}
-		case MsgEnd:
-			ended++
-			if ended == n {
-				if err := st.finish(); err != nil {
-					return err
-				}
-				if !st.checkpointing() {
-					return nil
-				}
-			}
-		case MsgShutdown:
-			shut++
-			isShut[i] = true
-			cases[i].Chan = reflect.Value{}
-			if err := complete(); err != nil {
-				return err
-			}
-			if shut == n {
-				return st.shutdown()
 			}
 		}
 	}
+	return nil
+}
+
+// The subtask is its gate's handler.
+
+func (st *subtask) onBatch(ch int, b Batch) error { return st.process(st.chanInput[ch], b) }
+func (st *subtask) onWatermark(wm int64) error    { return st.watermark(wm) }
+func (st *subtask) onBarrier(b Barrier) error     { return st.barrier(b) }
+func (st *subtask) onCancel(id int64) error       { return st.out.cancel(id) }
+func (st *subtask) onEnd() error {
+	if err := st.finish(); err != nil {
+		return err
+	}
+	if !st.checkpointing() {
+		st.done = true
+	}
+	return nil
+}
+func (st *subtask) onShutdown() error {
+	st.done = true
+	return st.shutdown()
 }
 
 // panicSite returns the function and file:line where a recovered panic

@@ -1,0 +1,298 @@
+package exec
+
+import (
+	"context"
+)
+
+// The input gate: every consumer subtask reads all its input channels from
+// one Go channel (messages tagged with their channel index), so that no
+// reflection is needed to wait on many inputs. Flow control is credit
+// based, as Flink's network stack: a producer takes one of its channel's
+// credits before sending a batch and the consumer returns it when the batch
+// is processed, so each channel holds at most ChannelCapacity batches
+// whether it is being read or paused (aligned). Signals (barriers, cancel
+// markers, watermarks, idleness, end, shutdown) take no credit: they are
+// small and never held back behind batches of other channels.
+
+// outChan is the producer's end of one channel.
+type outChan struct {
+	in      chan Message  // the consumer's gate
+	credits chan struct{} // one token per batch in flight on this channel
+	index   int           // the channel's index at the consumer
+}
+
+func newOutChan(g *gateChans, index int) *outChan {
+	return &outChan{in: g.in, credits: g.credits[index], index: index}
+}
+
+// send delivers m, blocking while the channel has no credit (backpressure)
+// or until ctx is done (then m is released).
+func (c *outChan) send(ctx context.Context, m Message) error {
+	if m.Kind == MsgData {
+		select {
+		case c.credits <- struct{}{}:
+		case <-ctx.Done():
+			m.release()
+			return ctx.Err()
+		}
+	}
+	m.from = c.index
+	select {
+	case c.in <- m:
+		return nil
+	case <-ctx.Done():
+		if m.Kind == MsgData {
+			m.release()
+		}
+		return ctx.Err()
+	}
+}
+
+// gateChans are the channels of one consumer subtask, made before any
+// subtask starts.
+type gateChans struct {
+	in      chan Message
+	credits []chan struct{}
+}
+
+func newGateChans(n, capacity int) *gateChans {
+	g := &gateChans{in: make(chan Message, n*(capacity+2)), credits: make([]chan struct{}, n)}
+	for i := range g.credits {
+		g.credits[i] = make(chan struct{}, capacity)
+	}
+	return g
+}
+
+// gateHandler is what the gate drives: the subtask (or a test script).
+type gateHandler interface {
+	// onBatch processes a batch of channel ch.
+	onBatch(ch int, b Batch) error
+	// onWatermark: the minimum watermark over the active channels advanced.
+	onWatermark(wm int64) error
+	// onBarrier: barrier b arrived on every channel (aligned), or on every
+	// channel in at-least-once mode: snapshot and forward it.
+	onBarrier(b Barrier) error
+	// onCancel: checkpoint id was cancelled upstream; forward the marker.
+	onCancel(id int64) error
+	// onEnd: every channel ended (end of data).
+	onEnd() error
+	// onShutdown: every channel shut down (nothing more will come).
+	onShutdown() error
+}
+
+// inputGate is the consumer's end: per-channel queues that can be paused
+// without reflection, the barrier handler (aligned or at-least-once), and
+// per-channel watermarks combined by minimum. Used on the subtask's
+// goroutine only.
+type inputGate struct {
+	chans       *gateChans
+	h           gateHandler
+	n           int
+	atLeastOnce bool
+
+	queue   [][]Message // messages of paused channels, in order
+	blocked []bool
+	drain   bool // a channel was unblocked with messages queued
+
+	ended, shut  []bool
+	nEnded, nShu int
+
+	wm       []int64
+	idle     []bool
+	combined int64
+
+	pending    *Barrier // the barrier being aligned
+	alignID    int64    // barriers below this id are stale (done or cancelled)
+	arrived    []bool
+	lastCancel int64
+}
+
+func newInputGate(chans *gateChans, n int, atLeastOnce bool, h gateHandler) *inputGate {
+	g := &inputGate{chans: chans, h: h, n: n, atLeastOnce: atLeastOnce,
+		queue: make([][]Message, n), blocked: make([]bool, n), ended: make([]bool, n),
+		shut: make([]bool, n), wm: make([]int64, n), idle: make([]bool, n), combined: NoWatermark,
+		arrived: make([]bool, n)}
+	for i := range g.wm {
+		g.wm[i] = NoWatermark
+	}
+	return g
+}
+
+// done reports whether every channel shut down.
+func (g *inputGate) done() bool { return g.nShu == g.n }
+
+// deliver takes one message read from the gate's channel.
+func (g *inputGate) deliver(m Message) error {
+	i := m.from
+	if g.blocked[i] || len(g.queue[i]) > 0 {
+		if m.Kind == MsgWatermark && len(g.queue[i]) > 0 {
+			if last := &g.queue[i][len(g.queue[i])-1]; last.Kind == MsgWatermark {
+				last.Watermark = max(last.Watermark, m.Watermark) // coalesce while paused
+				return nil
+			}
+		}
+		g.queue[i] = append(g.queue[i], m)
+		return nil
+	}
+	if err := g.process(i, m); err != nil {
+		return err
+	}
+	return g.drainQueues()
+}
+
+// drainQueues processes queued messages of channels no longer blocked.
+func (g *inputGate) drainQueues() error {
+	for g.drain {
+		g.drain = false
+		for i := range g.queue {
+			for len(g.queue[i]) > 0 && !g.blocked[i] {
+				m := g.queue[i][0]
+				g.queue[i][0] = Message{}
+				g.queue[i] = g.queue[i][1:]
+				if len(g.queue[i]) == 0 {
+					g.queue[i] = g.queue[i][:0:0]
+				}
+				if err := g.process(i, m); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// release returns everything still queued (after a failure or cancel).
+func (g *inputGate) release() {
+	for i, q := range g.queue {
+		for j := range q {
+			q[j].release()
+		}
+		g.queue[i] = nil
+	}
+}
+
+func (g *inputGate) unblockAll() {
+	for i := range g.blocked {
+		g.arrived[i] = false
+		if g.blocked[i] {
+			g.blocked[i] = false
+			if len(g.queue[i]) > 0 {
+				g.drain = true
+			}
+		}
+	}
+}
+
+func (g *inputGate) process(i int, m Message) error {
+	switch m.Kind {
+	case MsgData:
+		<-g.chans.credits[i]
+		if g.idle[i] {
+			g.idle[i] = false
+		}
+		return g.h.onBatch(i, m.Batch)
+	case MsgWatermark:
+		g.idle[i] = false
+		g.wm[i] = max(g.wm[i], m.Watermark)
+		return g.advance()
+	case MsgIdle:
+		g.idle[i] = true
+		return g.advance()
+	case MsgBarrier:
+		b := m.Barrier
+		if b.ID < g.alignID {
+			return nil // a barrier of a finished or cancelled checkpoint
+		}
+		if g.pending == nil || b.ID > g.pending.ID {
+			if g.pending != nil {
+				g.unblockAll() // a newer checkpoint supersedes an unfinished alignment
+			}
+			g.pending, g.alignID = &b, b.ID
+		}
+		g.arrived[i] = true
+		if !g.atLeastOnce && g.n > 1 {
+			g.blocked[i] = true
+		}
+		return g.complete()
+	case MsgCancel:
+		return g.cancel(m.Barrier.ID, true)
+	case MsgEnd:
+		g.ended[i] = true
+		g.nEnded++
+		if err := g.advance(); err != nil {
+			return err
+		}
+		if g.nEnded == g.n {
+			return g.h.onEnd()
+		}
+	case MsgShutdown:
+		g.shut[i] = true
+		g.nShu++
+		if err := g.complete(); err != nil {
+			return err
+		}
+		if g.nShu == g.n {
+			return g.h.onShutdown()
+		}
+	}
+	return nil
+}
+
+// cancel aborts the alignment of checkpoint id (and older ones): blocked
+// channels resume at once. forward passes the marker downstream once.
+func (g *inputGate) cancel(id int64, forward bool) error {
+	if g.pending != nil && g.pending.ID <= id {
+		g.pending = nil
+		g.unblockAll()
+	}
+	if id >= g.alignID {
+		g.alignID = id + 1
+	}
+	if forward && id > g.lastCancel {
+		g.lastCancel = id
+		return g.h.onCancel(id)
+	}
+	return nil
+}
+
+// complete hands the pending barrier to the handler once every channel
+// delivered it or shut down.
+func (g *inputGate) complete() error {
+	if g.pending == nil {
+		return nil
+	}
+	for i := range g.arrived {
+		if !g.arrived[i] && !g.shut[i] {
+			return nil
+		}
+	}
+	b := *g.pending
+	g.pending = nil
+	g.alignID = b.ID + 1
+	g.unblockAll()
+	return g.h.onBarrier(b)
+}
+
+// advance recomputes the minimum watermark over the channels that are
+// neither idle nor ended and tells the handler when it moved forward.
+func (g *inputGate) advance() error {
+	wm, active := MaxWatermark, false
+	for i := range g.wm {
+		if g.ended[i] || g.idle[i] {
+			continue
+		}
+		active = true
+		wm = min(wm, g.wm[i])
+	}
+	if !active {
+		// Every channel idle or ended: nothing holds event time back, and
+		// nothing moves it (a bounded source's end carries its final
+		// watermark before the end).
+		return nil
+	}
+	if wm > g.combined {
+		g.combined = wm
+		return g.h.onWatermark(wm)
+	}
+	return nil
+}

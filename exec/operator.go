@@ -1,0 +1,128 @@
+package exec
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/planner"
+)
+
+// Collector receives what an operator emits. Collect takes ownership of
+// b.Rec; EmitWatermark forwards event time (the operator has emitted
+// everything up to it).
+type Collector interface {
+	Collect(b Batch) error
+	EmitWatermark(wm int64) error
+}
+
+// NoWatermark is the watermark before any has been seen; MaxWatermark ends
+// event time (every timer fires, every window closes).
+const (
+	NoWatermark  int64 = math.MinInt64
+	MaxWatermark int64 = math.MaxInt64
+)
+
+// Clock tells processing time; tests inject their own.
+type Clock interface{ Now() time.Time }
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+// OpContext is what an operator is opened with: one parallel subtask's
+// view of the job.
+type OpContext struct {
+	OpID        string // stable operator id: the scope of its state
+	Subtask     int
+	Parallelism int
+	// KeyGroups is the range of key groups this subtask owns.
+	KeyGroups KeyGroups
+	// Checkpointing is true when the job takes checkpoints: keyed state
+	// tracks changes only then.
+	Checkpointing bool
+	Mem           memory.Allocator
+	BatchSize     int
+	Clock         Clock
+	Metrics       *Metrics
+}
+
+// Operator is the API every operator of a task chain implements (v2),
+// instantiated per subtask and driven by the runtime on the subtask's
+// goroutine only, in this order: Open; Restore (only when restoring); then
+// any interleaving of ProcessBatch, ProcessWatermark, Snapshot,
+// NotifyComplete and NotifyAborted; Finish at the end of data; Close
+// always (also after failures; idempotent).
+//
+// Checkpoint protocol: Snapshot(n) is called when barrier n passes the
+// operator (every record before the barrier processed, none after) and
+// writes the operator's state changes for n. NotifyComplete(n) says
+// checkpoint n is committed (state of every epoch <= n is durable);
+// NotifyAborted(n) says it failed: changes written by Snapshot(n) must be
+// written again by a later Snapshot. Notifications may arrive after later
+// snapshots; state.Table handles both orders.
+type Operator interface {
+	Open(ctx *OpContext) error
+	// ProcessBatch consumes b (taking ownership of b.Rec) from input
+	// `input` (the index of the task's input edge; 0 for chained operators).
+	ProcessBatch(input int, b Batch, out Collector) error
+	// ProcessWatermark is called when the event time of the operator's
+	// inputs advances (the minimum over input channels): fire what is due,
+	// then forward it (or a smaller one) with out.EmitWatermark.
+	ProcessWatermark(wm int64, out Collector) error
+	Snapshot(checkpointID int64, w checkpoint.StateWriter) error
+	Restore(r checkpoint.StateReader) error
+	NotifyComplete(checkpointID int64) error
+	NotifyAborted(checkpointID int64) error
+	// Finish is called once at end of data; it may emit final results.
+	Finish(out Collector) error
+	Close() error
+}
+
+// Stateless provides the defaults of a stateless operator: no state,
+// watermarks forwarded, nothing to finish or close. Embed it.
+type Stateless struct{}
+
+func (Stateless) Open(*OpContext) error                          { return nil }
+func (Stateless) ProcessWatermark(wm int64, out Collector) error { return out.EmitWatermark(wm) }
+func (Stateless) Snapshot(int64, checkpoint.StateWriter) error   { return nil }
+func (Stateless) Restore(checkpoint.StateReader) error           { return nil }
+func (Stateless) NotifyComplete(int64) error                     { return nil }
+func (Stateless) NotifyAborted(int64) error                      { return nil }
+func (Stateless) Finish(Collector) error                         { return nil }
+func (Stateless) Close() error                                   { return nil }
+
+// Factory builds an operator from its plan node.
+type Factory func(spec planner.Op, ctx *OpContext) (Operator, error)
+
+var registry = struct {
+	sync.RWMutex
+	m map[reflect.Type]Factory
+}{m: map[reflect.Type]Factory{}}
+
+// RegisterOperator makes plan nodes of type T run as the operators f
+// builds. Operators register themselves in init functions; a later
+// registration of the same type replaces the earlier one.
+func RegisterOperator[T planner.Op](f func(spec T, ctx *OpContext) (Operator, error)) {
+	var zero T
+	registry.Lock()
+	defer registry.Unlock()
+	registry.m[reflect.TypeOf(zero)] = func(spec planner.Op, ctx *OpContext) (Operator, error) {
+		return f(spec.(T), ctx)
+	}
+}
+
+func newOperator(spec planner.Op, ctx *OpContext) (Operator, error) {
+	registry.RLock()
+	f := registry.m[reflect.TypeOf(spec)]
+	registry.RUnlock()
+	if f == nil {
+		return nil, fmt.Errorf("no operator is registered for %T", spec)
+	}
+	return f(spec, ctx)
+}

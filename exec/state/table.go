@@ -1,0 +1,355 @@
+package state
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+
+	"github.com/streamsql/streamsql/checkpoint"
+)
+
+// Codec encodes the state of one slot for a checkpoint. Both methods are
+// called per changed slot at a barrier, never per row.
+type Codec interface {
+	// AppendKey appends slot g's encoded key: what follows the key-group
+	// prefix in the state store, and the lookup key of a bytes-keyed table.
+	AppendKey(dst []byte, g int32) []byte
+	// AppendValue appends slot g's encoded value.
+	AppendValue(dst []byte, g int32) []byte
+}
+
+// Options configure a Table.
+type Options struct {
+	OpID           string // the operator's stable id
+	MaxParallelism int    // number of key groups
+	// Checkpointing turns change tracking on. Off, nothing is tracked.
+	Checkpointing bool
+	// IntKeys: keys are one int64 (plus NULL), looked up without encoding.
+	// Otherwise keys are byte strings (the codec's encoded key).
+	IntKeys bool
+}
+
+// MaxKeyGroups is the largest number of key groups a table can address
+// (Flink's upper bound of pipeline.max-parallelism).
+const MaxKeyGroups = 1 << 15
+
+// Table is the keyed state of one operator subtask: keys to dense slots,
+// the key group and liveness of each slot, and the epoch-aware change set.
+// Not safe for concurrent use: it lives on its subtask's goroutine.
+type Table struct {
+	o     Options
+	codec Codec
+	// OnGrow is called with the new number of slots whenever a slot beyond
+	// the current ones is allocated, so the operator can grow its columns.
+	OnGrow func(n int)
+
+	intMap   map[int64]int32
+	nullSlot int32
+	strMap   map[string]int32
+	keyOf    []string // bytes keys: the key of each live slot
+
+	kg    []uint16
+	alive []bool
+	free  []int32
+	live  int
+
+	// current change set
+	dirty     []bool
+	dirtyList []int32
+	tombs     [][]byte // full state keys removed
+	// pending: the change set written by the checkpoint pendingID whose
+	// outcome is not known yet (0: none)
+	pendingID int64
+	pDirty    []int32
+	pTombs    [][]byte
+
+	ents    []entry
+	arena   []byte
+	prefix  [][]byte // KeyedPrefix per key group, built lazily
+	scratch []byte
+}
+
+type entry struct {
+	del        bool
+	kOff, kLen int
+	vOff, vLen int
+}
+
+// NewTable returns an empty table.
+func NewTable(o Options, codec Codec) (*Table, error) {
+	if o.MaxParallelism <= 0 || o.MaxParallelism > MaxKeyGroups {
+		return nil, fmt.Errorf("state: max parallelism %d out of range 1..%d", o.MaxParallelism, MaxKeyGroups)
+	}
+	t := &Table{o: o, codec: codec, nullSlot: -1, prefix: make([][]byte, o.MaxParallelism)}
+	if o.IntKeys {
+		t.intMap = map[int64]int32{}
+	} else {
+		t.strMap = map[string]int32{}
+	}
+	return t, nil
+}
+
+// Tracking reports whether changes are tracked (checkpointing is on).
+func (t *Table) Tracking() bool { return t.o.Checkpointing }
+
+// Len is the number of live slots.
+func (t *Table) Len() int { return t.live }
+
+// Slots is the number of slots allocated (live or free).
+func (t *Table) Slots() int { return len(t.alive) }
+
+// Alive reports whether slot g holds a key.
+func (t *Table) Alive(g int32) bool { return t.alive[g] }
+
+// KeyGroup is slot g's key group.
+func (t *Table) KeyGroup(g int32) int { return int(t.kg[g]) }
+
+func (t *Table) alloc(kg int) int32 {
+	var g int32
+	if n := len(t.free); n > 0 {
+		g = t.free[n-1]
+		t.free = t.free[:n-1]
+	} else {
+		g = int32(len(t.alive))
+		t.alive = append(t.alive, false)
+		t.kg = append(t.kg, 0)
+		t.dirty = append(t.dirty, false)
+		if !t.o.IntKeys {
+			t.keyOf = append(t.keyOf, "")
+		}
+		if t.OnGrow != nil {
+			t.OnGrow(len(t.alive))
+		}
+	}
+	t.alive[g] = true
+	t.kg[g] = uint16(kg)
+	t.live++
+	t.Touch(g)
+	return g
+}
+
+// LookupInt finds the slot of an int key.
+func (t *Table) LookupInt(v int64) (int32, bool) {
+	g, ok := t.intMap[v]
+	return g, ok
+}
+
+// InsertInt allocates a slot for a new int key in key group kg. The
+// operator fills the slot's key and values before the next Snapshot.
+func (t *Table) InsertInt(v int64, kg int) int32 {
+	g := t.alloc(kg)
+	t.intMap[v] = g
+	return g
+}
+
+// LookupNull finds the slot of the NULL key of an int-keyed table.
+func (t *Table) LookupNull() (int32, bool) { return t.nullSlot, t.nullSlot >= 0 }
+
+// InsertNull allocates the slot of the NULL key.
+func (t *Table) InsertNull(kg int) int32 {
+	t.nullSlot = t.alloc(kg)
+	return t.nullSlot
+}
+
+// LookupBytes finds the slot of an encoded key (no allocation).
+func (t *Table) LookupBytes(k []byte) (int32, bool) {
+	g, ok := t.strMap[string(k)]
+	return g, ok
+}
+
+// InsertBytes allocates a slot for a new encoded key (copied).
+func (t *Table) InsertBytes(k []byte, kg int) int32 {
+	g := t.alloc(kg)
+	ks := string(k)
+	t.strMap[ks] = g
+	t.keyOf[g] = ks
+	return g
+}
+
+// Touch marks slot g changed in the current epoch. O(1); a no-op without
+// checkpointing.
+func (t *Table) Touch(g int32) {
+	if t.o.Checkpointing && !t.dirty[g] {
+		t.dirty[g] = true
+		t.dirtyList = append(t.dirtyList, g)
+	}
+}
+
+// Remove frees slot g: its key leaves the state at the next checkpoint.
+// intKey is the slot's key for an int-keyed table (ignored otherwise);
+// null says it is the NULL key. Call it before clearing the slot's key in
+// the operator (the codec encodes the tombstone).
+func (t *Table) Remove(g int32, intKey int64, null bool) {
+	if t.o.Checkpointing {
+		t.tombs = append(t.tombs, t.fullKey(nil, g))
+	}
+	switch {
+	case !t.o.IntKeys:
+		delete(t.strMap, t.keyOf[g])
+		t.keyOf[g] = ""
+	case null:
+		t.nullSlot = -1
+	default:
+		delete(t.intMap, intKey)
+	}
+	t.alive[g] = false
+	t.live--
+	t.free = append(t.free, g)
+	// g stays in the dirty list if it is there: Snapshot skips dead slots.
+}
+
+func (t *Table) keyPrefix(kg int) []byte {
+	if t.prefix[kg] == nil {
+		t.prefix[kg] = checkpoint.KeyedPrefix(t.o.OpID, kg)
+	}
+	return t.prefix[kg]
+}
+
+// fullKey appends slot g's state key: prefix of its key group + encoded key.
+func (t *Table) fullKey(dst []byte, g int32) []byte {
+	dst = append(dst, t.keyPrefix(int(t.kg[g]))...)
+	if !t.o.IntKeys {
+		return append(dst, t.keyOf[g]...)
+	}
+	return t.codec.AppendKey(dst, g)
+}
+
+// mergePending moves the pending change set back into the current one.
+func (t *Table) mergePending() {
+	for _, g := range t.pDirty {
+		if !t.dirty[g] {
+			t.dirty[g] = true
+			t.dirtyList = append(t.dirtyList, g)
+		}
+	}
+	t.tombs = append(t.tombs, t.pTombs...)
+	t.pDirty, t.pTombs, t.pendingID = t.pDirty[:0], nil, 0
+}
+
+// Snapshot writes the changes of checkpoint id to w, sorted by key: a Put
+// of every changed live slot and a Delete of every removed key that is not
+// live again. The change set then becomes pending until Complete or Abort.
+// On error the change set is left as it was (with any pending set merged
+// in), so a later checkpoint writes it.
+func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
+	if !t.o.Checkpointing {
+		return nil
+	}
+	if t.pendingID != 0 {
+		t.mergePending()
+	}
+	t.ents, t.arena = t.ents[:0], t.arena[:0]
+	for _, g := range t.dirtyList {
+		if !t.alive[g] {
+			continue
+		}
+		e := entry{kOff: len(t.arena)}
+		t.arena = t.fullKey(t.arena, g)
+		e.kLen = len(t.arena) - e.kOff
+		e.vOff = len(t.arena)
+		t.arena = t.codec.AppendValue(t.arena, g)
+		e.vLen = len(t.arena) - e.vOff
+		t.ents = append(t.ents, e)
+	}
+	for _, k := range t.tombs {
+		e := entry{del: true, kOff: len(t.arena), kLen: len(k)}
+		t.arena = append(t.arena, k...)
+		t.ents = append(t.ents, e)
+	}
+	key := func(e entry) []byte { return t.arena[e.kOff : e.kOff+e.kLen] }
+	sort.Slice(t.ents, func(i, j int) bool {
+		c := bytes.Compare(key(t.ents[i]), key(t.ents[j]))
+		if c != 0 {
+			return c < 0
+		}
+		return !t.ents[i].del && t.ents[j].del // a Put before a Delete of the same key
+	})
+	var last []byte
+	for i, e := range t.ents {
+		k := key(e)
+		if i > 0 && bytes.Equal(k, last) {
+			continue // the Put of a key removed and added again wins
+		}
+		last = k
+		var err error
+		if e.del {
+			err = w.Delete(k)
+		} else {
+			err = w.Put(k, t.arena[e.vOff:e.vOff+e.vLen])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// The current set becomes pending; keep the memory of both.
+	for _, g := range t.dirtyList {
+		t.dirty[g] = false
+	}
+	t.pDirty, t.dirtyList = t.dirtyList, t.pDirty[:0]
+	t.pTombs, t.tombs = t.tombs, t.tombs[:0:0]
+	t.pendingID = id
+	return nil
+}
+
+// Complete is called when checkpoint id is committed: the pending change
+// set is dropped if id covers it.
+func (t *Table) Complete(id int64) {
+	if t.pendingID != 0 && id >= t.pendingID {
+		t.pDirty, t.pTombs, t.pendingID = t.pDirty[:0], nil, 0
+	}
+}
+
+// Abort is called when checkpoint id failed: its pending change set goes
+// back into the current one. An older id is covered by the pending set
+// already; a newer one was never snapshotted here.
+func (t *Table) Abort(id int64) {
+	if t.pendingID != 0 && id == t.pendingID {
+		t.mergePending()
+	}
+}
+
+// Changed is the number of slots and tombstones the next Snapshot would
+// consider (current and pending).
+func (t *Table) Changed() int {
+	return len(t.dirtyList) + len(t.tombs) + len(t.pDirty) + len(t.pTombs)
+}
+
+// Decoder fills slot g from its encoded key and value while restoring.
+// For an int-keyed table it returns the slot's key (null: the NULL key).
+type Decoder func(g int32, key, value []byte) (intKey int64, null bool, err error)
+
+// Restore loads every key of key groups [start, end) from r. Restored
+// slots are clean: they are in the committed state already.
+func (t *Table) Restore(r checkpoint.StateReader, start, end int, decode Decoder) error {
+	for k := start; k < end; k++ {
+		prefix := t.keyPrefix(k)
+		err := r.Scan(prefix, func(key, val []byte) error {
+			enc := key[len(prefix):]
+			g := t.alloc(k)
+			ik, null, err := decode(g, enc, val)
+			if err != nil {
+				return err
+			}
+			switch {
+			case !t.o.IntKeys:
+				ks := string(enc)
+				t.strMap[ks] = g
+				t.keyOf[g] = ks
+			case null:
+				t.nullSlot = g
+			default:
+				t.intMap[ik] = g
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("restoring key group %d: %w", k, err)
+		}
+	}
+	// Nothing restored is a change.
+	for _, g := range t.dirtyList {
+		t.dirty[g] = false
+	}
+	t.dirtyList = t.dirtyList[:0]
+	return nil
+}
