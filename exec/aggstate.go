@@ -2,11 +2,11 @@ package exec
 
 import (
 	"bytes"
-	"sort"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/decimal128"

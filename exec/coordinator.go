@@ -108,7 +108,6 @@ const (
 	StepSnapshot FaultStep = "snapshot"
 )
 
-
 // ErrInjectedCrash is the failure FailAfter and Fault inject.
 var ErrInjectedCrash = errors.New("injected crash")
 

@@ -236,4 +236,3 @@ type TwoPhaseSink interface {
 	Commit(checkpointID int64) error
 	RestoreState(state []byte) error
 }
-

@@ -123,7 +123,6 @@ func (c *calc) applyFilter(b Batch) (Batch, error) {
 	return Batch{Rec: rec, Ops: ops}, nil
 }
 
-
 // tableFunc implements the built-in SPLIT table function: each input row is
 // repeated once per non-empty token of its string argument, with the token
 // appended as a new column.
@@ -222,4 +221,3 @@ func (t *tableFunc) ProcessBatch(_ int, b Batch, out Collector) error {
 	rec := array.NewRecord(t.schema, cols, int64(len(t.idx)))
 	return out.Collect(Batch{Rec: rec, Ops: ops})
 }
-
