@@ -16,8 +16,8 @@ import (
 // chk-<n> directory, or a job directory, meaning its latest complete
 // checkpoint. When that one fails verification and an older one verifies,
 // the restore fails with an *UnverifiedError, unless Options.AllowFallback:
-// then the older one is used and Info.Skipped says why the newer ones were
-// passed over (also sent to Options.Logf). Every file the _metadata references
+// then the older one is used, Info.Skipped says why the newer ones were
+// passed over, and Options.Logf is told of the fallback. Every file the _metadata references
 // is verified (exists, size, CRC-32C) before use; a missing, truncated or
 // corrupted file is an error naming the file. A directory without _metadata
 // is never restored. o.JobID may be the job of from (a file already in its
@@ -183,9 +183,6 @@ func pickVerified(fs vfs.FS, jobDir string, allowFallback bool, logf func(string
 		if len(skipped) > 0 {
 			if !allowFallback {
 				return nil, skipped, &UnverifiedError{Checkpoint: cands[0].path, Reasons: skipped, Older: c.path}
-			}
-			for _, why := range skipped {
-				logf("checkpoint: skipping a checkpoint that failed verification: %s", why)
 			}
 			logf("checkpoint: falling back to %s (%s is set)", c.path, FallbackOption)
 		}
