@@ -110,12 +110,24 @@ func floatBetween(lo, hi float64) func(string) error {
 	}
 }
 
+// MaxKeyGroups is the upper bound of pipeline.max-parallelism, Flink's
+// (2^15): a key group must fit the 16 bits the runtime keeps per group.
+const MaxKeyGroups = 1 << 15
+
+func maxParallelismCheck(v string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > MaxKeyGroups {
+		return fmt.Errorf("expected an integer between 1 and %d (the number of key groups; %d is the upper bound, as in Flink)", MaxKeyGroups, MaxKeyGroups)
+	}
+	return nil
+}
+
 // SessionOptions lists the options a session accepts.
 var SessionOptions = []OptionDef{
 	{Key: "parallelism.default", Default: func() string { return strconv.Itoa(runtime.NumCPU()) },
 		Description: "parallel subtasks of each operator (default: number of CPUs)", Check: intAtLeast(1)},
 	{Key: "pipeline.max-parallelism", Default: func() string { return "128" },
-		Description: "number of key groups; the upper bound of parallelism", Check: intAtLeast(1)},
+		Description: "number of key groups (1 to 32768); the upper bound of parallelism", Check: maxParallelismCheck},
 	{Key: "pipeline.name", Default: func() string { return "" },
 		Description: "name of the next submitted job", Check: func(string) error { return nil }},
 	{Key: "execution.batch-size", Default: func() string { return "1024" },
@@ -137,6 +149,9 @@ var SessionOptions = []OptionDef{
 		Description: "checkpoints in flight at once (streamsql takes them one at a time: only 1)", Check: enumOf("1")},
 	{Key: "execution.checkpointing.tolerable-failed-checkpoints", Default: func() string { return "0" },
 		Description: "consecutive failed checkpoints tolerated before the job fails", Check: intAtLeast(0)},
+	{Key: "execution.checkpointing.restore-fallback", Default: func() string { return "false" },
+		Description: "true: when the newest complete checkpoint of a job directory fails verification, restore an older one (its sinks may have committed the newer one: duplicates possible); false: fail",
+		Check:       enumOf("true", "false")},
 	{Key: "execution.checkpointing.externalized-checkpoint-retention", Default: func() string { return "DELETE_ON_CANCELLATION" },
 		Description: "whether checkpoints survive a cancelled or finished job", Check: enumOf("DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS")},
 	{Key: "state.checkpoints.dir", Default: func() string { return "" },

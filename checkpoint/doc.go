@@ -39,6 +39,16 @@
 //     generation so a name never denotes two different contents; a file
 //     already in shared/ is referenced, never copied again. A shared file is
 //     deleted only when no retained checkpoint references it.
+//   - A restore of a job directory never falls back silently: when its
+//     newest complete checkpoint fails verification, sinks may already have
+//     committed it, so the restore fails (*UnverifiedError) unless
+//     Options.AllowFallback. A chk directory without _metadata never
+//     completed and is not a candidate.
+//   - Checkpoint ids are never reused within a job directory: MaxID is the
+//     highest id it has used (complete or not, or restored from).
+//   - A job that ends keeping its checkpoints (RETAIN_ON_CANCELLATION,
+//     FAILED) keeps Flink's layout: DiscardWorking empties taskowned/ and
+//     leaves it in place.
 //   - Every file operation goes through Options.FS (Pebble included), so
 //     tests can inject faults and crash images.
 //

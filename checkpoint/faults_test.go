@@ -407,7 +407,11 @@ func remove(t *testing.T, p string) {
 	}
 }
 
-// (f) damaged files are detected and named; the job dir falls back.
+// (f) damaged files are detected and named. A job directory whose newest
+// complete checkpoint is damaged is not restored: its sinks may have
+// committed it, so falling back to chk-2 could duplicate output. It falls
+// back only with AllowFallback, and reports what it skipped. A chk-3 whose
+// _metadata is gone never completed: chk-2 is simply the latest.
 func TestCorruption(t *testing.T) {
 	var cases []corruption
 	for _, tg := range []struct {
@@ -426,7 +430,8 @@ func TestCorruption(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			var logged []string
-			o := Options{Dir: root, JobID: jobA, NumRetained: 3, Logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }}
+			logf := func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }
+			o := Options{Dir: root, JobID: jobA, NumRetained: 3, Logf: logf}
 			s, err := Open(o)
 			if err != nil {
 				t.Fatal(err)
@@ -446,7 +451,8 @@ func TestCorruption(t *testing.T) {
 			p := tc.target(t, jobDir)
 			tc.damage(t, p)
 			name := p
-			if strings.HasSuffix(tc.name, "metadata/delete") {
+			incomplete := strings.HasSuffix(tc.name, "metadata/delete")
+			if incomplete {
 				name = filepath.Join(jobDir, "chk-3") // the dir is named: it has no _metadata
 			}
 			ro := Options{Dir: root, JobID: jobB, NumRetained: 1}
@@ -454,22 +460,77 @@ func TestCorruption(t *testing.T) {
 				t.Fatalf("restore of damaged chk-3: error %v does not name %s", err, name)
 			}
 			detected++
+			if incomplete {
+				r, info, err := Restore(ro, jobDir)
+				if err != nil || info.ID != 2 || len(info.Skipped) != 0 {
+					t.Fatalf("job dir without a complete chk-3: %v %+v", err, info)
+				}
+				assertState(t, "latest", r.Reader(), states[2])
+				r.Discard()
+				info, ok, err := s.RestoreLatest()
+				if err != nil || !ok || info.ID != 2 {
+					t.Fatalf("RestoreLatest: %v %v %+v", err, ok, info)
+				}
+				return
+			}
+
+			// Without AllowFallback: refused, naming the checkpoint, the
+			// damaged file and the option.
+			assertRefused := func(what string, err error) {
+				t.Helper()
+				var ue *UnverifiedError
+				if !errors.As(err, &ue) || ue.Checkpoint != filepath.Join(jobDir, "chk-3") || ue.Older != filepath.Join(jobDir, "chk-2") {
+					t.Fatalf("%s: want an UnverifiedError for chk-3, got %v", what, err)
+				}
+				for _, want := range []string{filepath.Join(jobDir, "chk-3"), name, FallbackOption, "committed"} {
+					if !strings.Contains(err.Error(), want) {
+						t.Fatalf("%s: error does not name %q: %v", what, want, err)
+					}
+				}
+			}
+			r, _, err := Restore(ro, jobDir)
+			if r != nil {
+				r.Discard()
+			}
+			assertRefused("Restore", err)
+			if _, err := os.Stat(filepath.Join(root, jobB)); !os.IsNotExist(err) {
+				t.Fatalf("a refused restore created the new job's directory (stat: %v)", err)
+			}
+			_, ok, err := s.RestoreLatest()
+			if ok {
+				t.Fatal("RestoreLatest restored something")
+			}
+			assertRefused("RestoreLatest", err)
+			// The working DB may share the damaged file (a hard link), so
+			// only its checkpoint id is compared.
+			if s.LastCommitted() != 3 {
+				t.Fatalf("a refused RestoreLatest changed the working state: it holds %d", s.LastCommitted())
+			}
+
+			// With AllowFallback: chk-2, and the skipped chk-3 is reported.
+			ro.AllowFallback = true
 			r, info, err := Restore(ro, jobDir)
 			if err != nil || info.ID != 2 {
 				t.Fatalf("job dir did not fall back to chk-2: %v %+v", err, info)
 			}
-			if !strings.HasSuffix(tc.name, "metadata/delete") && (len(info.Skipped) != 1 || !strings.Contains(info.Skipped[0], name)) {
+			if len(info.Skipped) != 1 || !strings.Contains(info.Skipped[0], name) {
 				t.Fatalf("fallback not reported: %q", info.Skipped)
 			}
 			assertState(t, "fallback", r.Reader(), states[2])
 			r.Discard()
-			// Automatic recovery in the same process falls back too.
-			info, ok, err := s.RestoreLatest()
-			if err != nil || !ok || info.ID != 2 {
-				t.Fatalf("RestoreLatest: %v %v %+v", err, ok, info)
+			s.Close()
+			o.AllowFallback = true
+			s2, err := Open(o) // the same job directory, now allowed to fall back
+			if err != nil {
+				t.Fatal(err)
 			}
-			assertState(t, "RestoreLatest", s.Reader(), states[2])
-			if !strings.HasSuffix(tc.name, "metadata/delete") && len(logged) == 0 {
+			defer s2.Close()
+			info, ok, err = s2.RestoreLatest()
+			if err != nil || !ok || info.ID != 2 || len(info.Skipped) != 1 {
+				t.Fatalf("RestoreLatest with fallback: %v %v %+v", err, ok, info)
+			}
+			assertState(t, "RestoreLatest", s2.Reader(), states[2])
+			if len(logged) == 0 {
 				t.Fatal("fallback not logged")
 			}
 		})

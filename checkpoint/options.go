@@ -18,6 +18,14 @@ type Options struct {
 	// Logf, when set, receives notable events (fallbacks to older
 	// checkpoints, cleanup failures, Pebble background errors).
 	Logf func(format string, args ...any)
+	// AllowFallback (execution.checkpointing.restore-fallback) lets a
+	// restore of a job directory (Restore, RestoreLatest) use an older
+	// complete checkpoint when newer complete ones fail verification. Off
+	// (the default), such a restore fails with an *UnverifiedError: a
+	// checkpoint with a _metadata was complete, so sinks may already have
+	// committed its output, and restoring an older one would write that
+	// output a second time.
+	AllowFallback bool
 
 	// disableCompactions turns off Pebble's automatic compactions (tests
 	// that count file operations need a deterministic sequence).

@@ -25,6 +25,7 @@ import (
 // checkpoints are untouched.
 func (s *Store) Persist(id int64, kind Kind, meta map[string]string) (Info, error) {
 	start := time.Now()
+	s.noteID(id)
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	if kind == "" {
@@ -214,6 +215,7 @@ func (s *Store) isAborted(id int64) bool {
 // declared it failed. A Persist of id that is still running fails before it
 // writes _metadata.
 func (s *Store) Abort(id int64) error {
+	s.noteID(id)
 	s.abortMu.Lock()
 	s.aborted[id] = true
 	s.abortMu.Unlock()

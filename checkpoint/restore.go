@@ -14,9 +14,10 @@ import (
 // directory (Info.Kind SAVEPOINT, Info.Meta its recorded meta; RestoreLatest
 // returns to it until the job completes a checkpoint of its own), a
 // chk-<n> directory, or a job directory, meaning its latest complete
-// checkpoint; when that one
-// fails verification the next older complete one is used and Info.Skipped
-// says why (also sent to Options.Logf). Every file the _metadata references
+// checkpoint. When that one fails verification and an older one verifies,
+// the restore fails with an *UnverifiedError, unless Options.AllowFallback:
+// then the older one is used, Info.Skipped says why the newer ones were
+// passed over, and Options.Logf is told of the fallback. Every file the _metadata references
 // is verified (exists, size, CRC-32C) before use; a missing, truncated or
 // corrupted file is an error naming the file. A directory without _metadata
 // is never restored. o.JobID may be the job of from (a file already in its
@@ -71,7 +72,7 @@ func Restore(o Options, from string) (*Store, Info, error) {
 		chosen = b
 	default:
 		srcJobDir = from
-		chosen, skipped, err = pickVerified(fs, from, o.logf)
+		chosen, skipped, err = pickVerified(fs, from, o.AllowFallback, o.logf)
 		if err != nil {
 			return nil, Info{}, fmt.Errorf("restore from %s: %w", from, err)
 		}
@@ -79,10 +80,16 @@ func Restore(o Options, from string) (*Store, Info, error) {
 			return nil, Info{}, fmt.Errorf("restore from %s: no complete checkpoint (no chk-<n> with a _metadata)", from)
 		}
 	}
+	srcMax, err := maxIDIn(fs, srcJobDir, "chk-")
+	if err != nil {
+		return nil, Info{}, fmt.Errorf("restore from %s: listing %s: %w", from, srcJobDir, err)
+	}
 	s, err := newStore(o)
 	if err != nil {
 		return nil, Info{}, err
 	}
+	s.noteID(chosen.ID)
+	s.noteID(srcMax)
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	s.mu.Lock()
@@ -106,34 +113,78 @@ func isSavepointMeta(fs vfs.FS, dir string) bool {
 	return err == nil && mf.Type == savepointType
 }
 
+// UnverifiedError is the error of a restore of a job directory (Restore,
+// RestoreLatest) whose newest complete checkpoint fails verification while
+// an older one verifies and Options.AllowFallback is off. Such a restore
+// uses no checkpoint: a chk-<n> with a _metadata was complete, so its sinks
+// may already have committed its output, and restoring the older checkpoint
+// would make them write that output again.
+type UnverifiedError struct {
+	// Checkpoint is the newest complete chk-<n> directory.
+	Checkpoint string
+	// Reasons says why it, and every other complete checkpoint newer than
+	// Older, failed verification; newest first.
+	Reasons []string
+	// Older is the newest checkpoint that verifies: what a fallback
+	// restores.
+	Older string
+}
+
+// FallbackOption is the session option that sets Options.AllowFallback.
+const FallbackOption = "execution.checkpointing.restore-fallback"
+
+func (e *UnverifiedError) Error() string {
+	return fmt.Sprintf("the newest complete checkpoint %s failed verification: %s; "+
+		"its sinks may already have committed its output, so restoring the older %s would write that output again: restore refused. "+
+		"To restore %s anyway (duplicates are possible), SET '%s' = 'true'",
+		e.Checkpoint, strings.Join(e.Reasons, "; "), e.Older, e.Older, FallbackOption)
+}
+
 // pickVerified returns the newest complete checkpoint of jobDir whose files
-// verify, with the newer ones that did not (and why). nil when the job has no
+// verify, with the newer complete ones that did not (and why, newest
+// first). A chk dir whose _metadata is damaged counts as a complete
+// checkpoint that failed verification; one without _metadata never
+// completed and is ignored. When newer ones failed and allowFallback is
+// off, the result is an *UnverifiedError instead. nil when the job has no
 // complete checkpoint; an error when it has some but none verifies.
-func pickVerified(fs vfs.FS, jobDir string, logf func(string, ...any)) (*metaBody, []string, error) {
+func pickVerified(fs vfs.FS, jobDir string, allowFallback bool, logf func(string, ...any)) (*metaBody, []string, error) {
 	complete, broken, err := scanJob(fs, jobDir)
 	if err != nil {
 		return nil, nil, err
 	}
-	var skipped []string
-	// A chk dir with a damaged _metadata counts as a failed candidate.
-	var names []string
-	for n, why := range broken {
-		if !errors.Is(why, errNoMetadata) {
-			names = append(names, n)
-		}
+	type candidate struct {
+		id   int64
+		path string
+		body *metaBody // nil: bad says why its _metadata is damaged
+		bad  error
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		skipped = append(skipped, broken[n].Error())
-	}
+	var cands []candidate
 	for _, c := range complete {
-		if err := verifyFiles(fs, jobDir, c.body); err != nil {
-			skipped = append(skipped, err.Error())
-			logf("checkpoint: skipping %s: %v", c.body.Path, err)
+		cands = append(cands, candidate{id: c.id, path: c.body.Path, body: c.body})
+	}
+	for n, why := range broken {
+		if errors.Is(why, errNoMetadata) {
+			continue
+		}
+		id, _ := chkID(n)
+		cands = append(cands, candidate{id: id, path: fs.PathJoin(jobDir, n), bad: why})
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].id > cands[j].id })
+	var skipped []string
+	for _, c := range cands {
+		why := c.bad
+		if why == nil {
+			why = verifyFiles(fs, jobDir, c.body)
+		}
+		if why != nil {
+			skipped = append(skipped, why.Error())
 			continue
 		}
 		if len(skipped) > 0 {
-			logf("checkpoint: falling back to %s", c.body.Path)
+			if !allowFallback {
+				return nil, skipped, &UnverifiedError{Checkpoint: cands[0].path, Reasons: skipped, Older: c.path}
+			}
+			logf("checkpoint: falling back to %s (%s is set)", c.path, FallbackOption)
 		}
 		return c.body, skipped, nil
 	}
@@ -146,9 +197,11 @@ func pickVerified(fs vfs.FS, jobDir string, logf func(string, ...any)) (*metaBod
 // RestoreLatest resets the store to its own latest complete checkpoint
 // (automatic recovery inside the process): commits of checkpoints that never
 // completed are dropped. ok is false when no checkpoint completed yet; the
-// state is then empty. A checkpoint that fails verification is skipped in
-// favour of an older retained one (Info.Skipped); when none verifies the
-// error names the files and the working state is left as it was.
+// state is then empty. When the newest complete checkpoint fails
+// verification it is an *UnverifiedError, unless Options.AllowFallback:
+// then an older retained one is restored and Info.Skipped says why. When
+// none verifies the error names the files. On error the working state is
+// left as it was.
 func (s *Store) RestoreLatest() (info Info, ok bool, err error) {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
@@ -157,7 +210,7 @@ func (s *Store) RestoreLatest() (info Info, ok bool, err error) {
 	if s.closed {
 		return Info{}, false, ErrClosed
 	}
-	b, skipped, err := pickVerified(s.fs, s.jobDir, s.o.logf)
+	b, skipped, err := pickVerified(s.fs, s.jobDir, s.o.AllowFallback, s.o.logf)
 	if err != nil {
 		return Info{}, false, fmt.Errorf("restoring job %s: %w", s.o.JobID, err)
 	}

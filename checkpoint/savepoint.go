@@ -116,6 +116,7 @@ func (b *savepointBody) info(dir string) Info {
 // which is never restored and is listed as incomplete.
 func (s *Store) PersistSavepoint(id int64, dir string, meta map[string]string) (Info, error) {
 	start := time.Now()
+	s.noteID(id)
 	fail := func(format string, args ...any) (Info, error) {
 		return Info{}, fmt.Errorf("savepoint of checkpoint %d: "+format, append([]any{id}, args...)...)
 	}
@@ -765,6 +766,7 @@ func restoreSavepoint(o Options, dir string, b *savepointBody) (*Store, Info, er
 		return nil, Info{}, fmt.Errorf("restore from %s: %w", dir, err)
 	}
 	s.spDir, s.sp = dir, b
+	s.noteID(b.CheckpointID)
 	return s, b.info(dir), nil
 }
 

@@ -7,8 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -55,6 +57,9 @@ type Store struct {
 
 	abortMu sync.Mutex
 	aborted map[int64]bool
+
+	// maxID is the highest checkpoint id this job has used (see MaxID).
+	maxID atomic.Int64
 
 	// baseDir and base are the checkpoint a Restore started from (in
 	// another job's directory): RestoreLatest returns to it while the job
@@ -103,8 +108,56 @@ func newStore(o Options) (*Store, error) {
 			return nil, fmt.Errorf("checkpoint: creating %s: %w", d, err)
 		}
 	}
+	for _, d := range []struct{ dir, prefix string }{{s.jobDir, "chk-"}, {s.ownedDir, snapPrefix}} {
+		id, err := maxIDIn(fs, d.dir, d.prefix)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: listing %s: %w", d.dir, err)
+		}
+		s.noteID(id)
+	}
 	return s, nil
 }
+
+// maxIDIn returns the largest n of the entries <prefix><n> of dir (0: none).
+func maxIDIn(fs vfs.FS, dir, prefix string) (int64, error) {
+	names, err := fs.List(dir)
+	if err != nil {
+		return 0, err
+	}
+	var max int64
+	for _, n := range names {
+		if !strings.HasPrefix(n, prefix) {
+			continue
+		}
+		id, err := strconv.ParseInt(n[len(prefix):], 10, 64)
+		if err == nil && id > max {
+			max = id
+		}
+	}
+	return max, nil
+}
+
+// noteID raises the high-water mark of MaxID to id.
+func (s *Store) noteID(id int64) {
+	for {
+		cur := s.maxID.Load()
+		if id <= cur || s.maxID.CompareAndSwap(cur, id) {
+			return
+		}
+	}
+}
+
+// MaxID is the highest checkpoint id this job has used, complete or not:
+// the largest n of any chk-<n> directory (with or without _metadata) and
+// taskowned/snap-<n> in the job directory when the store was opened; every
+// id given since to Commit, Persist, PersistSavepoint or Abort, whether it
+// succeeded or not; and, for a restored store, the id of the checkpoint or
+// savepoint it was restored from and of every chk-<n> directory in that
+// checkpoint's job directory. 0 when there is none. A runtime that numbers
+// its next checkpoint MaxID()+1 never reuses an id, as Flink's checkpoint id
+// counter (ids of savepoints an earlier process wrote elsewhere are not
+// known). Safe for concurrent use, also after Close.
+func (s *Store) MaxID() int64 { return s.maxID.Load() }
 
 // mkdirAllSynced creates dir and its missing parents and syncs the parent of
 // every directory it created, so the new entries survive a crash.
@@ -286,6 +339,7 @@ func (s *Store) removeSnaps() {
 // success. Keys must not be empty or start with 0x00 (reserved).
 func (s *Store) Commit(id int64, bufs []*Buffer) error {
 	start := time.Now()
+	s.noteID(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usable(); err != nil {
@@ -449,12 +503,27 @@ func (s *Store) Discard() error {
 	return err
 }
 
-// DiscardWorking cancels with RETAIN_ON_CANCELLATION: closes the store and
-// removes taskowned/ only; the retained checkpoints and shared/ stay.
+// DiscardWorking ends a job whose checkpoints stay (a cancel with
+// RETAIN_ON_CANCELLATION, a job that FAILED): it closes the store and
+// empties taskowned/ (the working DB and leftover snapshots). taskowned/
+// itself, the chk-<n> directories (complete or not) and shared/ stay: the
+// job directory keeps Flink's layout and a restore from it works as before.
 func (s *Store) DiscardWorking() error {
 	err := s.Close()
-	if rerr := s.fs.RemoveAll(s.ownedDir); rerr != nil {
-		return fmt.Errorf("checkpoint: removing %s: %w", s.ownedDir, rerr)
+	names, lerr := s.fs.List(s.ownedDir)
+	if lerr != nil && !isNotExist(lerr) {
+		return fmt.Errorf("checkpoint: listing %s: %w", s.ownedDir, lerr)
+	}
+	for _, n := range names {
+		p := s.fs.PathJoin(s.ownedDir, n)
+		if rerr := s.fs.RemoveAll(p); rerr != nil {
+			return fmt.Errorf("checkpoint: removing %s: %w", p, rerr)
+		}
+	}
+	if isNotExist(lerr) {
+		if merr := mkdirAllSynced(s.fs, s.ownedDir); merr != nil {
+			return fmt.Errorf("checkpoint: creating %s: %w", s.ownedDir, merr)
+		}
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand"
 	"path/filepath"
@@ -176,12 +177,17 @@ func TestRoundTrip(t *testing.T) {
 	}
 	assertNoOrphans(t, vfs.Default, jobDir, []int64{2, 3, 4, 5, 6})
 
-	// Retain on cancellation keeps the checkpoints, not the working state.
+	// Retain on cancellation keeps the checkpoints, not the working state;
+	// the job dir keeps Flink's layout, with an empty taskowned/.
 	if err := s.DiscardWorking(); err != nil {
 		t.Fatal(err)
 	}
-	if isDir(vfs.Default, filepath.Join(jobDir, taskownedDirName)) || !isDir(vfs.Default, filepath.Join(jobDir, "chk-6")) {
-		t.Fatal("DiscardWorking removed the wrong things")
+	owned, err := vfs.Default.List(filepath.Join(jobDir, taskownedDirName))
+	if err != nil || len(owned) != 0 || !isDir(vfs.Default, filepath.Join(jobDir, "chk-6")) || !isDir(vfs.Default, filepath.Join(jobDir, sharedDirName)) {
+		t.Fatalf("DiscardWorking removed the wrong things: taskowned/ holds %q (%v)", owned, err)
+	}
+	if err := s.DiscardWorking(); err != nil { // idempotent
+		t.Fatal(err)
 	}
 	r3, info, err := Restore(o, jobDir) // same job: restores in place
 	if err != nil || info.ID != 6 {
@@ -355,4 +361,184 @@ func TestRestoreLatestOfRestoredJob(t *testing.T) {
 		t.Fatalf("RestoreLatest after own checkpoint: ok=%v %+v %v", ok, info, err)
 	}
 	assertState(t, "own checkpoint", r.Reader(), m2)
+}
+
+// DiscardWorking on a job dir whose taskowned/ is gone (an older version
+// removed it) recreates it empty.
+func TestDiscardWorkingRecreatesTaskowned(t *testing.T) {
+	fs := vfs.NewMem()
+	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 1, FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(1, []*Buffer{change(model{}, rand.New(rand.NewSource(3)), 1, 10, 10)}); err != nil {
+		t.Fatal(err)
+	}
+	mustPersist(t, s, 1)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	owned := "/ck/" + jobA + "/" + taskownedDirName
+	if err := fs.RemoveAll(owned); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DiscardWorking(); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := fs.List(owned); err != nil || len(names) != 0 {
+		t.Fatalf("taskowned/: %q %v", names, err)
+	}
+}
+
+// MaxID covers every id the job directory has used: complete and
+// incomplete chk dirs, leftover snapshots, ids handed to the store that
+// never completed, and what a restore started from.
+func TestMaxID(t *testing.T) {
+	fs := vfs.NewMem()
+	o := Options{Dir: "/ck", JobID: jobA, NumRetained: 2, FS: fs}
+	s, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.MaxID(); got != 0 {
+		t.Fatalf("fresh store: MaxID %d", got)
+	}
+	rng := rand.New(rand.NewSource(5))
+	m := model{}
+	for id := int64(1); id <= 2; id++ {
+		if err := s.Commit(id, []*Buffer{change(m, rng, id, 20, 50)}); err != nil {
+			t.Fatal(err)
+		}
+		mustPersist(t, s, id)
+	}
+	if got := s.MaxID(); got != 2 {
+		t.Fatalf("after chk-2: MaxID %d", got)
+	}
+	if err := s.Commit(3, []*Buffer{change(m.clone(), rng, 3, 20, 50)}); err != nil { // never persisted
+		t.Fatal(err)
+	}
+	if got := s.MaxID(); got != 3 {
+		t.Fatalf("after commit 3: MaxID %d", got)
+	}
+	if err := s.Abort(4); err != nil { // triggered, then aborted
+		t.Fatal(err)
+	}
+	if got := s.MaxID(); got != 4 {
+		t.Fatalf("after abort 4: MaxID %d", got)
+	}
+	if _, ok, err := s.RestoreLatest(); err != nil || !ok {
+		t.Fatalf("RestoreLatest: %v %v", err, ok)
+	}
+	if got := s.MaxID(); got != 4 {
+		t.Fatalf("RestoreLatest lowered MaxID to %d", got)
+	}
+	sp := mustSavepoint(t, s, 2, "/sp")
+	s.Close()
+
+	// A process killed in the middle of checkpoints 7 and 9: chk-7 without
+	// _metadata, a temporary snapshot of 9.
+	jobDir := "/ck/" + jobA
+	for _, d := range []string{jobDir + "/chk-7", jobDir + "/" + taskownedDirName + "/" + snapPrefix + "9"} {
+		if err := fs.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err = Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.MaxID(); got != 9 {
+		t.Fatalf("reopened: MaxID %d, want 9", got)
+	}
+	s.Close()
+	s, _, err = Restore(o, jobDir) // in place
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.MaxID(); got != 7 { // Open removed snap-9
+		t.Fatalf("restored in place: MaxID %d, want 7", got)
+	}
+	s.Close()
+
+	// A new job restored from chk-2 of that directory numbers above chk-7.
+	r, info, err := Restore(Options{Dir: "/ck", JobID: jobB, NumRetained: 1, FS: fs}, jobDir+"/chk-2")
+	if err != nil || info.ID != 2 {
+		t.Fatalf("restore chk-2: %v %+v", err, info)
+	}
+	if got := r.MaxID(); got != 7 {
+		t.Fatalf("restored from chk-2: MaxID %d, want 7", got)
+	}
+	r.Close()
+	// A new job restored from a savepoint numbers above its checkpoint id.
+	r, _, err = Restore(Options{Dir: "/ck", JobID: jobC, NumRetained: 1, FS: fs}, sp.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.MaxID(); got != 2 {
+		t.Fatalf("restored from a savepoint: MaxID %d, want 2", got)
+	}
+	if err := r.Commit(3, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.MaxID(); got != 3 {
+		t.Fatalf("after commit 3: MaxID %d", got)
+	}
+	r.Close()
+}
+
+// Only complete checkpoints newer than the one restored matter: a damaged
+// older _metadata is not a fallback, and when several newer ones fail, the
+// error names the newest and every reason.
+func TestFallbackCandidates(t *testing.T) {
+	fs := vfs.NewMem()
+	o := Options{Dir: "/ck", JobID: jobA, NumRetained: 5, FS: fs}
+	s, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewSource(6))
+	m := model{}
+	states := map[int64]model{}
+	for id := int64(1); id <= 4; id++ {
+		if err := s.Commit(id, []*Buffer{change(m, rng, id, 20, 50)}); err != nil {
+			t.Fatal(err)
+		}
+		states[id] = m.clone()
+		mustPersist(t, s, id)
+	}
+	jobDir := s.JobDir()
+	damage := func(id int64) {
+		p := fs.PathJoin(fs.PathJoin(jobDir, chkName(id)), metadataName)
+		f, err := fs.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Write([]byte("{not json"))
+		f.Close()
+	}
+	damage(1)
+	ro := Options{Dir: "/ck", JobID: jobB, NumRetained: 1, FS: fs}
+	r, info, err := Restore(ro, jobDir)
+	if err != nil || info.ID != 4 || len(info.Skipped) != 0 {
+		t.Fatalf("damaged chk-1 affects the restore of chk-4: %v %+v", err, info)
+	}
+	assertState(t, "chk-4", r.Reader(), states[4])
+	r.Discard()
+
+	damage(4)
+	damage(3)
+	_, _, err = Restore(ro, jobDir)
+	var ue *UnverifiedError
+	if !errors.As(err, &ue) || ue.Checkpoint != jobDir+"/chk-4" || ue.Older != jobDir+"/chk-2" || len(ue.Reasons) != 2 ||
+		!strings.Contains(ue.Reasons[0], "chk-4") || !strings.Contains(ue.Reasons[1], "chk-3") {
+		t.Fatalf("want an UnverifiedError for chk-4 and chk-3, falling back to chk-2: %v %+v", err, ue)
+	}
+	ro.AllowFallback = true
+	r, info, err = Restore(ro, jobDir)
+	if err != nil || info.ID != 2 || len(info.Skipped) != 2 {
+		t.Fatalf("fallback to chk-2: %v %+v", err, info)
+	}
+	assertState(t, "chk-2", r.Reader(), states[2])
+	r.Discard()
 }

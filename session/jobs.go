@@ -28,16 +28,14 @@ type ckptSetup struct {
 
 // release closes the store when the job ends: checkpoints are removed when
 // the job finished or was cancelled, unless RETAIN_ON_CANCELLATION; a failed
-// job keeps them (as Flink), and a killed process leaves everything.
-func (c *ckptSetup) release(status string) {
-	switch {
-	case status == "FAILED":
-		c.store.Close()
-	case c.retain:
-		c.store.DiscardWorking()
-	default:
-		c.store.Discard()
+// job keeps them (as Flink), so that `run --from` can resume it. A job that
+// keeps its checkpoints loses only its working state (taskowned/ is
+// emptied, never restored from); a killed process leaves everything.
+func (c *ckptSetup) release(status string) error {
+	if status == "FAILED" || c.retain {
+		return c.store.DiscardWorking()
 	}
+	return c.store.Discard()
 }
 
 // setupCheckpointing opens the state store of a new job when checkpointing
@@ -58,7 +56,8 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 		dir = checkpointRootOf(from)
 	}
 	opts := checkpoint.Options{Dir: dir, JobID: jobID, NumRetained: o.Int("state.checkpoints.num-retained"),
-		Logf: func(format string, args ...any) { fmt.Fprintf(s.cfg.Log, format+"\n", args...) }}
+		AllowFallback: strings.EqualFold(o.Get(checkpoint.FallbackOption), "true"),
+		Logf:          func(format string, args ...any) { fmt.Fprintf(s.cfg.Log, format+"\n", args...) }}
 	c := &ckptSetup{retain: strings.EqualFold(o.Get("execution.checkpointing.externalized-checkpoint-retention"), "RETAIN_ON_CANCELLATION")}
 	c.cfg = &exec.CheckpointConfig{
 		Interval:        interval,
@@ -163,6 +162,9 @@ func (s *Session) runAttempts(ctx context.Context, j *job, ph *planner.Physical,
 		msg := "no checkpoint to restore: restarting from the beginning"
 		if at.Restored {
 			msg = fmt.Sprintf("restored checkpoint %d", at.From.ID)
+			for _, why := range at.From.Skipped {
+				fmt.Fprintf(s.cfg.Log, "job %s: skipped a newer checkpoint (%s): %s\n", j.info.ID, checkpoint.FallbackOption, why)
+			}
 		}
 		fmt.Fprintf(s.cfg.Log, "job %s: attempt %d failed: %v; %s\n", j.info.ID, at.Number, at.Err, msg)
 	})

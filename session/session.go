@@ -259,7 +259,9 @@ func (s *Session) startJob(ctx context.Context, cancel context.CancelFunc, id, n
 		}
 		j.mu.Unlock()
 		if ck != nil {
-			ck.release(j.info.Status)
+			if err := ck.release(j.info.Status); err != nil {
+				fmt.Fprintf(s.cfg.Log, "job %s: cleaning up its checkpoint directory: %v\n", j.info.ID, err)
+			}
 		}
 		fmt.Fprintf(s.cfg.Log, "job %s %s\n", j.info.ID, j.info.Status)
 		if onEnd != nil {
@@ -271,12 +273,57 @@ func (s *Session) startJob(ctx context.Context, cancel context.CancelFunc, id, n
 	return j
 }
 
-func (s *Session) submit(st parser.Statement, ins []*parser.Insert) (*Result, error) {
-	if p, maxP := s.Options.Int("parallelism.default"), s.Options.Int("pipeline.max-parallelism"); p > maxP {
-		return nil, &parser.Error{Pos: st.Position(), Msg: fmt.Sprintf("'parallelism.default' (%d) is larger than 'pipeline.max-parallelism' (%d): a subtask would own no key group", p, maxP)}
+// checkParallelism refuses a plan with a task whose parallelism exceeds
+// pipeline.max-parallelism, as Flink does: parallelism.default, a source's
+// 'scan.parallelism' or a sink's 'sink.parallelism'. The error names the
+// option that set it.
+func (s *Session) checkParallelism(st parser.Statement, ph *planner.Physical) error {
+	maxP := s.Options.Int("pipeline.max-parallelism")
+	if p := s.Options.Int("parallelism.default"); p > maxP {
+		return &parser.Error{Pos: st.Position(), Msg: fmt.Sprintf("'parallelism.default' (%d) is larger than 'pipeline.max-parallelism' (%d): a subtask would own no key group", p, maxP)}
 	}
+	for _, t := range ph.Tasks {
+		if t.Parallelism <= maxP {
+			continue
+		}
+		what := fmt.Sprintf("the parallelism %d of %s", t.Parallelism, t.Name)
+		for _, c := range []struct {
+			key string
+			tbl *catalog.Table
+		}{{"scan.parallelism", sourceTable(t)}, {"sink.parallelism", sinkTable(t)}} {
+			if c.tbl == nil {
+				continue
+			}
+			if v, ok := c.tbl.Option(c.key); ok {
+				what = fmt.Sprintf("'%s' = '%s' of table '%s'", c.key, v, c.tbl.Name)
+				break
+			}
+		}
+		return &parser.Error{Pos: st.Position(), Msg: fmt.Sprintf("%s is larger than 'pipeline.max-parallelism' (%d): no operator may have more subtasks than key groups; lower it or SET 'pipeline.max-parallelism' (at most %d)", what, maxP, catalog.MaxKeyGroups)}
+	}
+	return nil
+}
+
+func sourceTable(t *planner.Task) *catalog.Table {
+	if t.Source == nil {
+		return nil
+	}
+	return t.Source.Table
+}
+
+func sinkTable(t *planner.Task) *catalog.Table {
+	if t.Sink == nil {
+		return nil
+	}
+	return t.Sink.Table
+}
+
+func (s *Session) submit(st parser.Statement, ins []*parser.Insert) (*Result, error) {
 	ph, err := s.Planner().PlanInserts(ins)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkParallelism(st, ph); err != nil {
 		return nil, err
 	}
 	name := s.Options.Get("pipeline.name")
@@ -305,6 +352,9 @@ func (s *Session) submit(st parser.Statement, ins []*parser.Insert) (*Result, er
 func (s *Session) runSelect(ctx context.Context, x *parser.Select) (*Result, error) {
 	ph, schema, err := s.Planner().PlanSelect(x.Query)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkParallelism(x, ph); err != nil {
 		return nil, err
 	}
 	ch := make(chan []Change, 16)
