@@ -65,6 +65,7 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 		Timeout:         o.Duration("execution.checkpointing.timeout"),
 		MinPause:        o.Duration("execution.checkpointing.min-pause"),
 		TolerableFailed: o.Int("execution.checkpointing.tolerable-failed-checkpoints"),
+		MaxConcurrent:   o.Int("execution.checkpointing.max-concurrent-checkpoints"),
 		FirstID:         1,
 		Meta: map[string]string{
 			"job_name":        name,
