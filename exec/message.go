@@ -159,6 +159,9 @@ type MessageSource interface {
 
 // SinkContext is what one parallel subtask of a sink is given.
 type SinkContext struct {
+	// Ctx is done when the job attempt ends: a sink blocked on its external
+	// system must give up then.
+	Ctx         context.Context
 	Subtask     int
 	Parallelism int
 	Mem         memory.Allocator

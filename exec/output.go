@@ -176,6 +176,7 @@ func newSinkOutput(st *subtask) (output, error) {
 		return o, nil
 	}
 	sc := &SinkContext{
+		Ctx:           st.ctx,
 		Subtask:       st.index,
 		Parallelism:   st.task.Parallelism,
 		Mem:           st.cfg.Mem,
