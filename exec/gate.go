@@ -255,6 +255,16 @@ func (g *inputGate) cancel(id int64, forward bool) error {
 	return nil
 }
 
+// abortAlignment is the coordinator's abort of checkpoint id: the alignment
+// ends (no marker is forwarded: every subtask is notified itself) and the
+// paused channels' queues are taken.
+func (g *inputGate) abortAlignment(id int64) error {
+	if err := g.cancel(id, false); err != nil {
+		return err
+	}
+	return g.drainQueues()
+}
+
 // complete hands the pending barrier to the handler once every channel
 // delivered it or shut down.
 func (g *inputGate) complete() error {

@@ -592,7 +592,7 @@ func (st *subtask) notifyAborted(id int64) error {
 		}
 	}
 	if st.gate != nil {
-		return st.gate.cancel(id, false)
+		return st.gate.abortAlignment(id)
 	}
 	return nil
 }
