@@ -1,15 +1,19 @@
 package exec
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/streamsql/streamsql/catalog"
 )
 
 // scriptGate records what the gate asks of its handler.
@@ -133,4 +137,89 @@ func TestGateScripts(t *testing.T) {
 		return strings.Join(out, "\n") + "\n"
 	})
 	g.release()
+}
+
+// wmSource is a MessageSource: subtask i emits one batch, then watermark
+// wms[i][0], another batch, then wms[i][1], ...
+type wmSource struct {
+	genSource
+	wms  []int64
+	both *sync.WaitGroup // no source ends before every source emitted all
+}
+
+func (s *wmSource) RunMessages(ctx context.Context, out SourceOutput) error {
+	s.total = int64(len(s.wms)) * int64(s.sc.BatchSize) * int64(s.sc.Parallelism)
+	i := 0
+	err := s.genSource.Run(ctx, func(rec arrow.Record) error {
+		if err := out.Emit(rec); err != nil {
+			return err
+		}
+		wm := s.wms[i]
+		i++
+		return out.EmitWatermark(wm)
+	})
+	s.both.Done()
+	s.both.Wait()
+	return err
+}
+
+// wmRecorder records the watermarks an operator receives.
+type wmRecorder struct {
+	Operator
+	mu  *sync.Mutex
+	got *[]int64
+}
+
+func (o *wmRecorder) ProcessWatermark(wm int64, out Collector) error {
+	o.mu.Lock()
+	*o.got = append(*o.got, wm)
+	o.mu.Unlock()
+	return o.Operator.ProcessWatermark(wm, out)
+}
+
+// TestSourcesEmitWatermarksCombinedByMinimum: watermarks emitted by sources
+// travel in-band through a hash exchange; each consumer gets the minimum
+// over its input channels, never going back; a bounded source ends with
+// the end of event time.
+func TestSourcesEmitWatermarksCombinedByMinimum(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	wms := [][]int64{{100, 200, 300}, {50, 150, 250}}
+	var mu sync.Mutex
+	got := map[int]*[]int64{}
+	var both sync.WaitGroup
+	both.Add(2)
+	cfg := JobConfig{Mem: mem, BatchSize: 16,
+		NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
+			return &wmSource{genSource: genSource{sc: sc, keys: 7}, wms: wms[sc.Subtask], both: &both}, nil
+		},
+		NewSink: func(*catalog.Table, *SinkContext) (Sink, error) { return &funcSink{write: func(Batch) {}}, nil },
+		Collect: func(Batch) error { return nil },
+		WrapOperator: func(_ string, sub int, op Operator) Operator {
+			mu.Lock()
+			defer mu.Unlock()
+			got[sub] = &[]int64{}
+			return &wmRecorder{Operator: op, mu: &mu, got: got[sub]}
+		}}
+	if err := RunJob(context.Background(), aggPlan(2), cfg); err != nil {
+		t.Fatal(err)
+	}
+	for sub, g := range got {
+		w := *g
+		has250 := false
+		for _, x := range w {
+			has250 = has250 || x == 250
+		}
+		if !has250 || w[len(w)-1] != MaxWatermark {
+			t.Fatalf("subtask %d got watermarks %v, want min(300, 250) = 250, then the end of event time when both inputs ended", sub, w)
+		}
+		for i := 1; i < len(w); i++ {
+			if w[i] <= w[i-1] {
+				t.Fatalf("subtask %d: watermarks went back or repeated: %v", sub, w)
+			}
+		}
+		if w[0] < 50 || w[0] > 100 {
+			t.Fatalf("subtask %d: first watermark %d is above both sources' firsts: %v", sub, w[0], w)
+		}
+	}
 }

@@ -461,6 +461,10 @@ func (st *subtask) runSource() error {
 		if err != nil {
 			return err
 		}
+		// A bounded input ends event time: every timer fires.
+		if err := st.watermark(MaxWatermark); err != nil {
+			return err
+		}
 	}
 	if err := st.finish(); err != nil {
 		return err
@@ -500,6 +504,10 @@ func (st *subtask) stopSource() error {
 	tr := *st.stopTrigger
 	st.ended = true
 	if tr.drain {
+		// Drain ends event time as the end of the input would (Flink).
+		if err := st.watermark(MaxWatermark); err != nil {
+			return err
+		}
 		if err := st.finish(); err != nil {
 			return err
 		}
