@@ -113,7 +113,10 @@ func TestAbortMergesBackAndCompleteDrops(t *testing.T) {
 			at  store
 		}
 		r := uint64(seed*7919 + 1)
-		rnd := func(n int) int64 { r = r*6364136223846793005 + 1442695040888963407; return int64((r >> 33) % uint64(n)) }
+		rnd := func(n int) int64 {
+			r = r*6364136223846793005 + 1442695040888963407
+			return int64((r >> 33) % uint64(n))
+		}
 		for id := int64(1); id <= 60; id++ {
 			for i := 0; i < 20; i++ {
 				k := rnd(50)
