@@ -18,6 +18,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/exec"
+	"github.com/streamsql/streamsql/exec/format"
 )
 
 // SocketSource reads delimited lines from a TCP connection: one row per
@@ -48,7 +49,8 @@ type SocketSource struct {
 	ch     chan sockChunk
 	wg     sync.WaitGroup
 
-	carry     []byte
+	carry     []byte         // a line (or CSV record) not complete yet
+	scan      format.CSVScan // what of carry Scan has read
 	lineNo    int64
 	skipped   int64 // bad records skipped (ignore-parse-errors)
 	emSkipped int64 // skipped as of the last emit
@@ -242,7 +244,7 @@ func (s *SocketSource) consume(data []byte, emit func(arrow.Record) error) error
 			line = s.carry
 		}
 		data = data[i+1:]
-		if !s.raw && !s.dec.complete(line) {
+		if !s.raw && !s.dec.complete(line, &s.scan) {
 			// a quoted CSV field spans the delimiter
 			if len(s.carry) == 0 {
 				s.carry = append(s.carry, line...)

@@ -1,0 +1,190 @@
+package connectors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/exec"
+)
+
+// endlessQuote makes a named pipe that reads as a CSV file whose second
+// record opens a quote that never closes: the rest of the input, without
+// end, belongs to one quoted field. A goroutine writes it until stop is
+// called; past is closed once it wrote more than after bytes. Writes block
+// while the pipe is full, so by then the reader has read at least after
+// minus the pipe's buffer (64 KiB).
+func endlessQuote(t *testing.T, after int64) (path string, past <-chan struct{}, stop func()) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "stray-quote.csv")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skipf("no named pipes here: %v", err)
+	}
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	pastC := make(chan struct{})
+	go func() {
+		defer close(done)
+		f, err := os.OpenFile(path, os.O_WRONLY, 0) // blocks until the source opens it
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		line := []byte(strings.Repeat("x", 99) + "\n")
+		chunk := append([]byte("a,1\nb,\"never closed\n"), line...)
+		var written int64
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			n, err := f.Write(chunk)
+			if err != nil {
+				return
+			}
+			if written < after && written+int64(n) >= after {
+				close(pastC)
+			}
+			written += int64(n)
+			chunk = line
+		}
+	}()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		close(quit)
+		// Unblock a writer still waiting for a reader to open the pipe.
+		if f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		<-done
+	}
+	t.Cleanup(stop)
+	return path, pastC, stop
+}
+
+// runUntil runs src in a goroutine and returns its result channel.
+func runAsync(ctx context.Context, src exec.Source, emit func(arrow.Record) error) <-chan error {
+	ret := make(chan error, 1)
+	go func() { ret <- src.Run(ctx, emit) }()
+	return ret
+}
+
+func stringIntSource(t *testing.T, mem memory.Allocator, path string) exec.Source {
+	t.Helper()
+	tb := table("f", catalog.Schema{{Name: "s", Type: catalog.String}, {Name: "n", Type: catalog.String}},
+		"connector", "filesystem", "path", path, "format", "csv")
+	src, err := NewSource(tb, &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: 1024, SkippedRecords: new(atomic.Int64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// TestFileSourceCancelInsideRecord: a job reading a record that never ends
+// (an unterminated quote) returns ctx's error within a second of the
+// cancellation. Before, the source looked at its context only between
+// batches, so STOP JOB and SIGTERM waited for the end of the scan.
+func TestFileSourceCancelInsideRecord(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	path, past, stop := endlessQuote(t, 3<<20)
+	src := stringIntSource(t, mem, path)
+	defer src.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ret := runAsync(ctx, src, func(r arrow.Record) error {
+		if r != nil {
+			r.Release()
+		}
+		return nil
+	})
+	select {
+	case <-past: // well inside the quoted field
+	case err := <-ret:
+		t.Fatalf("Run returned %v before the cancellation", err)
+	}
+	cancel()
+	select {
+	case err := <-ret:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run returned %v, want context.Canceled", err)
+		}
+	case <-time.After(time.Second):
+		stop() // end the input, so that Run returns
+		<-ret
+		t.Fatal("Run did not return within a second of the cancellation")
+	}
+}
+
+// TestFileSourceHeartbeatInsideRecord: while it reads one long record the
+// source keeps calling emit(nil), through which the runtime injects
+// barriers and stop-with-savepoint requests, and returns what emit
+// returned.
+func TestFileSourceHeartbeatInsideRecord(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	path, _, stop := endlessQuote(t, 0)
+	src := stringIntSource(t, mem, path)
+	defer src.Close()
+	errStop := errors.New("stop requested")
+	beats := 0
+	ret := runAsync(context.Background(), src, func(r arrow.Record) error {
+		if r != nil {
+			r.Release()
+			return nil
+		}
+		if beats++; beats == 3 {
+			return errStop
+		}
+		return nil
+	})
+	select {
+	case err := <-ret:
+		if !errors.Is(err, errStop) {
+			t.Fatalf("Run returned %v, want the error of the heartbeat", err)
+		}
+	case <-time.After(10 * time.Second):
+		stop()
+		<-ret
+		t.Fatal("no heartbeat stopped the source in 10 s")
+	}
+}
+
+// TestFileSourceStrayQuoteError: the unterminated field is reported once
+// the file ends, at the record where it started.
+func TestFileSourceStrayQuoteError(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	path := filepath.Join(t.TempDir(), "q.csv")
+	writeFile(t, path, "a,1\nb,\"open\n"+strings.Repeat("c,3\n", 50000))
+	src := stringIntSource(t, mem, path)
+	defer src.Close()
+	rows := 0
+	err := src.Run(context.Background(), func(r arrow.Record) error {
+		if r != nil {
+			rows += int(r.NumRows())
+			r.Release()
+		}
+		return nil
+	})
+	want := fmt.Sprintf("%s:2: byte offset 4: unterminated quoted field", path)
+	if err == nil || !strings.HasPrefix(err.Error(), want) || rows != 1 {
+		t.Fatalf("got %d rows and %v, want 1 row and %s", rows, err, want)
+	}
+}
