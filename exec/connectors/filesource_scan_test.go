@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,5 +188,42 @@ func TestFileSourceStrayQuoteError(t *testing.T) {
 	want := fmt.Sprintf("%s:2: byte offset 4: unterminated quoted field", path)
 	if err == nil || !strings.HasPrefix(err.Error(), want) || rows != 1 {
 		t.Fatalf("got %d rows and %v, want 1 row and %s", rows, err, want)
+	}
+}
+
+// TestFileSourceInvalidUTF8: ill-formed UTF-8 in a file becomes U+FFFD, one
+// per maximal ill-formed subsequence, in CSV and JSON alike.
+func TestFileSourceInvalidUTF8(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	c := filepath.Join(dir, "a.csv")
+	writeFile(t, c, "caf\xE9,1\n\"\xE2\x82,\xFF\",2\n")
+	rows, _ := runSource(t, mem, table("c", kv, "connector", "filesystem", "path", c, "format", "csv"), 1, 1024)
+	if got, want := strings.Join(rows, ","), "caf\uFFFD|1,\uFFFD,\uFFFD|2"; got != want {
+		t.Errorf("csv: %q, want %q", got, want)
+	}
+	j := filepath.Join(dir, "a.json")
+	writeFile(t, j, "{\"s\":\"caf\xE9\",\"n\":1}\n{\"s\":[\"\xED\xA0\x80\"],\"n\":2}\n")
+	rows, _ = runSource(t, mem, table("j", kv, "connector", "filesystem", "path", j, "format", "json"), 1, 1024)
+	if got, want := strings.Join(rows, ","), "[\"\uFFFD\uFFFD\uFFFD\"]|2,caf\uFFFD|1"; got != want {
+		t.Errorf("json: %q, want %q", got, want)
+	}
+}
+
+// TestSocketSourceInvalidUTF8: raw socket lines follow the same rule.
+func TestSocketSourceInvalidUTF8(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	port, done, ln := serve(t, func(c net.Conn) {
+		io.WriteString(c, "caf\xE9\nok\n\xF0\x9F\x98")
+		c.Close()
+	})
+	defer ln.Close()
+	tb := table("s", catalog.Schema{{Name: "line", Type: catalog.String}}, "connector", "socket", "hostname", "127.0.0.1", "port", port)
+	rows, _ := runSource(t, mem, tb, 1, 100)
+	<-done
+	if got, want := strings.Join(rows, ","), "caf\uFFFD,ok,\uFFFD"; got != want {
+		t.Fatalf("%q, want %q", got, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -51,6 +52,7 @@ type SocketSource struct {
 
 	carry     []byte         // a line (or CSV record) not complete yet
 	scan      format.CSVScan // what of carry Scan has read
+	tmp       []byte         // a raw line repaired to valid UTF-8
 	lineNo    int64
 	skipped   int64 // bad records skipped (ignore-parse-errors)
 	emSkipped int64 // skipped as of the last emit
@@ -270,6 +272,10 @@ func (s *SocketSource) addLine(line []byte) error {
 	if s.raw {
 		if n := len(line); n > 0 && line[n-1] == '\r' && s.delim == '\n' {
 			line = line[:n-1]
+		}
+		if !utf8.Valid(line) {
+			s.tmp = format.AppendValidUTF8(s.tmp[:0], line)
+			line = s.tmp
 		}
 		s.str.BinaryBuilder.Append(line)
 		return nil
