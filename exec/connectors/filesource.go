@@ -72,7 +72,8 @@ func (d *recordDecoder) complete(rec []byte, scan *format.CSVScan) bool {
 // 'path' assigned to its subtask (a directory's visible files sorted by name,
 // round-robin), line by line. It is bounded. Each file is a split: after a
 // restore at another parallelism a subtask reads the remaining files of the
-// old subtasks given to it, each from where that subtask stopped. Reading is linear in
+// old subtasks given to it, each from where that subtask stopped. A UTF-8
+// byte order mark at the start of a file is skipped. Reading is linear in
 // the input, and every pollBytes read it looks at its context and calls
 // emit(nil), whatever it is in the middle of.
 type FileSource struct {
@@ -392,8 +393,19 @@ func (s *FileSource) open() error {
 	} else {
 		s.r.Reset(f)
 	}
+	if s.off == 0 {
+		// A UTF-8 byte order mark (editors on Windows write one) is not
+		// part of the first record. Offsets count it, so a restore seeks
+		// past it.
+		if b, _ := s.r.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
+			s.r.Discard(len(utf8BOM))
+			s.off = int64(len(utf8BOM))
+		}
+	}
 	return nil
 }
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 
 // pollBytes is how much the file source reads between two polls: a look at
 // its context and a heartbeat (emit(nil)) through which the runtime injects
