@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow/decimal128"
@@ -103,6 +104,45 @@ func TestDecimalDoubleComparison(t *testing.T) {
 		}
 		if got != c.want {
 			t.Errorf("%s: got %s, want %s", e, got, c.want)
+		}
+	}
+}
+
+// TestCaseMappingFull: UPPER and LOWER use Unicode's full case mappings, as
+// Java (and so Flink) does, not one rune for one rune.
+func TestCaseMappingFull(t *testing.T) {
+	for _, c := range []struct{ fn, in, want string }{
+		{"upper", "straße", "STRASSE"},
+		{"upper", "ﬁne", "FINE"},
+		{"upper", "ŉ", "ʼN"},
+		{"upper", "ǆ", "Ǆ"},
+		{"upper", "wörld", "WÖRLD"},
+		{"lower", "ΟΔΟΣ ΟΔΟΣ.", "οδος οδος."}, // final sigma
+		{"lower", "İ", "i̇"},                  // i and a combining dot, as Java's root locale
+		{"lower", "STRASSE", "strasse"},
+	} {
+		e := call(t, c.fn, lit(c.in))
+		got, err := evalExpr(t, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Repeat(",'"+c.want+"'", 4)[1:]
+		if got != want {
+			t.Errorf("%s(%q) = %s, want %s", c.fn, c.in, got, want)
+		}
+	}
+}
+
+// TestCastHugeDouble: CAST(STRING AS DOUBLE) of a number beyond the range
+// is infinite, as Java's Double.parseDouble gives (it was an error).
+func TestCastHugeDouble(t *testing.T) {
+	for in, want := range map[string]string{"1e999": "Infinity", "-1e999": "-Infinity", "1e-999": "0.0", "2.5d": "2.5"} {
+		got, err := evalExpr(t, cast(t, lit(in), catalog.Double))
+		if err != nil {
+			t.Fatalf("CAST('%s' AS DOUBLE): %v", in, err)
+		}
+		if w := strings.Repeat(","+want, 4)[1:]; got != w {
+			t.Errorf("CAST('%s' AS DOUBLE) = %s, want %s", in, got, w)
 		}
 	}
 }
