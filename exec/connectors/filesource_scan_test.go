@@ -87,7 +87,7 @@ func runAsync(ctx context.Context, src exec.Source, emit func(arrow.Record) erro
 	return ret
 }
 
-func stringIntSource(t *testing.T, mem memory.Allocator, path string) exec.Source {
+func stringIntSource(t testing.TB, mem memory.Allocator, path string) exec.Source {
 	t.Helper()
 	tb := table("f", catalog.Schema{{Name: "s", Type: catalog.String}, {Name: "n", Type: catalog.String}},
 		"connector", "filesystem", "path", path, "format", "csv")
@@ -264,5 +264,37 @@ func TestFileSourceBOM(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "bad.csv:1: byte offset 3: invalid BIGINT") {
 		t.Errorf("bad record: %v", err)
+	}
+}
+
+// BenchmarkFileSourceStrayQuote reads a file whose second record opens a
+// quote that never closes (the rest of the file is one quoted field) up to
+// the "unterminated quoted field" error. ns/op per line must stay flat as
+// the file grows (it grew linearly per line: quadratic time).
+func BenchmarkFileSourceStrayQuote(b *testing.B) {
+	for _, n := range []int{20_000, 80_000, 320_000} {
+		b.Run(fmt.Sprintf("lines=%d", n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "stray.csv")
+			text := "1,first\n2,\"a quote that never closes\n" + strings.Repeat("0000000,some text of a line, padded out\n", n)
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(text)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				src := stringIntSource(b, memory.DefaultAllocator, path)
+				err := src.Run(context.Background(), func(r arrow.Record) error {
+					if r != nil {
+						r.Release()
+					}
+					return nil
+				})
+				src.Close()
+				if err == nil || !strings.Contains(err.Error(), "unterminated quoted field") {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/line")
+		})
 	}
 }
