@@ -271,7 +271,110 @@ func ValidateTable(t *Table) error {
 		}
 	}
 	if spec.Check != nil {
-		return spec.Check(t)
+		if err := spec.Check(t); err != nil {
+			return err
+		}
+	}
+	switch format {
+	case "csv":
+		return checkCSV(t)
+	case "json":
+		return checkJSON(t)
+	}
+	return nil
+}
+
+// lastSet returns whichever of the keys comes last in t's options: the one
+// that made a combination impossible, where an error points.
+func lastSet(t *Table, keys ...string) string {
+	last := ""
+	for _, o := range t.Options {
+		for _, k := range keys {
+			if o.Key == k {
+				last = k
+			}
+		}
+	}
+	return last
+}
+
+// showChar renders a one-byte option value for a message.
+func showChar(c byte) string {
+	switch c {
+	case '\n':
+		return `'\n'`
+	case '\r':
+		return `'\r'`
+	case '\t':
+		return `'\t'`
+	}
+	return "'" + string(c) + "'"
+}
+
+// checkCSV rejects csv.* combinations that cannot read or write a file
+// (each value alone passed checkValue): records are lines, a field must be
+// told apart from a quoted one and from an escape, and a null literal must
+// be readable back.
+func checkCSV(t *Table) error {
+	char := func(key string, def byte) (byte, bool) {
+		v, ok := t.Option(key)
+		if !ok {
+			return def, false
+		}
+		c, _ := ParseChar(v) // checked by checkValue
+		return c, true
+	}
+	delim, _ := char("csv.field-delimiter", ',')
+	quote, hasQuote := char("csv.quote-character", '"')
+	esc, hasEsc := char("csv.escape-character", 0)
+	disabled := false
+	if v, ok := t.Option("csv.disable-quote-character"); ok {
+		disabled, _ = ParseBool(v)
+	}
+	lineBreak := func(c byte) bool { return c == '\n' || c == '\r' }
+	bad := func(key, msg string) error { return &OptionError{Key: key, Msg: msg} }
+	switch {
+	case disabled && hasQuote:
+		k := lastSet(t, "csv.quote-character", "csv.disable-quote-character")
+		return bad(k, "options 'csv.quote-character' and 'csv.disable-quote-character' = 'true' cannot be combined: set one of them")
+	case lineBreak(delim):
+		return bad("csv.field-delimiter", fmt.Sprintf("option 'csv.field-delimiter' cannot be a line break (%s): records are lines", showChar(delim)))
+	case !disabled && lineBreak(quote):
+		return bad("csv.quote-character", fmt.Sprintf("option 'csv.quote-character' cannot be a line break (%s): records are lines", showChar(quote)))
+	case !disabled && delim == quote:
+		k := lastSet(t, "csv.field-delimiter", "csv.quote-character")
+		return bad(k, fmt.Sprintf("options 'csv.field-delimiter' and 'csv.quote-character' are both %s: set one of them to another character (or 'csv.disable-quote-character' = 'true')", showChar(delim)))
+	case hasEsc && lineBreak(esc):
+		return bad("csv.escape-character", fmt.Sprintf("option 'csv.escape-character' cannot be a line break (%s): records are lines", showChar(esc)))
+	case hasEsc && esc == delim:
+		k := lastSet(t, "csv.escape-character", "csv.field-delimiter")
+		return bad(k, fmt.Sprintf("options 'csv.escape-character' and 'csv.field-delimiter' are both %s: set one of them to another character", showChar(esc)))
+	case hasEsc && !disabled && esc == quote:
+		k := lastSet(t, "csv.escape-character", "csv.quote-character")
+		return bad(k, fmt.Sprintf("options 'csv.escape-character' and 'csv.quote-character' are both %s: a doubled quote already stands for a quote inside a quoted field; leave 'csv.escape-character' out", showChar(esc)))
+	}
+	if null, ok := t.Option("csv.null-literal"); ok {
+		switch {
+		case strings.ContainsAny(null, "\n\r"):
+			return bad("csv.null-literal", "option 'csv.null-literal' cannot contain a line break: records are lines")
+		case !hasEsc && strings.IndexByte(null, delim) >= 0:
+			return bad("csv.null-literal", fmt.Sprintf("option 'csv.null-literal' ('%s') contains the field delimiter %s: it would be written as two fields and never read as NULL", null, showChar(delim)))
+		}
+	}
+	return nil
+}
+
+// checkJSON rejects json.* combinations that contradict each other.
+func checkJSON(t *Table) error {
+	on := func(key string) bool {
+		v, ok := t.Option(key)
+		b, _ := ParseBool(v)
+		return ok && b
+	}
+	if on("json.fail-on-missing-field") && on("json.ignore-parse-errors") {
+		// As in Flink: a missing field would fail the job and be skipped at once.
+		return &OptionError{Key: lastSet(t, "json.fail-on-missing-field", "json.ignore-parse-errors"),
+			Msg: "options 'json.fail-on-missing-field' and 'json.ignore-parse-errors' cannot both be 'true': set one of them"}
 	}
 	return nil
 }

@@ -58,6 +58,23 @@ func TestValidateTable(t *testing.T) {
 		{"print bool", tbl(s, "connector", "print", "standard-error", "yes"), "standard-error", "expected 'true' or 'false'"},
 		{"duplicate", tbl(s, "connector", "print", "print-identifier", "a", "print-identifier", "b"), "print-identifier", "set twice"},
 		{"blackhole", tbl(s, "connector", "blackhole"), "", ""},
+		// combinations of format options that cannot work
+		{"csv delimiter is the quote", tbl(s, "connector", "filesystem", "path", "/x", "format", "csv", "csv.field-delimiter", `"`), "csv.field-delimiter", `options 'csv.field-delimiter' and 'csv.quote-character' are both '"'`},
+		{"csv quote is the delimiter", tbl(s, "connector", "filesystem", "path", "/x", "format", "csv", "csv.field-delimiter", ";", "csv.quote-character", ";"), "csv.quote-character", `are both ';'`},
+		{"csv quote is the default delimiter", tbl(s, "connector", "filesystem", "path", "/x", "format", "csv", "csv.quote-character", ","), "csv.quote-character", `are both ','`},
+		{"csv delimiter is the quote, quoting off", tbl(s, "connector", "filesystem", "path", "/x", "format", "csv", "csv.field-delimiter", `"`, "csv.disable-quote-character", "true"), "", ""},
+		{"csv quote and no quote", tbl(s, "connector", "filesystem", "path", "/x", "format", "csv", "csv.quote-character", "'", "csv.disable-quote-character", "true"), "csv.disable-quote-character", "cannot be combined"},
+		{"csv delimiter newline", tbl(s, "connector", "filesystem", "path", "/x", "format", "csv", "csv.field-delimiter", `\n`), "csv.field-delimiter", `cannot be a line break ('\n')`},
+		{"csv quote newline", tbl(s, "connector", "filesystem", "path", "/x", "format", "csv", "csv.quote-character", `\r`), "csv.quote-character", "cannot be a line break"},
+		{"csv escape is the delimiter", tbl(s, "connector", "filesystem", "path", "/x", "format", "csv", "csv.escape-character", ","), "csv.escape-character", "'csv.escape-character' and 'csv.field-delimiter' are both ','"},
+		{"csv escape is the quote", tbl(s, "connector", "filesystem", "path", "/x", "format", "csv", "csv.escape-character", `"`), "csv.escape-character", "leave 'csv.escape-character' out"},
+		{"csv escape ok", tbl(s, "connector", "filesystem", "path", "/x", "format", "csv", "csv.escape-character", `\\`), "", ""},
+		{"csv null literal with delimiter", tbl(s, "connector", "filesystem", "path", "/x", "format", "csv", "csv.null-literal", "a,b"), "csv.null-literal", "contains the field delimiter ','"},
+		{"csv null literal with delimiter, escaped", tbl(s, "connector", "filesystem", "path", "/x", "format", "csv", "csv.null-literal", "a,b", "csv.escape-character", `\\`), "", ""},
+		{"csv null literal with newline", tbl(s, "connector", "filesystem", "path", "/x", "format", "csv", "csv.null-literal", "a\nb"), "csv.null-literal", "cannot contain a line break"},
+		{"json fail and ignore", tbl(s, "connector", "filesystem", "path", "/x", "format", "json", "json.ignore-parse-errors", "true", "json.fail-on-missing-field", "TRUE"), "json.fail-on-missing-field", "cannot both be 'true'"},
+		{"json fail and not ignore", tbl(s, "connector", "filesystem", "path", "/x", "format", "json", "json.ignore-parse-errors", "false", "json.fail-on-missing-field", "true"), "", ""},
+		{"socket json fail and ignore", tbl(s, "connector", "socket", "hostname", "h", "port", "1", "format", "json", "json.fail-on-missing-field", "true", "json.ignore-parse-errors", "true"), "json.ignore-parse-errors", "cannot both be 'true'"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

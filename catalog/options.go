@@ -215,11 +215,12 @@ var SessionOptions = []OptionDef{
 
 // Options is a session's option values. Keys are case-sensitive, as in Flink.
 type Options struct {
-	set map[string]string
+	set    map[string]string
+	warned map[string]bool // Flink-only keys already warned about (see flinkoptions.go)
 }
 
 // NewOptions returns options at their defaults.
-func NewOptions() *Options { return &Options{set: map[string]string{}} }
+func NewOptions() *Options { return &Options{set: map[string]string{}, warned: map[string]bool{}} }
 
 func lookupDef(key string) (*OptionDef, bool) {
 	for i := range SessionOptions {
@@ -240,12 +241,36 @@ func OptionKeys() []string {
 }
 
 // Set validates and sets key. Errors name the key, and for an unknown key
-// suggest the closest known one.
+// suggest the closest known one. A Flink key that streamsql accepts without
+// acting on it (see flinkoptions.go) is set too; SetNotice tells about it.
 func (o *Options) Set(key, value string) error {
+	_, err := o.SetNotice(key, value)
+	return err
+}
+
+// SetNotice is Set, and also returns a warning for a key that streamsql
+// accepts but does not act on: the first time that key is set in these
+// options, "" afterwards and for every other key.
+func (o *Options) SetNotice(key, value string) (notice string, err error) {
+	if ig, ok := lookupIgnored(key); ok {
+		if err := ig.check(value); err != nil {
+			return "", fmt.Errorf("invalid value '%s' for option '%s': %v", value, key, err)
+		}
+		o.set[key] = value
+		if o.warned[key] {
+			return "", nil
+		}
+		o.warned[key] = true
+		return fmt.Sprintf("streamsql accepts Flink's option '%s' but does not act on it: %s", key, ig.why), nil
+	}
+	return "", o.setKnown(key, value)
+}
+
+func (o *Options) setKnown(key, value string) error {
 	d, ok := lookupDef(key)
 	if !ok {
 		msg := fmt.Sprintf("unknown option '%s'", key)
-		if s := Suggest(key, OptionKeys()); s != "" {
+		if s := Suggest(key, append(OptionKeys(), exactIgnoredKeys()...)); s != "" {
 			msg += fmt.Sprintf("; did you mean '%s'?", s)
 		}
 		return fmt.Errorf("%s (SET lists the known options)", msg)
@@ -265,6 +290,10 @@ func (o *Options) Set(key, value string) error {
 func (o *Options) Reset(key string) error {
 	if key == "" {
 		o.set = map[string]string{}
+		return nil
+	}
+	if _, ok := lookupIgnored(key); ok {
+		delete(o.set, key)
 		return nil
 	}
 	if _, ok := lookupDef(key); !ok {
@@ -315,7 +344,8 @@ func (o *Options) Duration(key string) time.Duration {
 	return d
 }
 
-// List returns (key, value) pairs of every option, sorted by key.
+// List returns (key, value) pairs of every option, and of the Flink keys
+// without effect that were set, sorted by key.
 func (o *Options) List() [][2]string {
 	var out [][2]string
 	for _, d := range SessionOptions {
@@ -324,6 +354,11 @@ func (o *Options) List() [][2]string {
 			v = mask(v)
 		}
 		out = append(out, [2]string{d.Key, v})
+	}
+	for k, v := range o.set {
+		if _, ok := lookupIgnored(k); ok {
+			out = append(out, [2]string{k, v})
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
 	return out

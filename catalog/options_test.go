@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -54,5 +55,79 @@ func TestRestoreFallbackOption(t *testing.T) {
 	}
 	if err := o.Set("execution.checkpointing.restore-fallback", "TRUE"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFlinkOnlyOptions: Flink keys that streamsql does not act on are
+// accepted with one warning per key, keep their value (SET lists it), and
+// still have their values checked; a near miss still suggests.
+func TestFlinkOnlyOptions(t *testing.T) {
+	o := NewOptions()
+	for _, kv := range [][2]string{
+		{"table.exec.mini-batch.enabled", "true"},
+		{"table.exec.mini-batch.allow-latency", "5 s"},
+		{"table.exec.mini-batch.size", "5000"},
+		{"table.exec.state.ttl", "1 h"},
+		{"table.optimizer.agg-phase-strategy", "TWO_PHASE"},
+		{"table.exec.sink.not-null-enforcer", "drop"},
+	} {
+		notice, err := o.SetNotice(kv[0], kv[1])
+		if err != nil {
+			t.Fatalf("SET %s: %v", kv[0], err)
+		}
+		if !strings.Contains(notice, "does not act on it") || !strings.Contains(notice, kv[0]) {
+			t.Errorf("SET %s: notice %q", kv[0], notice)
+		}
+		if notice, _ := o.SetNotice(kv[0], kv[1]); notice != "" {
+			t.Errorf("SET %s again: a second notice %q", kv[0], notice)
+		}
+		if o.Get(kv[0]) != kv[1] {
+			t.Errorf("Get(%s) = %q", kv[0], o.Get(kv[0]))
+		}
+	}
+	listed := map[string]string{}
+	for _, kv := range o.List() {
+		listed[kv[0]] = kv[1]
+	}
+	if listed["table.exec.state.ttl"] != "1 h" {
+		t.Errorf("SET does not list table.exec.state.ttl: %v", listed)
+	}
+	if _, ok := listed["table.exec.source.idle-timeout"]; ok {
+		t.Error("SET lists a Flink-only key that was never set")
+	}
+	if err := o.Reset("table.exec.state.ttl"); err != nil || o.IsSet("table.exec.state.ttl") {
+		t.Errorf("RESET: %v", err)
+	}
+	for _, bad := range [][2]string{
+		{"table.exec.mini-batch.enabled", "yes"},
+		{"table.exec.state.ttl", "forever"},
+		{"table.exec.sink.not-null-enforcer", "IGNORE"},
+	} {
+		if err := o.Set(bad[0], bad[1]); err == nil || !strings.Contains(err.Error(), "invalid value '"+bad[1]+"'") {
+			t.Errorf("SET %s = %s: %v", bad[0], bad[1], err)
+		}
+	}
+	err := o.Set("table.exec.mini-batch.enable", "true")
+	if err == nil || !strings.Contains(err.Error(), "did you mean 'table.exec.mini-batch.enabled'?") {
+		t.Errorf("near miss: %v", err)
+	}
+	for _, k := range exactIgnoredKeys() {
+		if _, ok := lookupDef(k); ok {
+			t.Errorf("%s is both acted on and ignored", k)
+		}
+	}
+}
+
+// TestFlinkOnlyOptionsDocumented: docs/sql.md lists every key accepted
+// without effect.
+func TestFlinkOnlyOptionsDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/sql.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range IgnoredOptionKeys() {
+		if !strings.Contains(string(doc), "`"+k+"`") {
+			t.Errorf("docs/sql.md does not list `%s`", k)
+		}
 	}
 }

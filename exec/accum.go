@@ -3,8 +3,10 @@ package exec
 import (
 	"cmp"
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
@@ -376,7 +378,7 @@ func newDistinctCount(t catalog.Type) (accumulator, error) {
 	case catalog.KindBigInt:
 		return &distinctCount[int64]{}, nil
 	case catalog.KindDouble:
-		return &distinctCount[float64]{}, nil
+		return &distinctDouble{}, nil
 	case catalog.KindDecimal:
 		return &distinctCount[decimal128.Num]{}, nil
 	case catalog.KindString:
@@ -396,6 +398,11 @@ func (a *distinctCount[T]) reset(g int32) { a.sets[g] = nil }
 func (a *distinctCount[T]) update(gids []int32, col arrow.Array, ops []RowKind) {
 	vs := valuesOf[T](col, a.in)
 	a.in = vs
+	a.add(gids, vs, col, ops)
+}
+
+// add applies the values vs of col's rows to the multisets of their slots.
+func (a *distinctCount[T]) add(gids []int32, vs []T, col arrow.Array, ops []RowKind) {
 	nulls := col.NullN() > 0
 	for i, g := range gids {
 		if nulls && col.IsNull(i) {
@@ -425,6 +432,64 @@ func (a *distinctCount[T]) result(slots []int32, mem memory.Allocator) arrow.Arr
 		a.scratch = append(a.scratch, int64(len(a.sets[g])))
 	}
 	return buildArray(mem, arrow.PrimitiveTypes.Int64, a.scratch, nil)
+}
+
+// distinctDouble is COUNT(DISTINCT x) of DOUBLE. A Go map never finds a NaN
+// key (NaN != NaN): each NaN counted as one more value, and a retracted NaN
+// was never removed. Values are therefore keyed by their bits, with every
+// NaN (any payload) made one NaN and -0.0 made 0.0: the equality of Java's
+// Double.equals, and of DISTINCT and GROUP BY. These keys are the bytes
+// appendScalar writes for a DOUBLE, so the encoded state is the same as a
+// distinctCount[float64]'s; decode merges the NaNs of a state written
+// before, which may hold several.
+type distinctDouble struct {
+	distinctCount[int64]
+	keys []int64
+}
+
+// canonicalNaN is the bit pattern every NaN is counted as.
+const canonicalNaN = 0x7FF8000000000000
+
+func doubleKey(v float64) int64 {
+	switch {
+	case v != v:
+		return canonicalNaN
+	case v == 0:
+		return 0
+	}
+	return int64(math.Float64bits(v))
+}
+
+func (a *distinctDouble) update(gids []int32, col arrow.Array, ops []RowKind) {
+	vs := col.(*array.Float64).Float64Values()
+	a.keys = a.keys[:0]
+	for _, v := range vs {
+		a.keys = append(a.keys, doubleKey(v))
+	}
+	a.add(gids, a.keys, col, ops)
+}
+
+func (a *distinctDouble) decode(src []byte, g int32) (int, error) {
+	n, err := a.distinctCount.decode(src, g)
+	if err != nil {
+		return n, err
+	}
+	m := a.sets[g]
+	var nan int64
+	found := false
+	for k, c := range m {
+		if f := math.Float64frombits(uint64(k)); f != f && k != canonicalNaN {
+			nan += c
+			found = true
+			delete(m, k)
+		}
+	}
+	if found {
+		if m[canonicalNaN] += nan; m[canonicalNaN] == 0 {
+			delete(m, canonicalNaN)
+		}
+	}
+	return n, nil
 }
 
 // divHalfUp divides v by a positive count, rounding half away from zero.

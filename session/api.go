@@ -33,6 +33,10 @@ type Result struct {
 	Rows    [][]string // ResultTable
 	Stream  *Stream    // ResultStream
 	JobID   string     // ResultJob: 32 hex digits
+	// Warning, when not empty, is one line to show before the result (also
+	// where acknowledgements are not shown), e.g. for SET of a Flink option
+	// streamsql does not act on: "[WARNING] ...".
+	Warning string
 }
 
 // Change is one changelog row of a SELECT's result, its values rendered as

@@ -120,14 +120,19 @@ func (s *Session) Execute(ctx context.Context, st parser.Statement) (*Result, er
 			}
 			return res, nil
 		}
-		if err := s.Options.Set(x.Key, x.Value); err != nil {
+		notice, err := s.Options.SetNotice(x.Key, x.Value)
+		if err != nil {
 			p := x.KeyPos
 			if strings.HasPrefix(err.Error(), "invalid value") {
 				p = x.ValuePos
 			}
 			return nil, &parser.Error{Pos: p, Msg: err.Error()}
 		}
-		return ok("[INFO] Session property has been set."), nil
+		res := ok("[INFO] Session property has been set.")
+		if notice != "" {
+			res.Warning = "[WARNING] " + notice
+		}
+		return res, nil
 	case *parser.Reset:
 		if err := s.Options.Reset(x.Key); err != nil {
 			return nil, &parser.Error{Pos: x.KeyPos, Msg: err.Error()}

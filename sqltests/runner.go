@@ -316,6 +316,9 @@ func (r *fileRunner) jobName(id string) string {
 func (r *fileRunner) render(ctx context.Context, res *session.Result) (out, final string) {
 	switch res.Kind {
 	case session.ResultOK, session.ResultText:
+		if res.Warning != "" {
+			return res.Warning + "\n" + strings.TrimRight(res.Message, "\n"), ""
+		}
 		return strings.TrimRight(res.Message, "\n"), ""
 	case session.ResultTable:
 		// Trailing blanks (empty last cells) are trimmed.

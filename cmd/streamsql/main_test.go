@@ -100,7 +100,9 @@ func TestRun(t *testing.T) {
 		"uses_init.sql": `CREATE TABLE out (id BIGINT) WITH ('connector' = 'print');
 INSERT INTO out SELECT id FROM src;`,
 		"badopt.sql": "CREATE TABLE t (a INT) WITH ('connector' = 'datagen', 'rows-per-second' = 'fast');\n",
-		"data.csv":   "1\nabc\n3\n",
+		"flinkopts.sql": "SET 'table.exec.mini-batch.enabled' = 'true';\nSET 'table.exec.mini-batch.enabled' = 'true';\n" +
+			"SET 'table.exec.state.ttl' = '1 h';\n" + printJob,
+		"data.csv": "1\nabc\n3\n",
 		"fail.sql": `CREATE TABLE src (id INT) WITH ('connector' = 'filesystem', 'path' = 'data.csv', 'format' = 'csv');
 CREATE TABLE out (id INT) WITH ('connector' = 'print');
 INSERT INTO out SELECT id FROM src;
@@ -118,12 +120,21 @@ INSERT INTO out SELECT id FROM src;
 		stdout     []string // lines that must appear, in this order
 		stderr     []string // substrings of stderr
 		stderrHead string   // stderr prefix
+		stderrOnce []string // substrings that stderr holds exactly once
 	}{
 		{
 			name:   "print job",
 			args:   []string{"run", "-p", "1", "job.sql"},
 			stdout: []string{"+I[1, 2]", "+I[2, 4]", "+I[3, 6]"},
 			stderr: []string{"(insert-into_out) submitted", "(insert-into_out) FINISHED: 3 records in, 3 out"},
+		},
+		{
+			name:   "Flink options without effect warn once and run",
+			args:   []string{"run", "-p", "1", "flinkopts.sql"},
+			stdout: []string{"+I[1, 2]", "+I[2, 4]", "+I[3, 6]"},
+			stderr: []string{"[WARNING] streamsql accepts Flink's option 'table.exec.mini-batch.enabled' but does not act on it",
+				"[WARNING] streamsql accepts Flink's option 'table.exec.state.ttl'", "(insert-into_out) FINISHED"},
+			stderrOnce: []string{"option 'table.exec.mini-batch.enabled'"},
 		},
 		{
 			name:   "-f is run",
@@ -216,6 +227,11 @@ INSERT INTO out SELECT id FROM src;
 			for _, s := range tc.stderr {
 				if !strings.Contains(r.stderr, s) {
 					t.Errorf("stderr lacks %q:\n%s", s, r.stderr)
+				}
+			}
+			for _, s := range tc.stderrOnce {
+				if n := strings.Count(r.stderr, s); n != 1 {
+					t.Errorf("stderr holds %q %d times, want once:\n%s", s, n, r.stderr)
 				}
 			}
 			if !strings.HasPrefix(r.stderr, tc.stderrHead) {

@@ -14,6 +14,11 @@ import (
 // presentResult prints a result that is complete when Execute returns
 // (everything but ResultStream and ResultQuit).
 func presentResult(w io.Writer, res *session.Result) error {
+	if res.Warning != "" {
+		if _, err := fmt.Fprintln(w, res.Warning); err != nil {
+			return err
+		}
+	}
 	switch res.Kind {
 	case session.ResultTable:
 		return writeBoxTable(w, res.Columns, res.Rows)

@@ -345,7 +345,11 @@ func (r *scriptRunner) exec(sc *script) error {
 			r.jobFile[res.JobID] = sc.file
 			fmt.Fprintf(r.log, "job %s (%s) submitted\n", res.JobID, r.jobs.jobName(res.JobID))
 		case session.ResultOK:
-			// Acknowledgements would only clutter the output of a job file.
+			// Acknowledgements would only clutter the output of a job file;
+			// warnings go to the log.
+			if res.Warning != "" {
+				fmt.Fprintln(r.log, res.Warning)
+			}
 		default:
 			if err := presentResult(r.out, res); err != nil {
 				return err

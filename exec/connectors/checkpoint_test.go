@@ -366,14 +366,14 @@ func TestFileSinkTwoPhase(t *testing.T) {
 		precommitOnly bool
 	}{
 		{"commit1 then crash, restore 1", true, 1,
-			"part-ID-1-0=a,1;",
-			"part-ID-1-0=a,1; part-ID-1-3=d,1;", true, false},
+			"part-ID-1-0000000000=a,1;",
+			"part-ID-1-0000000000=a,1; part-ID-1-0000000003=d,1;", true, false},
 		{"crash before commit1, restore 1", false, 1,
-			"part-ID-1-0=a,1;",
-			"part-ID-1-0=a,1; part-ID-1-3=d,1;", true, false},
+			"part-ID-1-0000000000=a,1;",
+			"part-ID-1-0000000000=a,1; part-ID-1-0000000003=d,1;", true, false},
 		{"crash before commit, restore 2", false, 2,
-			"part-ID-1-0=a,1; part-ID-1-1=b,1;",
-			"part-ID-1-0=a,1; part-ID-1-1=b,1; part-ID-1-3=d,1;", true, false},
+			"part-ID-1-0000000000=a,1; part-ID-1-0000000001=b,1;",
+			"part-ID-1-0000000000=a,1; part-ID-1-0000000001=b,1; part-ID-1-0000000003=d,1;", true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -389,20 +389,20 @@ func TestFileSinkTwoPhase(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := d.files(); got != ".part-ID-1-0.pending .part-ID-1-1.pending" {
+			if got := d.files(); got != ".part-ID-1-0000000000.pending .part-ID-1-0000000001.pending" {
 				t.Fatalf("after pre-commits: %s", got)
 			}
 			if c.commitBefore {
 				if err := s.Commit(1); err != nil {
 					t.Fatal(err)
 				}
-				if got := d.files(); got != ".part-ID-1-1.pending part-ID-1-0=a,1;" {
+				if got := d.files(); got != ".part-ID-1-0000000001.pending part-ID-1-0000000000=a,1;" {
 					t.Fatalf("after commit 1: %s", got)
 				}
 			}
 			d.write(s, mem, "c")
 			crash(s)
-			if got := d.files(); !strings.Contains(got, ".part-ID-1-2.inprogress") {
+			if got := d.files(); !strings.Contains(got, ".part-ID-1-0000000002.inprogress") {
 				t.Fatalf("before restore: %s", got)
 			}
 			state := st1
@@ -410,15 +410,15 @@ func TestFileSinkTwoPhase(t *testing.T) {
 				state = st2
 			}
 			// another subtask's hidden files are not touched
-			writeFile(t, filepath.Join(d.dir, ".part-"+d.id+"-11-0.inprogress"), "")
+			writeFile(t, filepath.Join(d.dir, ".part-"+d.id+"-11-0000000000.inprogress"), "")
 			s2 := d.sink(mem, 1)
 			if err := s2.RestoreState(state); err != nil {
 				t.Fatal(err)
 			}
-			if got := d.files(); got != ".part-ID-11-0.inprogress "+c.afterRestore {
+			if got := d.files(); got != ".part-ID-11-0000000000.inprogress "+c.afterRestore {
 				t.Fatalf("after restore: %s\nwant %s", got, c.afterRestore)
 			}
-			os.Remove(filepath.Join(d.dir, ".part-"+d.id+"-11-0.inprogress"))
+			os.Remove(filepath.Join(d.dir, ".part-"+d.id+"-11-0000000000.inprogress"))
 			if c.restoreAgain {
 				// the restored checkpoint's commit already happened: no-op
 				s3 := d.sink(mem, 1)
@@ -457,7 +457,7 @@ func TestFileSinkCheckpointingLifecycle(t *testing.T) {
 	if err := s.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.files(); got != ".part-ID-0-0.inprogress .part-ID-0-1.inprogress" {
+	if got := d.files(); got != ".part-ID-0-0000000000.inprogress .part-ID-0-0000000001.inprogress" {
 		t.Fatalf("after rolls: %s", got)
 	}
 	if err := s.Tick(s.now().Add(s.rollover)); err != nil {
@@ -467,7 +467,7 @@ func TestFileSinkCheckpointingLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := d.files(); got != ".part-ID-0-0.pending .part-ID-0-1.pending" {
+	if got := d.files(); got != ".part-ID-0-0000000000.pending .part-ID-0-0000000001.pending" {
 		t.Fatalf("after pre-commit: %s", got)
 	}
 	// nothing new: the state still lists what is pending
@@ -482,7 +482,7 @@ func TestFileSinkCheckpointingLifecycle(t *testing.T) {
 	d.write(s, mem, "c")
 	s.Close()
 	s.Close()
-	if got := d.files(); got != ".part-ID-0-0.pending .part-ID-0-1.pending" {
+	if got := d.files(); got != ".part-ID-0-0000000000.pending .part-ID-0-0000000001.pending" {
 		t.Fatalf("after close: %s", got)
 	}
 	s2 := d.sink(mem, 0)
@@ -490,7 +490,7 @@ func TestFileSinkCheckpointingLifecycle(t *testing.T) {
 	if err := s2.RestoreState(st2); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.files(); got != "part-ID-0-0=a,1; part-ID-0-1=b,1;" {
+	if got := d.files(); got != "part-ID-0-0000000000=a,1; part-ID-0-0000000001=b,1;" {
 		t.Fatalf("after restore: %s", got)
 	}
 	// Commit is idempotent
@@ -501,10 +501,10 @@ func TestFileSinkCheckpointingLifecycle(t *testing.T) {
 	s3 := d.sink(mem, 1)
 	d.write(s3, mem, "x")
 	st, _ := s3.PreCommit(5)
-	os.Remove(filepath.Join(d.dir, ".part-"+d.id+"-1-0.pending"))
+	os.Remove(filepath.Join(d.dir, ".part-"+d.id+"-1-0000000000.pending"))
 	s4 := d.sink(mem, 1)
 	err = s4.RestoreState(st)
-	want := "cannot commit the output of epoch 5: neither " + filepath.Join(d.dir, ".part-"+d.id+"-1-0.pending")
+	want := "cannot commit the output of epoch 5: neither " + filepath.Join(d.dir, ".part-"+d.id+"-1-0000000000.pending")
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v\nwant %s", err, want)
 	}
@@ -519,7 +519,7 @@ func TestFileSinkCheckpointingLifecycle(t *testing.T) {
 	if err := s5.RestoreState(nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.files(); got != "part-ID-0-0=a,1; part-ID-0-1=b,1;" {
+	if got := d.files(); got != "part-ID-0-0000000000=a,1; part-ID-0-0000000001=b,1;" {
 		t.Fatalf("after empty restore: %s", got)
 	}
 	if s5.parts.next != 1 {

@@ -33,7 +33,9 @@ import (
 // and Commit when checkpoint n completes (two-phase commit); Restore
 // completes the commits of a restored checkpoint and removes the rest.
 // Part numbers only grow, so names never collide, also across restores and
-// reruns.
+// reruns. n is zero-padded to partDigits digits, so names sort (ls, the
+// filesystem source) in the order the parts were written and committed;
+// unpadded names of earlier versions are still recognised.
 type PartFiles struct {
 	dir     string
 	id      string
@@ -61,6 +63,14 @@ const (
 	inProgressSuffix = ".inprogress"
 	pendingSuffix    = ".pending"
 )
+
+// partDigits is the width part numbers are zero-padded to: "-0-2" sorted
+// after "-0-10". Ten digits outlast a subtask committing a part every
+// second for three centuries.
+const partDigits = 10
+
+// partName returns the visible name of part n.
+func (p *PartFiles) partName(n int) string { return fmt.Sprintf("%s%0*d", p.base, partDigits, n) }
 
 func (p *PartFiles) inProgressPath(name string) string {
 	return filepath.Join(p.dir, "."+name+inProgressSuffix)
@@ -91,8 +101,8 @@ func (p *PartFiles) partNumber(file string) (n int, hidden, ok bool) {
 		return 0, false, false
 	}
 	n, err := strconv.Atoi(rest)
-	if err != nil || n < 0 || strconv.Itoa(n) != rest {
-		return 0, false, false
+	if err != nil || n < 0 || rest != p.partName(n)[len(p.base):] && rest != strconv.Itoa(n) {
+		return 0, false, false // not the padded form, nor an unpadded one (written before padding)
 	}
 	return n, hidden, true
 }
@@ -143,7 +153,7 @@ func (p *PartFiles) Writer() (*bufio.Writer, error) {
 	if p.cur != nil {
 		return p.cur.w, nil
 	}
-	name := p.base + strconv.Itoa(p.next)
+	name := p.partName(p.next)
 	p.next++
 	f, err := os.OpenFile(p.inProgressPath(name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {

@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +33,7 @@ func TestFileSinkRestoreChangedPath(t *testing.T) {
 	}
 	old.write(s, mem, "b") // the original job goes on writing
 	crash(s)
-	before := ".part-ID-1-0.pending .part-ID-1-1.inprogress"
+	before := ".part-ID-1-0000000000.pending .part-ID-1-0000000001.inprogress"
 	if got := old.files(); got != before {
 		t.Fatalf("before the restore: %s", got)
 	}
@@ -41,7 +42,7 @@ func TestFileSinkRestoreChangedPath(t *testing.T) {
 	if err := s2.RestoreState(state); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := old.files(), ".part-ID-1-1.inprogress part-ID-1-0=a,1;"; got != want {
+	if got, want := old.files(), ".part-ID-1-0000000001.inprogress part-ID-1-0000000000=a,1;"; got != want {
 		t.Errorf("old directory after the restore: %s, want %s", got, want)
 	}
 	moved.write(s2, mem, "c")
@@ -52,7 +53,7 @@ func TestFileSinkRestoreChangedPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2.Close()
-	if got, want := moved.files(), "part-ID-1-0=c,1;"; got != want {
+	if got, want := moved.files(), "part-ID-1-0000000000=c,1;"; got != want {
 		t.Errorf("new directory: %s, want %s", got, want)
 	}
 	// Restoring again (the commit happened already) changes nothing.
@@ -61,13 +62,13 @@ func TestFileSinkRestoreChangedPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	s3.Close()
-	if got, want := old.files(), ".part-ID-1-1.inprogress part-ID-1-0=a,1;"; got != want {
+	if got, want := old.files(), ".part-ID-1-0000000001.inprogress part-ID-1-0000000000=a,1;"; got != want {
 		t.Errorf("old directory after a second restore: %s, want %s", got, want)
 	}
 
 	// A pending file that is gone from the old directory is an error
 	// naming that directory.
-	os.Remove(filepath.Join(old.dir, "part-"+old.id+"-1-0"))
+	os.Remove(filepath.Join(old.dir, "part-"+old.id+"-1-0000000000"))
 	s4 := moved.sink(mem, 1)
 	defer s4.Close()
 	if err := s4.RestoreState(state); err == nil || !strings.Contains(err.Error(), old.dir) {
@@ -86,6 +87,10 @@ func TestFileSinkStateV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	crash(s)
+	// A version 1 state comes from a version that did not pad part numbers.
+	if err := os.Rename(filepath.Join(d.dir, ".part-"+d.id+"-1-0000000000.pending"), filepath.Join(d.dir, ".part-"+d.id+"-1-0.pending")); err != nil {
+		t.Fatal(err)
+	}
 	v1 := []byte{1, kindFileSink}
 	v1 = binary.AppendUvarint(v1, 1) // subtask
 	v1 = binary.AppendUvarint(v1, 2) // parallelism
@@ -100,5 +105,45 @@ func TestFileSinkStateV1(t *testing.T) {
 	s2.Close()
 	if got, want := d.files(), "part-ID-1-0=a,1;"; got != want {
 		t.Errorf("after restoring a version 1 state: %s, want %s", got, want)
+	}
+}
+
+// TestPartFileNamesSortInCommitOrder: part numbers are zero-padded, so the
+// names' order is the order the parts were written ("-0-10" sorted before
+// "-0-2"); numbering continues after unpadded names of an earlier version.
+func TestPartFileNamesSortInCommitOrder(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "part-x-0-7"), "old\n") // an earlier version's name
+	p, err := NewPartFiles(dir, "x", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 12; i++ {
+		w, err := p.Writer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(w, "%d\n", i)
+		if err := p.PreCommit(int64(i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Commit(int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, err := ListFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, n := range names {
+		data, _ := os.ReadFile(n)
+		order = append(order, strings.TrimSpace(string(data)))
+	}
+	if got, want := strings.Join(order, ","), "0,1,2,3,4,5,6,7,8,9,10,11,old"; got != want {
+		t.Fatalf("contents in name order: %s, want %s", got, want)
+	}
+	if got, want := filepath.Base(names[0]), "part-x-0-0000000008"; got != want {
+		t.Errorf("first new part: %s, want %s (after the old part 7)", got, want)
 	}
 }

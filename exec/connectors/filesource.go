@@ -58,11 +58,12 @@ func (d *recordDecoder) decode(line []byte) (bool, error) {
 	return d.json.Decode(line)
 }
 
-// complete reports whether line is a whole record (CSV quoted fields may span
-// lines).
-func (d *recordDecoder) complete(line []byte) bool {
+// complete reports whether rec is a whole record (CSV quoted fields may span
+// lines). rec grows by lines until it is: scan carries what was read of it,
+// so each byte is read once (see format.CSVDecoder.Scan).
+func (d *recordDecoder) complete(rec []byte, scan *format.CSVScan) bool {
 	if d.csv != nil {
-		return d.csv.Complete(line)
+		return d.csv.Scan(rec, scan)
 	}
 	return true
 }
@@ -71,7 +72,10 @@ func (d *recordDecoder) complete(line []byte) bool {
 // 'path' assigned to its subtask (a directory's visible files sorted by name,
 // round-robin), line by line. It is bounded. Each file is a split: after a
 // restore at another parallelism a subtask reads the remaining files of the
-// old subtasks given to it, each from where that subtask stopped.
+// old subtasks given to it, each from where that subtask stopped. A UTF-8
+// byte order mark at the start of a file is skipped. Reading is linear in
+// the input, and every pollBytes read it looks at its context and calls
+// emit(nil), whatever it is in the middle of.
 type FileSource struct {
 	sc     *exec.SourceContext
 	files  []string
@@ -85,6 +89,9 @@ type FileSource struct {
 	f    *os.File
 	r    *bufio.Reader
 	acc  []byte
+	scan format.CSVScan // of the record being assembled in acc
+
+	unpolled int // bytes read since the last poll (see pollBytes)
 
 	skipped  int64 // bad records this subtask skipped (ignore-parse-errors)
 	seekLine int64 // line number at off after RestoreState (0: count it)
@@ -386,14 +393,49 @@ func (s *FileSource) open() error {
 	} else {
 		s.r.Reset(f)
 	}
+	if s.off == 0 {
+		// A UTF-8 byte order mark (editors on Windows write one) is not
+		// part of the first record. Offsets count it, so a restore seeks
+		// past it.
+		if b, _ := s.r.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
+			s.r.Discard(len(utf8BOM))
+			s.off = int64(len(utf8BOM))
+		}
+	}
 	return nil
+}
+
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
+// pollBytes is how much the file source reads between two polls: a look at
+// its context and a heartbeat (emit(nil)) through which the runtime injects
+// barriers and stop requests. Polls happen inside a record too, so a job
+// reading one huge record (a stray quote makes the rest of a file one
+// quoted field) still stops within milliseconds; reading 1 MiB takes about
+// one.
+const pollBytes = 1 << 20
+
+// poll counts n bytes read and, every pollBytes, returns ctx's error or
+// what a heartbeat returns.
+func (s *FileSource) poll(ctx context.Context, emit func(arrow.Record) error, n int) error {
+	s.unpolled += n
+	if s.unpolled < pollBytes {
+		return nil
+	}
+	s.unpolled = 0
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return emit(nil)
 }
 
 // readRecord returns the next record (without its line break), the bytes it
 // took and the lines it spans; io.EOF at the end of the file. The record is
-// valid until the next call.
-func (s *FileSource) readRecord() ([]byte, int64, int64, error) {
+// valid until the next call. It polls (see poll) as it reads, and returns
+// the poll's error.
+func (s *FileSource) readRecord(ctx context.Context, emit func(arrow.Record) error) ([]byte, int64, int64, error) {
 	s.acc = s.acc[:0]
+	s.scan = format.CSVScan{}
 	multi := false // the record is being assembled in s.acc
 	var consumed, lines int64
 	for {
@@ -402,9 +444,15 @@ func (s *FileSource) readRecord() ([]byte, int64, int64, error) {
 			s.acc = append(s.acc, b...)
 			consumed += int64(len(b))
 			multi = true
+			if perr := s.poll(ctx, emit, len(b)); perr != nil {
+				return nil, 0, 0, perr
+			}
 			b, err = s.r.ReadSlice('\n')
 		}
 		consumed += int64(len(b))
+		if perr := s.poll(ctx, emit, len(b)); perr != nil {
+			return nil, 0, 0, perr
+		}
 		if err != nil && err != io.EOF {
 			return nil, 0, 0, fmt.Errorf("filesystem source: reading %s: %w", s.files[s.fi], err)
 		}
@@ -423,7 +471,7 @@ func (s *FileSource) readRecord() ([]byte, int64, int64, error) {
 		if n := len(rec); n > 0 && rec[n-1] == '\n' {
 			rec = rec[:n-1]
 		}
-		if err == io.EOF || s.dec.complete(rec) {
+		if err == io.EOF || s.dec.complete(rec, &s.scan) {
 			return rec, consumed, lines, nil
 		}
 		// a quoted field continues on the next line: keep what we have
@@ -446,7 +494,7 @@ func (s *FileSource) Run(ctx context.Context, emit func(arrow.Record) error) err
 			}
 		}
 		for {
-			rec, n, lines, err := s.readRecord()
+			rec, n, lines, err := s.readRecord(ctx, emit)
 			if err == io.EOF {
 				break
 			}

@@ -230,17 +230,17 @@ func TestFileSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Write(exec.Batch{Rec: rec})
-	if got := strings.Join(list(), " "); got != ".part-"+id+"-1-0.inprogress" {
+	if got := strings.Join(list(), " "); got != ".part-"+id+"-1-0000000000.inprogress" {
 		t.Fatalf("before commit: %s", got)
 	}
 	if err := s.Finish(); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
-	if got := strings.Join(list(), " "); got != "part-"+id+"-1-0" {
+	if got := strings.Join(list(), " "); got != "part-"+id+"-1-0000000000" {
 		t.Fatalf("after commit: %s", got)
 	}
-	data, _ := os.ReadFile(filepath.Join(dir, "part-"+id+"-1-0"))
+	data, _ := os.ReadFile(filepath.Join(dir, "part-"+id+"-1-0000000000"))
 	if string(data) != "\"a,b\",1\n,2\nz,3\n" {
 		t.Fatalf("%q", data)
 	}
@@ -248,7 +248,7 @@ func TestFileSink(t *testing.T) {
 	s2, _ := NewSink(tb, &exec.SinkContext{Subtask: 1, Parallelism: 2, Mem: mem})
 	s2.Write(exec.Batch{Rec: rec})
 	s2.Close()
-	if got := strings.Join(list(), " "); got != "part-"+id+"-1-0" {
+	if got := strings.Join(list(), " "); got != "part-"+id+"-1-0000000000" {
 		t.Fatalf("after abort: %s", got)
 	}
 	// rolling by size commits each file when there is no checkpointing
@@ -258,7 +258,7 @@ func TestFileSink(t *testing.T) {
 	s3.Write(exec.Batch{Rec: rec})
 	s3.Finish()
 	s3.Close()
-	if got := strings.Join(list(), " "); got != "part-"+id+"-1-0 part-"+id+"-1-1 part-"+id+"-1-2" {
+	if got := strings.Join(list(), " "); got != "part-"+id+"-1-0000000000 part-"+id+"-1-0000000001 part-"+id+"-1-0000000002" {
 		t.Fatalf("after rolling: %s", got)
 	}
 	// updating input: rejected for CSV, "op" for JSON
@@ -274,7 +274,7 @@ func TestFileSink(t *testing.T) {
 	sj.Write(exec.Batch{Rec: rec, Ops: []exec.RowKind{exec.Insert, exec.UpdateBefore, exec.UpdateAfter}})
 	sj.Finish()
 	sj.Close()
-	data, _ = os.ReadFile(filepath.Join(jdir, "part-"+PartID(tj)+"-0-0"))
+	data, _ = os.ReadFile(filepath.Join(jdir, "part-"+PartID(tj)+"-0-0000000000"))
 	want := `{"op":"+I","s":"a,b","n":1}` + "\n" + `{"op":"-U","s":null,"n":2}` + "\n" + `{"op":"+U","s":"z","n":3}` + "\n"
 	if string(data) != want {
 		t.Fatalf("%s", data)

@@ -350,12 +350,12 @@ func TestFileSinkRescale(t *testing.T) {
 		d.write(s, mem, fmt.Sprintf("lost%d", i))
 		crash(s)
 	}
-	before := ".part-ID-0-1.pending .part-ID-0-2.inprogress .part-ID-1-0.pending .part-ID-1-1.pending .part-ID-1-2.inprogress " +
-		".part-ID-2-0.pending .part-ID-2-1.pending .part-ID-2-2.inprogress part-ID-0-0=o0,1;"
+	before := ".part-ID-0-0000000001.pending .part-ID-0-0000000002.inprogress .part-ID-1-0000000000.pending .part-ID-1-0000000001.pending .part-ID-1-0000000002.inprogress " +
+		".part-ID-2-0000000000.pending .part-ID-2-0000000001.pending .part-ID-2-0000000002.inprogress part-ID-0-0000000000=o0,1;"
 	if got := d.files(); got != before {
 		t.Fatalf("before restore:\n%s\nwant\n%s", got, before)
 	}
-	restored := "part-ID-0-0=o0,1; part-ID-1-0=o1,1; part-ID-2-0=o2,1;"
+	restored := "part-ID-0-0000000000=o0,1; part-ID-1-0000000000=o1,1; part-ID-2-0000000000=o2,1;"
 	restore := func() []*FileSink {
 		parts := assign(states, 2)
 		var out []*FileSink
@@ -381,7 +381,7 @@ func TestFileSinkRescale(t *testing.T) {
 				crash(s)
 			}
 			// numbered after the parts seen at the restore (0 to 2)
-			if got := d.files(); got != ".part-ID-0-3.inprogress .part-ID-1-3.inprogress "+restored {
+			if got := d.files(); got != ".part-ID-0-0000000003.inprogress .part-ID-1-0000000003.inprogress "+restored {
 				t.Fatalf("after new writes: %s", got)
 			}
 		}
@@ -399,7 +399,7 @@ func TestFileSinkRescale(t *testing.T) {
 	}
 	// numbering continues after every part present and after the state's
 	// next part (numbers of deleted hidden parts may be used again)
-	want := "part-ID-0-0=o0,1; part-ID-0-1=n0,1; part-ID-1-0=o1,1; part-ID-1-1=n1,1; part-ID-2-0=o2,1;"
+	want := "part-ID-0-0000000000=o0,1; part-ID-0-0000000001=n0,1; part-ID-1-0000000000=o1,1; part-ID-1-0000000001=n1,1; part-ID-2-0000000000=o2,1;"
 	if got := d.files(); got != want {
 		t.Fatalf("after new output:\n%s\nwant\n%s", got, want)
 	}
@@ -432,14 +432,14 @@ func TestFileSinkRescaleUp(t *testing.T) {
 		crash(s)
 	}
 	// leftover of an earlier failed attempt of new subtask 2
-	writeFile(t, filepath.Join(d.dir, ".part-"+d.id+"-2-0.inprogress"), "junk\n")
+	writeFile(t, filepath.Join(d.dir, ".part-"+d.id+"-2-0000000000.inprogress"), "junk\n")
 	parts := assign(states, 3)
 	s2 := sink(2, 3)
 	defer s2.Close()
 	if err := s2.RestoreStates(parts[2]); err != nil {
 		t.Fatal(err)
 	}
-	want := ".part-ID-0-0.pending .part-ID-0-1.inprogress .part-ID-1-0.pending .part-ID-1-1.inprogress"
+	want := ".part-ID-0-0000000000.pending .part-ID-0-0000000001.inprogress .part-ID-1-0000000000.pending .part-ID-1-0000000001.inprogress"
 	if got := d.files(); got != want {
 		t.Fatalf("after subtask 2:\n%s\nwant\n%s", got, want)
 	}
@@ -450,7 +450,7 @@ func TestFileSinkRescaleUp(t *testing.T) {
 		}
 		s.Close()
 	}
-	if got := d.files(); got != "part-ID-0-0=o0,1; part-ID-1-0=o1,1;" {
+	if got := d.files(); got != "part-ID-0-0000000000=o0,1; part-ID-1-0000000000=o1,1;" {
 		t.Fatalf("after all: %s", got)
 	}
 	// a state handed to the wrong subtask is refused

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/exec"
+	"github.com/streamsql/streamsql/exec/format"
 )
 
 // SocketSource reads delimited lines from a TCP connection: one row per
@@ -48,7 +50,9 @@ type SocketSource struct {
 	ch     chan sockChunk
 	wg     sync.WaitGroup
 
-	carry     []byte
+	carry     []byte         // a line (or CSV record) not complete yet
+	scan      format.CSVScan // what of carry Scan has read
+	tmp       []byte         // a raw line repaired to valid UTF-8
 	lineNo    int64
 	skipped   int64 // bad records skipped (ignore-parse-errors)
 	emSkipped int64 // skipped as of the last emit
@@ -242,7 +246,7 @@ func (s *SocketSource) consume(data []byte, emit func(arrow.Record) error) error
 			line = s.carry
 		}
 		data = data[i+1:]
-		if !s.raw && !s.dec.complete(line) {
+		if !s.raw && !s.dec.complete(line, &s.scan) {
 			// a quoted CSV field spans the delimiter
 			if len(s.carry) == 0 {
 				s.carry = append(s.carry, line...)
@@ -268,6 +272,10 @@ func (s *SocketSource) addLine(line []byte) error {
 	if s.raw {
 		if n := len(line); n > 0 && line[n-1] == '\r' && s.delim == '\n' {
 			line = line[:n-1]
+		}
+		if !utf8.Valid(line) {
+			s.tmp = format.AppendValidUTF8(s.tmp[:0], line)
+			line = s.tmp
 		}
 		s.str.BinaryBuilder.Append(line)
 		return nil

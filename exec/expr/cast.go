@@ -107,7 +107,7 @@ func compileCast(from, to catalog.Type, arg Evaluator, try bool) (Evaluator, err
 			}}, nil
 		case catalog.KindDouble:
 			return &convNode[decimal128.Num, float64]{arg: arg, dt: dt, f: func(v decimal128.Num) float64 {
-				return v.ToFloat64(s)
+				return decToFloat64(v, s)
 			}}, nil
 		case catalog.KindDecimal:
 			ts, tp := int32(to.Scale), int32(to.Precision)

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/exec/format"
 	"github.com/streamsql/streamsql/planner"
 )
 
@@ -183,7 +184,9 @@ func literalArray(l *planner.Literal) (arrow.Array, error) {
 		if !ok {
 			return bad()
 		}
-		b.(*array.StringBuilder).Append(v)
+		// Like every decoder, literals hold valid UTF-8 (a script file
+		// in another encoding could carry any bytes).
+		b.(*array.StringBuilder).Append(format.ValidUTF8(v))
 	case catalog.KindTimestamp:
 		v, ok := l.Value.(int64)
 		if !ok {

@@ -3,6 +3,7 @@ package expr
 import (
 	"math/big"
 	"math/bits"
+	"strconv"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/bitutil"
@@ -387,4 +388,61 @@ func scaleAfter(fn string, si, digits int32) int32 {
 		return min(si, digits)
 	}
 	return si
+}
+
+// pow10f holds the powers of ten that are exact doubles.
+var pow10f = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// decToFloat64 returns the double nearest to n·10^-scale (ties to even), as
+// Java's BigDecimal.doubleValue() does. Arrow's Num.ToFloat64 multiplies by
+// an inexact power of ten and can miss by an ulp: CAST(0.3 AS DOUBLE) was
+// 0.30000000000000004, so 0.3 = 0.3e0 was false.
+//
+// When the unscaled value has at most 53 bits and the scale at most 22,
+// both operands are exact doubles and one IEEE division rounds correctly
+// (most DECIMAL columns: DECIMAL(15, s) and below). Otherwise the value's
+// decimal text goes through strconv.ParseFloat, which is correctly
+// rounded; the text is built on the stack, and only values of more than
+// about 28 significant digits make the conversion to string allocate.
+func decToFloat64(n decimal128.Num, scale int32) float64 {
+	if fitsI64(n) {
+		if v := int64(n.LowBits()); v >= -(1<<53) && v <= 1<<53 && scale >= 0 && int(scale) < len(pow10f) {
+			return float64(v) / pow10f[scale]
+		}
+	}
+	var buf [64]byte
+	b := buf[:0]
+	if n.Sign() < 0 {
+		b = append(b, '-')
+		n = n.Negate() // -2^127 is no DECIMAL(38) value: no overflow
+	}
+	start := len(b)
+	b = appendUint128(b, uint64(n.HighBits()), n.LowBits())
+	exp := -int64(scale)
+	for len(b) > start+1 && b[len(b)-1] == '0' { // shorter text, same value
+		b = b[:len(b)-1]
+		exp++
+	}
+	b = append(b, 'e')
+	b = strconv.AppendInt(b, exp, 10)
+	f, _ := strconv.ParseFloat(string(b), 64) // well formed; out of range is ±Inf or 0, as in Java
+	return f
+}
+
+// appendUint128 appends the decimal digits of hi·2^64 + lo.
+func appendUint128(dst []byte, hi, lo uint64) []byte {
+	if hi == 0 {
+		return strconv.AppendUint(dst, lo, 10)
+	}
+	const e19 = 10_000_000_000_000_000_000
+	qhi, rem := hi/e19, hi%e19
+	qlo, r := bits.Div64(rem, lo, e19)
+	dst = appendUint128(dst, qhi, qlo)
+	var tail [19]byte
+	for i := len(tail) - 1; i >= 0; i-- {
+		tail[i] = byte('0' + r%10)
+		r /= 10
+	}
+	return append(dst, tail[:]...)
 }

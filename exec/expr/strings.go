@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/bitutil"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/language"
 
 	"github.com/streamsql/streamsql/planner"
 )
@@ -153,6 +155,7 @@ func (n *strFn) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error
 	}
 	so := newStrOut(mem, rows, 0)
 	var scratch []byte
+	cm := caseMapper{upper: n.fn == "upper"}
 	for i := 0; i < rows; i++ {
 		if !bitutil.BitIsSet(vb, i) {
 			so.appendEmpty()
@@ -160,7 +163,7 @@ func (n *strFn) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error
 		}
 		switch n.fn {
 		case "upper", "lower":
-			scratch = changeCase(scratch[:0], cols[0].get(i), n.fn == "upper")
+			scratch = changeCase(scratch[:0], cols[0].get(i), &cm)
 			so.appendBytes(scratch)
 		case "concat":
 			scratch = scratch[:0]
@@ -304,13 +307,35 @@ func isASCII(s string) bool {
 	return true
 }
 
-// changeCase appends s in upper or lower case to dst.
-func changeCase(dst []byte, s string, upper bool) []byte {
-	if !isASCII(s) {
-		if upper {
-			return append(dst, strings.ToUpper(s)...)
+// caseMapper maps non-ASCII text with Unicode's full case mappings, as
+// Java's String.toUpperCase and toLowerCase (root locale), and so Flink, do:
+// UPPER('straße') is 'STRASSE', UPPER('ﬁ') is 'FI', LOWER gives a final
+// sigma at the end of a word. Go's strings.ToUpper maps each rune to one
+// rune and left ß alone. A cases.Caser keeps state between calls, so each
+// Eval makes its own, and only when a value is not ASCII.
+type caseMapper struct {
+	upper bool
+	c     cases.Caser
+	made  bool
+}
+
+func (m *caseMapper) caser() cases.Caser {
+	if !m.made {
+		if m.upper {
+			m.c = cases.Upper(language.Und)
+		} else {
+			m.c = cases.Lower(language.Und)
 		}
-		return append(dst, strings.ToLower(s)...)
+		m.made = true
+	}
+	return m.c
+}
+
+// changeCase appends s in upper or lower case (m.upper) to dst.
+func changeCase(dst []byte, s string, m *caseMapper) []byte {
+	upper := m.upper
+	if !isASCII(s) {
+		return append(dst, m.caser().String(s)...)
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]

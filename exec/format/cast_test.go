@@ -55,6 +55,10 @@ func TestCastDouble(t *testing.T) {
 	for in, want := range map[string]float64{
 		" 1e3 ": 1000, "-2.5": -2.5, ".5": 0.5, "1.": 1, "Infinity": math.Inf(1), "-Infinity": math.Inf(-1),
 		"+Infinity": math.Inf(1), "0x1.8p1": 3, "-0X10P-4": -1,
+		// beyond DOUBLE's range: infinite or zero, as Java's parseDouble
+		"1e999": math.Inf(1), "-1e999": math.Inf(-1), "0x1p99999": math.Inf(1), "1e-999": 0,
+		// Java's type suffix
+		"1.5d": 1.5, "2F": 2, "1e3D": 1000, "0x1p1f": 2, "0x1.8p1d": 3,
 	} {
 		if got, err := CastDouble(in); err != nil || got != want {
 			t.Errorf("CastDouble(%q) = %v, %v; want %v", in, got, err, want)
@@ -64,7 +68,7 @@ func TestCastDouble(t *testing.T) {
 		t.Errorf("CastDouble(NaN) = %v, %v", got, err)
 	}
 	// Java's Double.parseDouble rejects Go's inf/nan spellings and underscores.
-	for _, bad := range []string{"", "inf", "nan", "infinity", "1_000", "0x_1p0", "0x10", "1e", "abc", "1..2"} {
+	for _, bad := range []string{"", "inf", "nan", "infinity", "1_000", "0x_1p0", "0x10", "1e", "abc", "1..2", "d", "1dd", "NaNd", "Infinityf", "0x1f", "1.5x"} {
 		if _, err := CastDouble(bad); err == nil || err.Error() != "not a number" {
 			t.Errorf("CastDouble(%q) error = %v", bad, err)
 		}

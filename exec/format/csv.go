@@ -31,44 +31,90 @@ func NewCSVDecoder(schema catalog.Schema, opts CSVOptions, rb *array.RecordBuild
 
 // Complete reports whether rec is a whole record: false when it ends inside a
 // quoted field, so the caller should append the line break and the next line
-// (a quoted field may contain line breaks).
+// (a quoted field may contain line breaks). It reads all of rec; a caller
+// growing a record line by line uses Scan instead.
 func (d *CSVDecoder) Complete(rec []byte) bool {
+	var s CSVScan
+	return d.Scan(rec, &s)
+}
+
+// CSVScan is where CSVDecoder.Scan stopped in a record that is not complete
+// yet. The zero value starts a new record.
+type CSVScan struct {
+	pos    int  // bytes of the record read so far
+	quoted bool // pos is inside a quoted field
+	esc    bool // the byte at pos is escaped (the escape character ended the part read)
+}
+
+// Scan is Complete for a record assembled a line at a time: rec must begin
+// with the bytes given to the previous call with the same s (the caller
+// appended a line break and the next line), and only the bytes after them
+// are read. Reading a record of n bytes therefore costs O(n) however many
+// lines it spans (calling Complete on each longer prefix would cost O(n²):
+// one stray quote made a file's read quadratic). When it returns true, s is
+// reset to the zero value, ready for the next record.
+func (d *CSVDecoder) Scan(rec []byte, s *CSVScan) bool {
 	if d.opts.DisableQuote {
 		return true
 	}
 	q, delim := d.opts.Quote, d.opts.FieldDelimiter
-	p := 0
-	for p <= len(rec) {
-		// at a field start
-		if p < len(rec) && rec[p] == q {
+	escape, hasEscape := d.opts.Escape, d.opts.HasEscape
+	p, quoted, esc := s.pos, s.quoted, s.esc
+	for {
+		if !quoted {
+			// at the start of a field
+			if p >= len(rec) || rec[p] != q {
+				i := bytes.IndexByte(rec[p:], delim)
+				if i < 0 {
+					*s = CSVScan{}
+					return true
+				}
+				p += i + 1
+				continue
+			}
 			p++
-			for {
-				if p >= len(rec) {
-					return false
+			quoted = true
+		}
+		// inside a quoted field: find its closing quote
+		for quoted {
+			if !hasEscape {
+				i := bytes.IndexByte(rec[p:], q)
+				if i < 0 {
+					p = len(rec)
+				} else {
+					p += i
 				}
-				c := rec[p]
-				if d.opts.HasEscape && c == d.opts.Escape && p+1 < len(rec) {
-					p += 2
-					continue
-				}
-				if c == q {
-					if p+1 < len(rec) && rec[p+1] == q {
-						p += 2
-						continue
-					}
-					p++
-					break
-				}
+			}
+			if p >= len(rec) {
+				s.pos, s.quoted, s.esc = p, true, esc
+				return false
+			}
+			c := rec[p]
+			switch {
+			case esc:
+				esc = false
+				p++
+			case hasEscape && c == escape:
+				esc = true
+				p++
+			case c == q && p+1 < len(rec) && rec[p+1] == q: // doubled quote
+				p += 2
+			case c == q:
+				quoted = false
+				p++
+			default:
 				p++
 			}
 		}
+		// after the closing quote: up to the next delimiter (Decode reports
+		// text in between)
 		i := bytes.IndexByte(rec[p:], delim)
 		if i < 0 {
+			*s = CSVScan{}
 			return true
 		}
 		p += i + 1
 	}
-	return true
 }
 
 // Decode parses one record and appends it (see Decoder). A trailing '\r' is
@@ -101,6 +147,14 @@ func (d *CSVDecoder) Decode(line []byte) (bool, error) {
 			simple := true
 			closed := false
 			for p < len(line) {
+				if !d.opts.HasEscape {
+					i := bytes.IndexByte(line[p:], q)
+					if i < 0 {
+						p = len(line)
+						break
+					}
+					p += i
+				}
 				c := line[p]
 				if d.opts.HasEscape && c == d.opts.Escape {
 					simple = false

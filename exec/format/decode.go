@@ -124,8 +124,7 @@ func (r *rowDecoder) reset() {
 }
 
 // parse parses text into column i's slot; it returns a reason on failure.
-// quoted tells that the text came from a quoted field or a JSON string
-// (affects nothing but STRING today; numbers are trimmed either way).
+// A STRING value is stored repaired to valid UTF-8 (see AppendValidUTF8).
 func (r *rowDecoder) parse(i int, text []byte) string {
 	c := &r.cols[i]
 	s := &r.slots[i]
@@ -154,13 +153,14 @@ func (r *rowDecoder) parse(i int, text []byte) string {
 		s.i, reason = parseTimestamp(text, r.isoTS, r.json)
 	case catalog.KindString:
 		s.sOff = len(r.scratch)
-		r.scratch = append(r.scratch, text...)
-		s.sN = len(text)
+		r.scratch = appendText(r.scratch, text)
+		s.sN = len(r.scratch) - s.sOff
 	}
 	return reason
 }
 
-// setString stores bytes already written at scratch[off:] as column i's value.
+// setString stores bytes already written at scratch[off:] (valid UTF-8) as
+// column i's value.
 func (r *rowDecoder) setString(i, off int) {
 	s := &r.slots[i]
 	s.null = false

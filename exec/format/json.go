@@ -275,13 +275,30 @@ func validNumber(b []byte) bool {
 }
 
 // appendJSONString decodes the string starting at b[p] == '"' into dst and
-// returns the position after the closing quote.
+// returns the position after the closing quote. What it appends is valid
+// UTF-8: ill-formed bytes become U+FFFD (see AppendValidUTF8), and so does
+// a \u escape of a lone surrogate.
 func appendJSONString(dst, b []byte, p int) ([]byte, int, *jsonErr) {
 	p++
 	for {
 		start := p
-		for p < len(b) && b[p] != '"' && b[p] != '\\' && b[p] >= 0x20 {
-			p++
+		for p < len(b) {
+			c := b[p]
+			if c < utf8.RuneSelf {
+				if c == '"' || c == '\\' || c < 0x20 {
+					break
+				}
+				p++
+				continue
+			}
+			if r, size := utf8.DecodeRune(b[p:]); r != utf8.RuneError || size > 1 {
+				p += size
+				continue
+			}
+			dst = append(dst, b[start:p]...)
+			dst = append(dst, replacement...)
+			p += illFormedLen(b[p:])
+			start = p
 		}
 		dst = append(dst, b[start:p]...)
 		if p >= len(b) {
@@ -458,11 +475,26 @@ func (e *JSONEncoder) Encode(w *bufio.Writer, rec arrow.Record) error {
 
 const hexDigits = "0123456789abcdef"
 
+// appendJSONQuoted appends s as a JSON string. The output is valid JSON
+// whatever s holds: ill-formed UTF-8 is written as U+FFFD (values inside
+// the engine are valid already; this keeps the guarantee local).
 func appendJSONQuoted(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for k := 0; k < len(s); k++ {
 		c := s[k]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[k:])
+			if r != utf8.RuneError || size > 1 {
+				k += size - 1
+				continue
+			}
+			dst = append(dst, s[start:k]...)
+			dst = append(dst, replacement...)
+			k += illFormedLen(s[k:]) - 1
+			start = k + 1
+			continue
+		}
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
 		}

@@ -100,8 +100,11 @@ func parseIntUntrimmed[T text](b T, lo, hi int64) (int64, status) {
 }
 
 // parseDouble parses a DOUBLE as Java's Double.parseDouble does: a decimal
-// or hexadecimal (0x1.8p1) literal, NaN, Infinity, with an optional sign.
-// Go-only forms (inf, nan in any case, underscores) are rejected.
+// or hexadecimal (0x1.8p1) literal with an optional type suffix (1.5d,
+// 2f), NaN, Infinity, with an optional sign. A number beyond the range of
+// DOUBLE is ±Infinity and one below it 0, as in Java ('1e999' is
+// Infinity). Go-only forms (inf, nan in any case, underscores) are
+// rejected.
 func parseDouble[T text](b T) (float64, status) {
 	b = trimSpace(b)
 	if len(b) == 0 {
@@ -123,6 +126,13 @@ func parseDouble[T text](b T) (float64, status) {
 		return math.Inf(1), stOK
 	}
 	hex := len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')
+	if n := len(b); n > 1 {
+		// Java's FloatTypeSuffix; in hex digits an f or d is a digit
+		// unless it follows the binary exponent
+		if lc := b[n-1] | 0x20; (lc == 'f' || lc == 'd') && (!hex || hasByte(s, 'p', 'P')) {
+			b, s = b[:n-1], s[:len(s)-1]
+		}
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		lc := c | 0x20
@@ -135,10 +145,19 @@ func parseDouble[T text](b T) (float64, status) {
 		}
 	}
 	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
+	if err != nil && !errors.Is(err, strconv.ErrRange) { // out of range: ±Inf, as Java
 		return 0, stBad
 	}
 	return f, stOK
+}
+
+func hasByte[T text](b T, c1, c2 byte) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] == c1 || b[i] == c2 {
+			return true
+		}
+	}
+	return false
 }
 
 var pow10u64 = func() (p [20]uint64) {
