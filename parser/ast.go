@@ -7,8 +7,11 @@ import (
 )
 
 // Pos is a position in the user's original text (the whole script or shell
-// input given to Parse). Offset is a byte offset; Line and Col are 1-based,
-// Col counts bytes from the start of the line plus one.
+// input given to Parse). Offset is a byte offset into that text; Line and
+// Col are 1-based, and Col counts characters (Unicode code points, not
+// bytes) from the start of the line plus one. With ParseScriptAt, Line
+// counts from the given first line, so that it is the line of the whole
+// input the text came from.
 type Pos struct {
 	Offset int
 	Line   int
