@@ -148,7 +148,7 @@ func (lx *lexer) next() (token, string) {
 		}
 		return tok(tIdent, i), ""
 	}
-	for _, op := range []string{"<=>", "<=", ">=", "<>", "!=", "||", "=>", "::", ":=", "&&"} {
+	for _, op := range []string{"<=>", "<<", ">>", "<=", ">=", "<>", "!=", "||", "=>", "::", ":=", "&&"} {
 		if strings.HasPrefix(s[start:], op) {
 			return tok(tOp, start+len(op)), ""
 		}
