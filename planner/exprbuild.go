@@ -302,7 +302,11 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 	case *ast.WindowFuncExpr:
 		return nil, b.errAt(x, x.Name, "OVER windows (%s) are not supported yet", strings.ToUpper(x.Name))
 	case *ast.PositionExpr:
-		return nil, b.errAt(x, "", "positions (GROUP BY 1, ORDER BY 1) are not supported; name the column or expression")
+		word := "" // TiDB gives a position no offset: point at its clause
+		if b.clause == "GROUP BY" {
+			word = "GROUP"
+		}
+		return nil, b.errAt(x, word, "positions (GROUP BY 1, ORDER BY 1) are not supported; name the column or expression")
 	case *ast.RowExpr:
 		return nil, b.errAt(x, "ROW", "row values are not supported")
 	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
