@@ -150,7 +150,10 @@ func TestShowJobs(t *testing.T) {
 			t.Errorf("row %d: records in/out %s/%s, want %s/%s", i, row[4], row[5], w.in, w.out)
 		}
 	}
-	if !strings.Contains(res.Rows[1][8], "missing.csv") {
-		t.Errorf("failed job's last failure should name the missing file: %q", res.Rows[1][8])
+	// The cause is in "last failure" (shortened), whole in the job's info.
+	cause := s.Jobs()[1].Err
+	if cause == nil || !strings.Contains(cause.Error(), "missing.csv") ||
+		!strings.HasPrefix(cause.Error(), strings.TrimSuffix(res.Rows[1][8], "...")) {
+		t.Errorf("failed job's last failure %q, cause %v", res.Rows[1][8], cause)
 	}
 }
