@@ -7,8 +7,11 @@ import (
 )
 
 // Pos is a position in the user's original text (the whole script or shell
-// input given to Parse). Offset is a byte offset; Line and Col are 1-based,
-// Col counts bytes from the start of the line plus one.
+// input given to Parse). Offset is a byte offset into that text; Line and
+// Col are 1-based, and Col counts characters (Unicode code points, not
+// bytes) from the start of the line plus one. With ParseScriptAt, Line
+// counts from the given first line, so that it is the line of the whole
+// input the text came from.
 type Pos struct {
 	Offset int
 	Line   int
@@ -103,8 +106,10 @@ type CreateTable struct {
 	Columns     []ColumnDef
 	Watermark   *WatermarkDef
 	PrimaryKey  []string
-	Options     []Option
-	Comment     string // table COMMENT '...'
+	// PrimaryKeyPos[i] is where PrimaryKey[i] is written.
+	PrimaryKeyPos []Pos
+	Options       []Option
+	Comment       string // table COMMENT '...'
 }
 
 // CreateView is CREATE [TEMPORARY] VIEW [IF NOT EXISTS] name [(cols)] AS query.
@@ -187,13 +192,20 @@ type Select struct {
 	Query *Query
 }
 
-// Insert is INSERT INTO table [(cols)] query.
+// Insert is INSERT INTO table [/*+ OPTIONS('k' = 'v') */] [(cols)] query.
 type Insert struct {
 	Base
 	Table    string
 	TablePos Pos
 	Columns  []string
-	Query    *Query
+	// ColumnPos[i] is where Columns[i] is written.
+	ColumnPos []Pos
+	// Options are the sink table's dynamic options (an OPTIONS hint right
+	// after the table name), to merge over its WITH options; HintPos is
+	// the hint's position.
+	Options []Option
+	HintPos Pos
+	Query   *Query
 }
 
 // StatementSet is EXECUTE STATEMENT SET BEGIN insert; ... END (also accepted:
@@ -279,6 +291,28 @@ type TableFunc struct {
 	Kind string
 }
 
+// TableRef is a table (or view) name in a FROM clause, as written. TiDB's
+// table nodes carry no positions, so the pre-lexer gives every such name to
+// TiDB as `__ssql_ref_<i>`.`name` and QueryContext.TableRef finds the
+// TableRef of an *ast.TableName again.
+type TableRef struct {
+	Name string // the name itself (the last part of a qualified name)
+	// Qualifiers are the catalog and database parts written before the
+	// name (c.d.t gives [c d]); QualifierPos is where they start.
+	Qualifiers   []string
+	QualifierPos Pos
+	Pos          Pos // where Name is written
+	// JoinPos is the ',' or the first word of the JOIN (LEFT, CROSS, ...)
+	// that puts this table into its FROM clause; Line 0 for the first
+	// table of a FROM.
+	JoinPos Pos
+	// Options are dynamic table options, /*+ OPTIONS('k' = 'v', ...) */
+	// written right after the name (Flink's syntax), to be merged over the
+	// table's WITH options; HintPos is where the hint starts.
+	Options []Option
+	HintPos Pos
+}
+
 // QueryContext holds what the pre-lexer learned about a statement's text and
 // maps positions back to the user's original text.
 type QueryContext struct {
@@ -293,6 +327,10 @@ type queryContextImpl interface {
 	locate(word string, after int) Pos
 	startPos() Pos
 	uidHint(sel *ast.SelectStmt) (string, Pos, bool)
+	tableRef(tn *ast.TableName) (*TableRef, bool)
+	nodePos(n ast.Node) (Pos, bool)
+	tokenBefore(n ast.Node) (string, Pos, bool)
+	nullSafeEqual(e *ast.BinaryOperationExpr) (distinct bool, at Pos, ok bool)
 }
 
 // CastType returns the Flink type written in a CAST (TiDB's grammar only
@@ -320,6 +358,54 @@ func (c *QueryContext) Start() Pos { return c.impl.startPos() }
 // written right after sel's SELECT keyword, and the hint's position.
 func (c *QueryContext) UIDHint(sel *ast.SelectStmt) (name string, pos Pos, ok bool) {
 	return c.impl.uidHint(sel)
+}
+
+// TableRef returns what the user wrote for a table name of a FROM clause:
+// its position, qualifiers and OPTIONS hint.
+func (c *QueryContext) TableRef(tn *ast.TableName) (*TableRef, bool) { return c.impl.tableRef(tn) }
+
+// PosOf returns where expression n starts in the original text (its first
+// token), or the statement's start for a node without a position (TiDB
+// records positions of expressions only).
+func (c *QueryContext) PosOf(n ast.Node) Pos {
+	if n != nil {
+		if p, ok := c.impl.nodePos(n); ok {
+			return p
+		}
+	}
+	return c.Start()
+}
+
+// HasPos reports whether PosOf(n) is n's own position rather than the
+// statement's start.
+func (c *QueryContext) HasPos(n ast.Node) bool {
+	if n == nil {
+		return false
+	}
+	_, ok := c.impl.nodePos(n)
+	return ok
+}
+
+// TokenBefore returns the code token (no comments) just before expression
+// n in the original text, upper-cased when it is a word, and its position;
+// ok is false when n has no position or nothing precedes it. The planner
+// uses it to place errors about binary operators at the operator (the token
+// before the right operand).
+func (c *QueryContext) TokenBefore(n ast.Node) (text string, pos Pos, ok bool) {
+	return c.impl.tokenBefore(n)
+}
+
+// NullSafeEqual reports, for e with Op opcode.NullEQ, whether the user
+// wrote a IS DISTINCT FROM b (distinct true) or a IS NOT DISTINCT FROM b
+// (distinct false), and where its IS is; the pre-lexer gives both to TiDB
+// as a <=> b. ok is false when the user wrote MySQL's <=> itself.
+func (c *QueryContext) NullSafeEqual(e *ast.BinaryOperationExpr) (distinct bool, at Pos, ok bool) {
+	return c.impl.nullSafeEqual(e)
+}
+
+// ErrorAt builds an *Error at PosOf(n).
+func (c *QueryContext) ErrorAt(n ast.Node, format string, args ...any) *Error {
+	return &Error{Pos: c.PosOf(n), Msg: fmt.Sprintf(format, args...)}
 }
 
 // Errorf builds an *Error at the first occurrence of word (or the statement

@@ -134,23 +134,31 @@ func (c *cursor) name(what string) (string, token, *Error) {
 
 // identList parses ( a, b, ... ).
 func (c *cursor) identList(what string) ([]string, *Error) {
+	out, _, err := c.identListPos(what)
+	return out, err
+}
+
+// identListPos parses ( a, b, ... ) and returns where each name is.
+func (c *cursor) identListPos(what string) ([]string, []Pos, *Error) {
 	if err := c.expectOp("("); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []string
+	var pos []Pos
 	for {
-		n, _, err := c.ident(what)
+		n, t, err := c.ident(what)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out = append(out, n)
+		pos = append(pos, c.src.pos(t.start))
 		if c.acceptOp(",") {
 			continue
 		}
 		if err := c.expectOp(")"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return out, nil
+		return out, pos, nil
 	}
 }
 

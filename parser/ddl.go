@@ -20,8 +20,21 @@ func parseCreateTable(c *cursor, base Base, temporary bool) (Statement, *Error) 
 		return nil, err
 	}
 	ct.Name, ct.NamePos = name, c.src.pos(nt.start)
-	if c.isWord("LIKE") || c.isWord("AS") {
-		return nil, c.errorf(c.peek(), "CREATE TABLE ... %s is not supported; list the columns", c.src.word(c.peek()))
+	switch {
+	case c.isWord("LIKE"):
+		return nil, c.errorf(c.peek(), "CREATE TABLE ... LIKE is not supported yet; list the columns")
+	case c.isWord("AS"):
+		return nil, ctasError(c, name)
+	case c.isWord("WITH"):
+		// CREATE TABLE t WITH (...) AS SELECT: Flink's CTAS without columns.
+		c.next()
+		if _, err := parseOptions(c); err != nil {
+			return nil, err
+		}
+		if c.isWord("AS") {
+			return nil, ctasError(c, name)
+		}
+		return nil, &Error{Pos: ct.NamePos, Msg: "expected the column list after the table name, e.g. CREATE TABLE " + name + " (id INT, name STRING) WITH (...)"}
 	}
 	if err := c.expectOp("("); err != nil {
 		return nil, err
@@ -67,10 +80,18 @@ func parseCreateTable(c *cursor, base Base, temporary bool) (Statement, *Error) 
 			return nil, err
 		}
 	}
+	if c.isWord("AS") {
+		return nil, ctasError(c, name)
+	}
 	if err := c.expectEnd(); err != nil {
 		return nil, err
 	}
 	return ct, nil
+}
+
+// ctasError reports CREATE TABLE ... AS SELECT at its AS.
+func ctasError(c *cursor, name string) *Error {
+	return c.errorf(c.peek(), "CREATE TABLE ... AS SELECT is not supported yet; create the table with its columns, then INSERT INTO %s SELECT ...", name)
 }
 
 func (ct *CreateTable) hasColumn(name string) bool {
@@ -123,7 +144,7 @@ func parseColumn(c *cursor, ct *CreateTable) *Error {
 			if ct.PrimaryKey != nil {
 				return c.errorf(pt, "table %s has more than one PRIMARY KEY", ct.Name)
 			}
-			ct.PrimaryKey = []string{name}
+			ct.PrimaryKey, ct.PrimaryKeyPos = []string{name}, []Pos{col.Pos}
 		case c.isWord("COMMENT"):
 			c.next()
 			if col.Comment, _, err = c.stringLit("a comment in quotes"); err != nil {
@@ -166,7 +187,7 @@ func parseTablePrimaryKey(c *cursor, ct *CreateTable) *Error {
 	if err := c.expectWords("PRIMARY", "KEY"); err != nil {
 		return err
 	}
-	cols, err := c.identList("a column name")
+	cols, pos, err := c.identListPos("a column name")
 	if err != nil {
 		return err
 	}
@@ -176,7 +197,7 @@ func parseTablePrimaryKey(c *cursor, ct *CreateTable) *Error {
 	if ct.PrimaryKey != nil {
 		return c.errorf(pt, "table %s has more than one PRIMARY KEY", ct.Name)
 	}
-	ct.PrimaryKey = cols
+	ct.PrimaryKey, ct.PrimaryKeyPos = cols, pos
 	return nil
 }
 

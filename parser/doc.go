@@ -26,6 +26,12 @@
 //     -> a table named __ssql_tf_<i> [AS T]; QueryContext.TableFunc.
 //   - FULL [OUTER] JOIN -> STRAIGHT_JOIN (IsFullOuterJoin).
 //   - t FOR SYSTEM_TIME AS OF o.ts [AS] a -> t AS a AS OF TIMESTAMP o.ts.
+//   - Every table name of a FROM clause (after a SELECT's FROM, a JOIN or a
+//     ',' of the FROM list), possibly qualified c.db.t -> `__ssql_ref_<i>`.`t`;
+//     QueryContext.TableRef gives its position, qualifiers, the position of
+//     its join and its OPTIONS hint (tableref.go).
+//   - a IS [NOT] DISTINCT FROM b -> a <=> b; QueryContext.NullSafeEqual
+//     tells the two apart (and from a <=> written by the user).
 //   - Words TiDB reserves but Flink does not (KEY, INDEX, DATABASE, READ,
 //     WRITE, ...; see mysqlOnlyReserved) are backquoted unless '(' follows.
 //     Function names that are TiDB keywords TiDB refuses as function names
@@ -33,15 +39,27 @@
 //     reserve (ORDER, GROUP, RANGE, ROWS, ROW, RANK, WINDOW, INTERVAL,
 //     TABLE, VALUES, ...) must be backquoted by the user, as in Flink;
 //     TIMESTAMP, USER, VALUE, COUNT, DATE, TIME, STATUS work unquoted.
-//   - Comments are blanked (Flink's '--' needs no following space); /*+ */
-//     hints are kept for TiDB, except that UID('name') inside one (an
-//     operator id hint, allowed only right after SELECT) becomes
-//     QB_NAME(__ssql_uid_<i>), which TiDB keeps on its SelectStmt;
-//     QueryContext.UIDHint (see hint.go).
+//   - Comments are blanked (Flink's '--' needs no following space). /*+ */
+//     hints are read here, never by TiDB (hint.go): UID('name') right after
+//     SELECT becomes QB_NAME(__ssql_uid_<i>), which TiDB keeps on its
+//     SelectStmt (QueryContext.UIDHint); OPTIONS('k' = 'v') right after a
+//     table name goes to its TableRef (Insert.Options after INSERT INTO t)
+//     and is blanked; any other hint, or a hint elsewhere, is an error
+//     naming it.
 //
-// Not supported (clear syntax errors): IS [NOT] DISTINCT FROM, NULLS
-// FIRST/LAST, aggregate FILTER (WHERE ..), named arguments (=>), ARRAY[..] /
-// MAP[..] constructors and nested types, MATCH_RECOGNIZE, GROUPING SETS.
+// Positions: TiDB records where each expression starts in the text given
+// to it; the pre-lexer maps these to the original text once per parse, so
+// QueryContext.PosOf and TokenBefore place the planner's errors at the
+// expression or operator. Columns count characters.
+//
+// Not supported, reported by name at their position (unsupported.go):
+// VALUES as a query or in FROM, GROUPING SETS, aggregate FILTER (WHERE ..),
+// SIMILAR TO, MATCH_RECOGNIZE, ARRAY[..] / MAP[..] constructors and element
+// access, binary and hexadecimal literals, ESCAPE with more than one
+// character, CREATE TABLE ... AS SELECT. Flink aggregates that TiDB knows
+// only as window functions (FIRST_VALUE(x) without OVER) are passed as plain
+// calls for the planner to name. Still plain syntax errors: NULLS
+// FIRST/LAST, named arguments (=>), nested types.
 //
 // Invariants: every error is an *Error at a position of the caller's
 // original text (the whole script); nothing panics (ParseScript and every

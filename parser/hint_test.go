@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -32,8 +33,8 @@ func TestUIDHint(t *testing.T) {
 		{"SELECT /*+ UID('wc') */ word, COUNT(*) FROM t GROUP BY word", "wc", 1, 12},
 		{"select /*+ uid(wc) */ word, count(*) from t group by word", "wc", 1, 12},
 		{"INSERT INTO s\nSELECT /*+ UID('it''s a-b') */ word, COUNT(*) FROM t GROUP BY word", "it's a-b", 2, 12},
-		{"SELECT /*+ QB_NAME(x), UID( 'n1' ) */ word FROM t", "n1", 1, 24},
-		{"SELECT /*+ QB_NAME(x) */ word FROM t", "", 0, 0},
+		{"SELECT /*+ UID( 'n1' ) */ word FROM t", "n1", 1, 12},
+		{"SELECT /* a comment */ word FROM t", "", 0, 0},
 		{"SELECT word FROM t", "", 0, 0},
 	}
 	for _, tc := range tests {
@@ -74,6 +75,8 @@ func TestUIDHintErrors(t *testing.T) {
 		{"SELECT /*+ UID() */ word FROM t", "1:12: malformed UID hint"},
 		{"SELECT /*+ UID('') */ word FROM t", "1:12: empty operator id"},
 		{"SELECT /*+ UID('a') UID('b') */ word FROM t", "1:21: a SELECT takes one UID hint"},
+		{"SELECT /*+ UID('a'), QB_NAME(x) */ word FROM t", "1:22: unknown hint QB_NAME"},
+		{"SELECT word FROM t /*+ UID('x') */", "1:24: a /*+ UID('name') */ hint must follow SELECT directly"},
 	}
 	for _, tc := range tests {
 		_, err := Parse(tc.sql)
@@ -117,6 +120,71 @@ func TestExplainUpgrade(t *testing.T) {
 		_, err := Parse(tc.sql)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.sql, err, tc.want)
+		}
+	}
+}
+
+func TestOptionsHint(t *testing.T) {
+	sql := "SELECT a FROM t /*+ OPTIONS('path' = '/x', 'format'='json') */ AS x, LATERAL TABLE(SPLIT(a)) AS T(w)"
+	sel, ctx := mustQuery(t, sql)
+	var refs []*TableRef
+	for _, tn := range collect[*ast.TableName](sel) {
+		if ref, ok := ctx.TableRef(tn); ok {
+			refs = append(refs, ref)
+			if tn.Name.O != "t" {
+				t.Errorf("name %q", tn.Name.O)
+			}
+		}
+	}
+	if len(refs) != 1 {
+		t.Fatalf("%d table refs", len(refs))
+	}
+	want := []Option{
+		{Key: "path", Value: "/x", KeyPos: Pos{28, 1, 29}, ValuePos: Pos{37, 1, 38}},
+		{Key: "format", Value: "json", KeyPos: Pos{43, 1, 44}, ValuePos: Pos{52, 1, 53}},
+	}
+	if !reflect.DeepEqual(refs[0].Options, want) {
+		t.Errorf("options %+v", refs[0].Options)
+	}
+	if refs[0].HintPos != (Pos{16, 1, 17}) || refs[0].Pos != (Pos{14, 1, 15}) {
+		t.Errorf("hint at %v, name at %v", refs[0].HintPos, refs[0].Pos)
+	}
+
+	st, err := Parse("INSERT INTO s /*+ OPTIONS('sink.parallelism' = '2') */ (a, b) SELECT a, b FROM t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := st.(*Insert)
+	if len(ins.Options) != 1 || ins.Options[0].Key != "sink.parallelism" || ins.HintPos != (Pos{14, 1, 15}) {
+		t.Errorf("insert options %+v at %v", ins.Options, ins.HintPos)
+	}
+	if !reflect.DeepEqual(ins.ColumnPos, []Pos{{56, 1, 57}, {59, 1, 60}}) {
+		t.Errorf("column positions %v", ins.ColumnPos)
+	}
+}
+
+func TestHintErrors(t *testing.T) {
+	tests := []struct{ sql, want string }{
+		{"SELECT /*+ OPTIONS('a' = 'b') */ x FROM t", "1:12: a /*+ OPTIONS('key' = 'value') */ hint must follow a table name directly"},
+		{"SELECT x FROM t AS a /*+ OPTIONS('a' = 'b') */", "1:26: a /*+ OPTIONS('key' = 'value') */ hint must follow a table name directly"},
+		{"SELECT x FROM t /*+ OPTION('a' = 'b') */", "1:21: unknown hint OPTION (streamsql knows OPTIONS after a table name and UID after SELECT); did you mean OPTIONS?"},
+		{"SELECT x FROM t /*+ BROADCAST(t) */", "1:21: the BROADCAST hint is not supported yet"},
+		{"SELECT x FROM t /*+ OPTIONS('a' = 'b') OPTIONS('c' = 'd') */", "1:40: a table takes one OPTIONS hint"},
+		{"SELECT x FROM t /*+ OPTIONS('a' = 'b', 'a' = 'c') */", "1:40: duplicate option 'a' in the OPTIONS hint"},
+		{"SELECT x FROM t /*+ OPTIONS('a' 'b') */", "1:33: expected \"=\", found \"'b'\""},
+		{"SELECT x FROM t /*+ OPTIONS('a' = 1) */", "1:35: expected a value in quotes for option 'a'"},
+		{"SELECT x FROM t /*+ OPTIONS() */", "1:21: malformed OPTIONS hint"},
+		{"SELECT x FROM t /*+ OPTIONS('a = 'b') */", "1:36: unterminated string literal"},
+		{"SELECT x FROM t WHERE x > 1 /*+ OPTIONS('a' = 'b') */", "1:33: a /*+ OPTIONS('key' = 'value') */ hint must follow a table name"},
+		{"SELECT x FROM t WHERE x > 1 /*+ FOO */", "1:33: unknown hint FOO"},
+		{"INSERT INTO s /*+ UID('x') */ SELECT x FROM t", "1:19: a /*+ UID('name') */ hint must follow SELECT"},
+		{"INSERT INTO s (a) /*+ OPTIONS('a' = 'b') */ SELECT x FROM t", "1:23: a /*+ OPTIONS('key' = 'value') */ hint must follow a table name"},
+		{"CREATE TABLE t (x INT) /*+ OPTIONS('a' = 'b') */ WITH ('connector' = 'blackhole')", "1:28: a /*+ OPTIONS('key' = 'value') */ hint must follow a table name"},
+	}
+	for _, tc := range tests {
+		_, err := Parse(tc.sql)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s:\n error %v\n want %q", tc.sql, err, tc.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // tokKind classifies a token of the pre-lexer.
@@ -147,7 +148,7 @@ func (lx *lexer) next() (token, string) {
 		}
 		return tok(tIdent, i), ""
 	}
-	for _, op := range []string{"<=>", "<=", ">=", "<>", "!=", "||", "=>", "::", ":=", "&&"} {
+	for _, op := range []string{"<=>", "<<", ">>", "<=", ">=", "<>", "!=", "||", "=>", "::", ":=", "&&"} {
 		if strings.HasPrefix(s[start:], op) {
 			return tok(tOp, start+len(op)), ""
 		}
@@ -155,13 +156,24 @@ func (lx *lexer) next() (token, string) {
 	return tok(tOp, start+1), ""
 }
 
-// lineIndex converts byte offsets of one text to line:col positions.
+// lineIndex converts byte offsets of one text to line:col positions. Lines
+// are numbered from firstLine (1 for a whole script; a shell passes the line
+// its buffer starts at in the whole input); columns count characters
+// (Unicode code points), not bytes, so a position after non-ASCII text is
+// where an editor shows it.
 type lineIndex struct {
-	starts []int // offset of the first byte of each line
+	src       string
+	starts    []int // offset of the first byte of each line
+	firstLine int
 }
 
-func newLineIndex(src string) *lineIndex {
-	li := &lineIndex{starts: []int{0}}
+func newLineIndex(src string) *lineIndex { return newLineIndexAt(src, 1) }
+
+func newLineIndexAt(src string, firstLine int) *lineIndex {
+	if firstLine < 1 {
+		firstLine = 1
+	}
+	li := &lineIndex{src: src, starts: []int{0}, firstLine: firstLine}
 	for i := 0; i < len(src); i++ {
 		if src[i] == '\n' {
 			li.starts = append(li.starts, i+1)
@@ -171,15 +183,14 @@ func newLineIndex(src string) *lineIndex {
 }
 
 func (li *lineIndex) pos(off int) Pos {
-	if off < 0 {
-		off = 0
-	}
+	off = max(0, min(off, len(li.src)))
 	// The last line start <= off.
 	i := sort.Search(len(li.starts), func(i int) bool { return li.starts[i] > off }) - 1
 	if i < 0 {
 		i = 0
 	}
-	return Pos{Offset: off, Line: i + 1, Col: off - li.starts[i] + 1}
+	col := utf8.RuneCountInString(li.src[li.starts[i]:off]) + 1
+	return Pos{Offset: off, Line: li.firstLine + i, Col: col}
 }
 
 // source is the whole original text with its tokens.

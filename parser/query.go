@@ -21,6 +21,9 @@ const (
 	// tableFuncPrefix + i names the table that replaces the i-th table
 	// function of a query.
 	tableFuncPrefix = "__ssql_tf_"
+	// tableRefPrefix + i is the database name the pre-lexer gives the i-th
+	// table name of a FROM clause (see TableRef).
+	tableRefPrefix = "__ssql_ref_"
 )
 
 // mysqlOnlyReserved are words TiDB reserves but Flink SQL does not: in a
@@ -179,9 +182,16 @@ type rewriter struct {
 	toks  []token // all tokens of the range, comments included
 	code  []int   // indexes into toks of the code tokens
 	match []int   // by code index: the matching ')' of a '(' or -1
-	repl  map[int]replacement
-	q     *qctx
-	funcs []pendingFunc
+	// clause, by code index: the clause keyword in effect at that token at
+	// its nesting depth (SELECT, FROM, WHERE, GROUP, ...; "(" inside
+	// parentheses that hold no clause keyword yet, "" before any).
+	clause []string
+	// refByLast maps the code index of the last token of a FROM table name
+	// to its TableRef (where an OPTIONS hint may follow).
+	refByLast map[int]*TableRef
+	repl      map[int]replacement
+	q         *qctx
+	funcs     []pendingFunc
 }
 
 // qctx implements QueryContext.
@@ -192,6 +202,91 @@ type qctx struct {
 	tries    []bool // tries[i]: the i-th cast was written TRY_CAST
 	funcs    []*TableFunc
 	uids     []uidHint // by number: QB_NAME(__ssql_uid_<n>) in the text given to TiDB
+	refs     []*TableRef
+	// pos maps TiDB's expression nodes to their offset in the original text.
+	pos map[ast.Node]int
+}
+
+func (q *qctx) tableRef(tn *ast.TableName) (*TableRef, bool) {
+	if tn == nil || !strings.HasPrefix(tn.Schema.L, tableRefPrefix) {
+		return nil, false
+	}
+	n, err := strconv.Atoi(tn.Schema.L[len(tableRefPrefix):])
+	if err != nil || n < 0 || n >= len(q.refs) {
+		return nil, false
+	}
+	return q.refs[n], true
+}
+
+func (q *qctx) nodePos(n ast.Node) (Pos, bool) {
+	off, ok := q.pos[n]
+	if !ok {
+		return Pos{}, false
+	}
+	return q.src.pos(off), true
+}
+
+// codeBefore returns the index in q.src.toks of the last code token that
+// ends at or before offset off, or -1.
+func (q *qctx) codeBefore(off int) int {
+	toks := q.src.toks
+	i := sort.Search(len(toks), func(i int) bool { return toks[i].end > off }) - 1
+	for ; i >= 0 && toks[i].start >= q.from; i-- {
+		if toks[i].kind != tComment && toks[i].kind != tHint {
+			return i
+		}
+	}
+	return -1
+}
+
+func (q *qctx) tokenBefore(n ast.Node) (string, Pos, bool) {
+	off, ok := q.pos[n]
+	if !ok {
+		return "", Pos{}, false
+	}
+	i := q.codeBefore(off)
+	if i < 0 {
+		return "", Pos{}, false
+	}
+	t := q.src.toks[i]
+	text := q.src.tokText(t)
+	if t.kind == tIdent {
+		text = strings.ToUpper(text)
+	}
+	return text, q.src.pos(t.start), true
+}
+
+func (q *qctx) nullSafeEqual(e *ast.BinaryOperationExpr) (distinct bool, at Pos, ok bool) {
+	if e == nil || e.R == nil {
+		return false, Pos{}, false
+	}
+	off, found := q.pos[e.R]
+	if !found {
+		return false, Pos{}, false
+	}
+	word := func(i int) string {
+		if i < 0 || q.src.toks[i].kind != tIdent {
+			return ""
+		}
+		return strings.ToUpper(q.src.tokText(q.src.toks[i]))
+	}
+	from := q.codeBefore(off)
+	if word(from) != "FROM" {
+		return false, Pos{}, false
+	}
+	dist := q.codeBefore(q.src.toks[from].start)
+	if word(dist) != "DISTINCT" {
+		return false, Pos{}, false
+	}
+	is := q.codeBefore(q.src.toks[dist].start)
+	distinct = word(is) != "NOT"
+	if !distinct {
+		is = q.codeBefore(q.src.toks[is].start)
+	}
+	if word(is) != "IS" {
+		return false, Pos{}, false
+	}
+	return distinct, q.src.pos(q.src.toks[is].start), true
 }
 
 func (q *qctx) isTryCast(e *ast.FuncCastExpr) bool {
@@ -261,8 +356,13 @@ func newRewriter(src *source, from, to int) *rewriter {
 	for hi < len(src.toks) && src.toks[hi].end <= to {
 		hi++
 	}
-	r := &rewriter{src: src, toks: src.toks[lo:hi], repl: map[int]replacement{},
-		q: &qctx{src: src, from: from, to: to}}
+	// Comments and hints after the last code token belong to the range too
+	// (a trailing OPTIONS hint: FROM t /*+ OPTIONS(...) */).
+	for hi < len(src.toks) && (src.toks[hi].kind == tComment || src.toks[hi].kind == tHint) {
+		hi++
+	}
+	r := &rewriter{src: src, toks: src.toks[lo:hi], repl: map[int]replacement{}, refByLast: map[int]*TableRef{},
+		q: &qctx{src: src, from: from, to: to, pos: map[ast.Node]int{}}}
 	for i, t := range r.toks {
 		if t.kind != tComment && t.kind != tHint {
 			r.code = append(r.code, i)
@@ -281,7 +381,60 @@ func newRewriter(src *source, from, to int) *rewriter {
 			stack = stack[:len(stack)-1]
 		}
 	}
+	r.computeClauses()
 	return r
+}
+
+// clauseWords are the keywords that start a clause of a query.
+var clauseWords = map[string]bool{
+	"SELECT": true, "FROM": true, "WHERE": true, "GROUP": true, "HAVING": true, "ORDER": true,
+	"LIMIT": true, "WINDOW": true, "UNION": true, "INTERSECT": true, "EXCEPT": true, "VALUES": true,
+}
+
+// computeClauses fills r.clause in one pass. A FROM counts as a clause only
+// right in a SELECT's list (not in TRIM(x FROM s), SUBSTRING(s FROM 2),
+// IS DISTINCT FROM, or a WHERE after the FROM clause).
+func (r *rewriter) computeClauses() {
+	r.clause = make([]string, len(r.code))
+	stack := []string{""}
+	for k := range r.code {
+		top := len(stack) - 1
+		switch {
+		case r.isOp(k, "("):
+			r.clause[k] = stack[top]
+			stack = append(stack, "(")
+			continue
+		case r.isOp(k, ")"):
+			if top > 0 {
+				stack = stack[:top]
+				top--
+			}
+			r.clause[k] = stack[top]
+			continue
+		}
+		if w := r.word(k); clauseWords[w] && (w != "FROM" || (stack[top] == "SELECT" && r.word(k-1) != "DISTINCT")) {
+			stack[top] = w
+		}
+		r.clause[k] = stack[top]
+	}
+}
+
+// queryFrom reports whether code token k is the FROM keyword of a SELECT.
+func (r *rewriter) queryFrom(k int) bool {
+	return k >= 0 && k < len(r.clause) && r.word(k) == "FROM" && r.clause[k] == "FROM"
+}
+
+// inFrom reports whether code token k is in the FROM clause of a SELECT
+// (ON conditions included).
+func (r *rewriter) inFrom(k int) bool {
+	return k >= 0 && k < len(r.clause) && r.clause[k] == "FROM"
+}
+
+// tablePosition reports whether a table name may start at code token k:
+// it follows a SELECT's FROM, a JOIN, or a ',' of a FROM clause.
+func (r *rewriter) tablePosition(k int) bool {
+	p := k - 1
+	return r.queryFrom(p) || (r.inFrom(p) && (r.word(p) == "JOIN" || r.isOp(p, ",")))
 }
 
 // parseQuery parses the query at original bytes [from, to).
@@ -377,8 +530,27 @@ func (r *rewriter) parse(b *builder, from int) (ast.StmtNode, *Error) {
 		return nil, r.tidbError(err, b, sql, from)
 	}
 	node.Accept(normalizer{})
+	node.Accept(&posRecorder{b: b, pos: r.q.pos})
 	return node, nil
 }
+
+// posRecorder maps the positions TiDB records on expression nodes (offsets
+// of their first token in the text given to TiDB) to the original text.
+type posRecorder struct {
+	b   *builder
+	pos map[ast.Node]int
+}
+
+func (v *posRecorder) Enter(n ast.Node) (ast.Node, bool) {
+	if _, ok := n.(ast.ExprNode); ok {
+		if off := n.OriginTextPosition(); off > 0 {
+			v.pos[n] = v.b.orig(off)
+		}
+	}
+	return n, false
+}
+
+func (v *posRecorder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // normalizer lower-cases aggregate and window function names (TiDB keeps
 // them as written).
@@ -515,12 +687,12 @@ func (r *rewriter) subCursor(k, l int) *cursor {
 
 // analyze finds the Flink constructs TiDB lacks and registers replacements.
 func (r *rewriter) analyze() *Error {
-	if err := r.rewriteHints(); err != nil {
-		return err
-	}
 	for k := 0; k < len(r.code); k++ {
 		t := r.codeTok(k)
 		w := r.src.word(t)
+		if err := r.unsupported(k); err != nil {
+			return err
+		}
 		var err *Error
 		switch {
 		case w == "CAST" && r.isOp(k+1, "("):
@@ -548,7 +720,18 @@ func (r *rewriter) analyze() *Error {
 				last = k + 2
 			}
 			r.replace(k, last, "STRAIGHT_JOIN")
+		case w == "IS" && r.word(k+1) == "DISTINCT" && r.word(k+2) == "FROM":
+			r.replace(k, k+2, "<=>") // QueryContext.NullSafeEqual tells the two apart
+		case w == "IS" && r.word(k+1) == "NOT" && r.word(k+2) == "DISTINCT" && r.word(k+3) == "FROM":
+			r.replace(k, k+3, "<=>")
+		case r.tablePosition(k) && r.isTableName(k) && !r.isOp(k+1, "("):
+			err = r.rewriteTableRef(k)
 		case mysqlOnlyReserved[w] && !r.isOp(k+1, "("):
+			r.replace(k, k, "`"+r.src.tokText(t)+"`")
+		case windowOnlyFuncs[w] && r.isOp(k+1, "(") && r.matchParen(k+1) > 0 && r.word(r.matchParen(k+1)+1) != "OVER":
+			// FIRST_VALUE(x) without OVER is Flink's aggregate; TiDB knows
+			// only the window function. Quoted, it is a plain call the
+			// planner reports by name.
 			r.replace(k, k, "`"+r.src.tokText(t)+"`")
 		case w != "" && r.isOp(k+1, "(") && !r.isOp(k-1, ".") && funcNameNeedsQuote(w):
 			r.replace(k, k, "`"+r.src.tokText(t)+"`")
@@ -557,15 +740,18 @@ func (r *rewriter) analyze() *Error {
 			return err
 		}
 	}
-	return nil
+	return r.rewriteHints()
 }
 
-// fromPosition reports whether code token k is FROM, JOIN or ',' (so that
-// a table source follows).
-func (r *rewriter) fromPosition(k int) bool {
-	w := r.word(k)
-	return w == "FROM" || w == "JOIN" || r.isOp(k, ",")
+// windowOnlyFuncs are the functions TiDB parses only with OVER (...).
+var windowOnlyFuncs = map[string]bool{
+	"FIRST_VALUE": true, "LAST_VALUE": true, "NTH_VALUE": true, "LEAD": true, "LAG": true,
+	"ROW_NUMBER": true, "RANK": true, "DENSE_RANK": true, "CUME_DIST": true, "PERCENT_RANK": true, "NTILE": true,
 }
+
+// fromPosition reports whether code token k is a SELECT's FROM, or a JOIN
+// or ',' of a FROM clause (so that a table source follows).
+func (r *rewriter) fromPosition(k int) bool { return r.tablePosition(k + 1) }
 
 // rewriteCast handles CAST(expr AS type) and TRY_CAST (which becomes CAST,
 // remembered as a try): the type becomes

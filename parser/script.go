@@ -10,15 +10,20 @@ import (
 // identifiers, comments and statement-set blocks; a final statement may omit
 // the ';'. Statements that hold only whitespace and comments are skipped.
 // Every error is an *Error positioned in text.
-func ParseScript(text string) (stmts []Statement, err error) {
+func ParseScript(text string) (stmts []Statement, err error) { return ParseScriptAt(text, 1) }
+
+// ParseScriptAt is ParseScript for a text that starts at line firstLine of a
+// larger input (a shell reads its input one buffer at a time): every
+// position's Line counts from firstLine; offsets stay offsets into text.
+func ParseScriptAt(text string, firstLine int) (stmts []Statement, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			stmts = nil
-			err = &Error{Pos: Pos{Offset: 0, Line: 1, Col: 1},
+			err = &Error{Pos: Pos{Offset: 0, Line: max(firstLine, 1), Col: 1},
 				Msg: fmt.Sprintf("internal parser error (please report): %v", r)}
 		}
 	}()
-	src, code, perr := prepare(text)
+	src, code, perr := prepare(text, firstLine)
 	if perr != nil {
 		return nil, perr
 	}
@@ -59,7 +64,7 @@ func Complete(text string) bool {
 	case "quit", "exit", "help":
 		return true
 	}
-	src, code, err := prepare(text)
+	src, code, err := prepare(text, 1)
 	if err != nil || len(code) == 0 {
 		return false
 	}
@@ -71,9 +76,10 @@ func Complete(text string) bool {
 	return err == nil
 }
 
-// prepare lexes text and returns its code tokens (no comments or hints).
-func prepare(text string) (*source, []token, *Error) {
-	lines := newLineIndex(text)
+// prepare lexes text (whose first line is line firstLine of the input) and
+// returns its code tokens (no comments or hints).
+func prepare(text string, firstLine int) (*source, []token, *Error) {
+	lines := newLineIndexAt(text, firstLine)
 	toks, err := lexAll(text, lines)
 	if err != nil {
 		return nil, nil, err

@@ -5,6 +5,22 @@ import "strings"
 // parseStatement parses the code tokens of one statement; end is the offset
 // just after it (its ';' or the end of the text).
 func parseStatement(src *source, toks []token, end int) (Statement, *Error) {
+	st, err := parseStatementKind(src, toks, end)
+	if err != nil {
+		return nil, err
+	}
+	switch st.(type) {
+	case *Select, *Insert, *StatementSet, *Explain, *ExplainUpgrade, *CreateView:
+		// Their queries read their own hints.
+	default:
+		if err := noHints(src, toks[0].start, end); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+func parseStatementKind(src *source, toks []token, end int) (Statement, *Error) {
 	c := newCursor(src, toks, end)
 	first := toks[0]
 	base := Base{Pos: src.pos(first.start), Text: src.text[first.start:toks[len(toks)-1].end]}
@@ -42,7 +58,9 @@ func parseStatement(src *source, toks []token, end int) (Statement, *Error) {
 		return parseReset(c, base)
 	case "EXPLAIN":
 		return parseExplain(c, base)
-	case "SELECT", "WITH", "VALUES":
+	case "VALUES":
+		return nil, c.errorf(first, "VALUES as a query is not supported yet; read the rows from a table (e.g. a filesystem table over a CSV file)")
+	case "SELECT", "WITH":
 		q, err := parseQuery(src, first.start, toks[len(toks)-1].end)
 		if err != nil {
 			return nil, err
@@ -356,8 +374,19 @@ func parseInsert(c *cursor, base Base) (Statement, *Error) {
 		return nil, err
 	}
 	ins.Table, ins.TablePos = name, c.src.pos(nt.start)
+	// /*+ OPTIONS(...) */ right after the name; no other hint before the query.
+	nameEnd := c.toks[c.i-1].end
+	if ins.Options, ins.HintPos, err = tableHint(c.src, c.src.hintsIn(nameEnd, c.peek().start)); err != nil {
+		return nil, err
+	}
+	if err := noHints(c.src, base.Pos.Offset, nt.start); err != nil {
+		return nil, err
+	}
 	if c.isOp("(") {
-		if ins.Columns, err = c.identList("a column name"); err != nil {
+		if ins.Columns, ins.ColumnPos, err = c.identListPos("a column name"); err != nil {
+			return nil, err
+		}
+		if err := noHints(c.src, c.toks[c.i-1].end, c.peek().start); err != nil {
 			return nil, err
 		}
 	}

@@ -20,6 +20,9 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 	var keyStrs []string
 	var keyNames []string
 	if sel.GroupBy != nil {
+		if sel.GroupBy.Rollup {
+			return nil, ctx.Errorf("ROLLUP", "GROUP BY ... WITH ROLLUP is not supported yet")
+		}
 		for _, item := range sel.GroupBy.Items {
 			e, err := pre.build(item.Expr)
 			if err != nil {
@@ -52,11 +55,11 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 			switch fn {
 			case "count", "sum", "min", "max", "avg":
 			default:
-				err = ctx.Errorf(a.F, "unsupported aggregate function %s (supported: COUNT, SUM, MIN, MAX, AVG)", strings.ToUpper(a.F))
+				err = aggErr(ctx, a, "unsupported aggregate function %s (supported: COUNT, SUM, MIN, MAX, AVG)", strings.ToUpper(a.F))
 				return
 			}
 			if a.Distinct && fn != "count" {
-				err = ctx.Errorf(a.F, "DISTINCT is supported only in COUNT(DISTINCT x)")
+				err = aggErr(ctx, a, "DISTINCT is supported only in COUNT(DISTINCT x)")
 				return
 			}
 			isStar := fn == "count" && len(a.Args) == 1 && isStarArg(a.Args[0])
@@ -65,7 +68,7 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 				call.T = catalog.BigInt.WithNotNull(true)
 			} else {
 				if len(a.Args) != 1 {
-					err = ctx.Errorf(a.F, "%s takes exactly one argument", strings.ToUpper(fn))
+					err = aggErr(ctx, a, "%s takes exactly one argument", strings.ToUpper(fn))
 					return
 				}
 				ab := &exprBuilder{ctx: ctx, in: in, clause: strings.ToUpper(fn)}
@@ -79,7 +82,7 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 				}
 				t, e := aggResultType(fn, arg.Type())
 				if e != nil {
-					err = ctx.Errorf(a.F, "%v", e)
+					err = aggErr(ctx, a, "%v", e)
 					return
 				}
 				call.T = t
@@ -152,7 +155,7 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 					return &ColRef{Index: nKeys + i, Name: calls[i].Name, T: calls[i].T}, true, nil
 				}
 			}
-			return nil, true, ctx.Errorf(a.F, "internal error: aggregate %s not collected", k)
+			return nil, true, aggErr(ctx, a, "internal error: aggregate %s not collected", k)
 		}
 		switch n.(type) {
 		case ast.ValueExpr, *ast.ParenthesesExpr:
@@ -172,20 +175,23 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 				}
 			}
 			if cn, isCol := n.(*ast.ColumnNameExpr); isCol {
-				return nil, true, ctx.Errorf(cn.Name.Name.O, "column '%s' must appear in the GROUP BY clause or be used in an aggregate function", cn.Name.Name.O)
+				return nil, true, aggErr(ctx, cn, "column '%s' must appear in the GROUP BY clause or be used in an aggregate function", cn.Name.Name.O)
 			}
 		}
 		return nil, false, nil
 	}
 	cur := aggRel
 	if sel.Having != nil {
+		if err := havingAlias(sel, in, ctx); err != nil {
+			return nil, err
+		}
 		hb := &exprBuilder{ctx: ctx, in: aggRel, hook: hook, clause: "HAVING"}
 		cond, err := hb.build(sel.Having.Expr)
 		if err != nil {
 			return nil, err
 		}
 		if cond.Type().Kind != catalog.KindBoolean {
-			return nil, ctx.Errorf("HAVING", "HAVING condition must be BOOLEAN, got %s", cond.Type())
+			return nil, exprErr(ctx, sel.Having.Expr, "HAVING", "HAVING condition must be BOOLEAN, got %s", cond.Type())
 		}
 		cur = &rel{kind: relCalc, input: aggRel, schema: aggRel.schema, quals: aggRel.quals, mode: Retract, filter: cond}
 	}
@@ -197,6 +203,59 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 		return p.distinct(out), nil
 	}
 	return out, nil
+}
+
+// havingAlias reports a HAVING that names a select-list alias that is not
+// a column of the input: Flink (Calcite's default conformance) does not
+// resolve aliases in HAVING, so the error says so, at the use.
+func havingAlias(sel *ast.SelectStmt, in *rel, ctx *parser.QueryContext) error {
+	aliases := map[string]bool{}
+	for _, f := range sel.Fields.Fields {
+		if f.AsName.L != "" {
+			aliases[f.AsName.L] = true
+		}
+	}
+	var bad *ast.ColumnNameExpr
+	sel.Having.Expr.Accept(&columnVisitor{fn: func(c *ast.ColumnNameExpr) {
+		if bad == nil && c.Name.Table.L == "" && aliases[c.Name.Name.L] && in.schema.Index(c.Name.Name.O) < 0 {
+			bad = c
+		}
+	}})
+	if bad == nil {
+		return nil
+	}
+	return aggErr(ctx, bad, "column '%s' not found: HAVING cannot refer to the select-list alias '%s' (as in Flink); repeat its expression", bad.Name.Name.O, bad.Name.Name.O)
+}
+
+type columnVisitor struct{ fn func(*ast.ColumnNameExpr) }
+
+func (v *columnVisitor) Enter(n ast.Node) (ast.Node, bool) {
+	if c, ok := n.(*ast.ColumnNameExpr); ok {
+		v.fn(c)
+	}
+	return n, false
+}
+func (v *columnVisitor) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// aggErr builds an error at n (an aggregate call or a column).
+func aggErr(ctx *parser.QueryContext, n ast.ExprNode, format string, args ...any) error {
+	word := ""
+	switch x := n.(type) {
+	case *ast.AggregateFuncExpr:
+		word = x.F
+	case *ast.ColumnNameExpr:
+		word = x.Name.Name.O
+	}
+	return exprErr(ctx, n, word, format, args...)
+}
+
+// exprErr builds an error at expression n, or at the first occurrence of
+// word when n has no position.
+func exprErr(ctx *parser.QueryContext, n ast.Node, word, format string, args ...any) error {
+	if ctx.HasPos(n) || word == "" {
+		return ctx.ErrorAt(n, format, args...)
+	}
+	return ctx.Errorf(word, format, args...)
 }
 
 func isStarArg(n ast.ExprNode) bool {

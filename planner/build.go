@@ -86,9 +86,58 @@ func (r *rel) updatingNode() string {
 func (p *Planner) buildQuery(q *parser.Query) (*rel, error) {
 	sel, ok := q.Node.(*ast.SelectStmt)
 	if !ok {
-		return nil, q.Ctx.Errorf("UNION", "UNION, INTERSECT and EXCEPT are not supported yet")
+		if so, ok := q.Node.(*ast.SetOprStmt); ok {
+			return nil, setOprError(so, q.Ctx)
+		}
+		return nil, q.Ctx.Errorf("", "unsupported query")
 	}
 	return p.buildSelect(sel, q.Ctx)
+}
+
+// setOprError reports the first UNION, INTERSECT or EXCEPT of so, at its
+// keyword.
+func setOprError(so *ast.SetOprStmt, ctx *parser.QueryContext) error {
+	word := "UNION"
+	if so.SelectList != nil {
+		for _, s := range so.SelectList.Selects {
+			var op *ast.SetOprType
+			switch x := s.(type) {
+			case *ast.SelectStmt:
+				op = x.AfterSetOperator
+			case *ast.SetOprSelectList:
+				op = x.AfterSetOperator
+			}
+			if op == nil {
+				continue
+			}
+			switch *op {
+			case ast.Intersect, ast.IntersectAll:
+				word = "INTERSECT"
+			case ast.Except, ast.ExceptAll:
+				word = "EXCEPT"
+			}
+			break
+		}
+	}
+	return ctx.Errorf(word, "UNION, INTERSECT and EXCEPT are not supported yet")
+}
+
+// joinPos returns where join j is written: the ',' or JOIN keyword before
+// its right side when that is a table name, else the first JOIN.
+func joinPos(j *ast.Join, ctx *parser.QueryContext) parser.Pos {
+	if ts, ok := j.Right.(*ast.TableSource); ok {
+		if tn, ok := ts.Source.(*ast.TableName); ok {
+			if ref, ok := ctx.TableRef(tn); ok && ref.JoinPos.Line > 0 {
+				return ref.JoinPos
+			}
+		}
+	}
+	if j.On != nil && ctx.HasPos(j.On.Expr) {
+		if _, p, ok := ctx.TokenBefore(j.On.Expr); ok {
+			return p
+		}
+	}
+	return ctx.Locate("JOIN")
 }
 
 // buildSelect plans one SELECT and applies its UID hint, if any, to the
@@ -124,8 +173,11 @@ func (p *Planner) buildSelect(sel *ast.SelectStmt, ctx *parser.QueryContext) (*r
 }
 
 func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext) (*rel, error) {
+	if err := noSubqueries(sel, ctx); err != nil {
+		return nil, err
+	}
 	if sel.OrderBy != nil {
-		return nil, ctx.Errorf("ORDER", "ORDER BY is not supported on unbounded streams (Flink supports it only on time attributes)")
+		return nil, ctx.Errorf("ORDER", "ORDER BY is not supported yet (in a streaming query Flink sorts only by an ascending time attribute)")
 	}
 	if sel.Limit != nil {
 		return nil, ctx.Errorf("LIMIT", "LIMIT is not supported yet")
@@ -153,7 +205,7 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 			return nil, err
 		}
 		if cond.Type().Kind != catalog.KindBoolean && cond.Type().Kind != catalog.KindNull {
-			return nil, ctx.Errorf("WHERE", "WHERE condition must be BOOLEAN, got %s", cond.Type())
+			return nil, exprErr(ctx, sel.Where, "WHERE", "WHERE condition must be BOOLEAN, got %s", cond.Type())
 		}
 		in = &rel{kind: relCalc, input: in, schema: in.schema, quals: in.quals, mode: in.mode, filter: cond}
 	}
@@ -181,16 +233,84 @@ func containsAgg(fields []*ast.SelectField) bool {
 	return found
 }
 
+// aggFinder finds aggregate calls of one SELECT: it does not descend into
+// subqueries, whose aggregates are their own.
 type aggFinder struct{ found *bool }
 
 func (v *aggFinder) Enter(n ast.Node) (ast.Node, bool) {
-	if _, ok := n.(*ast.AggregateFuncExpr); ok {
+	switch n.(type) {
+	case *ast.AggregateFuncExpr:
 		*v.found = true
+		return n, true
+	case *ast.SubqueryExpr:
 		return n, true
 	}
 	return n, false
 }
 func (v *aggFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// noSubqueries rejects a subquery inside an expression of sel (select list,
+// WHERE, GROUP BY, HAVING) before anything else is planned: otherwise its
+// columns and aggregates would be taken for the outer query's and give a
+// misleading error. Subqueries in FROM are not expressions and are fine.
+func noSubqueries(sel *ast.SelectStmt, ctx *parser.QueryContext) error {
+	var exprs []ast.ExprNode
+	if sel.Fields != nil {
+		for _, f := range sel.Fields.Fields {
+			if f.Expr != nil {
+				exprs = append(exprs, f.Expr)
+			}
+		}
+	}
+	if sel.Where != nil {
+		exprs = append(exprs, sel.Where)
+	}
+	if sel.GroupBy != nil {
+		for _, it := range sel.GroupBy.Items {
+			exprs = append(exprs, it.Expr)
+		}
+	}
+	if sel.Having != nil {
+		exprs = append(exprs, sel.Having.Expr)
+	}
+	for _, e := range exprs {
+		f := &subqueryFinder{}
+		e.Accept(f)
+		if f.found == nil {
+			continue
+		}
+		if in, ok := f.found.(*ast.PatternInExpr); ok {
+			at := ctx.PosOf(in)
+			if _, p, ok := ctx.TokenBefore(in.Sel); ok {
+				at = p
+			}
+			return &parser.Error{Pos: at, Msg: "IN (subquery) is not supported yet"}
+		}
+		return exprErr(ctx, f.found, "SELECT", "subqueries in expressions are not supported yet")
+	}
+	return nil
+}
+
+// subqueryFinder finds the first subquery of an expression.
+type subqueryFinder struct{ found ast.ExprNode }
+
+func (v *subqueryFinder) Enter(n ast.Node) (ast.Node, bool) {
+	if v.found != nil {
+		return n, true
+	}
+	switch x := n.(type) {
+	case *ast.PatternInExpr:
+		if x.Sel != nil {
+			v.found = x
+			return n, true
+		}
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		v.found = x.(ast.ExprNode)
+		return n, true
+	}
+	return n, false
+}
+func (v *subqueryFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
 // buildProjection evaluates the select list over in. hook, when set,
 // resolves aggregate calls and grouping keys (after an aggregation).
@@ -198,6 +318,7 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 	var projs []Expr
 	var schema catalog.Schema
 	var quals []string
+	var nodes []ast.ExprNode // by column: the select-list expression (nil for *)
 	exprN := 0
 	for _, f := range fields {
 		if f.WildCard != nil {
@@ -211,6 +332,7 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 					projs = append(projs, &ColRef{Index: i, Name: c.Name, T: c.Type})
 					schema = append(schema, c)
 					quals = append(quals, in.quals[i])
+					nodes = append(nodes, nil)
 					matched = true
 				}
 			}
@@ -239,8 +361,9 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 		projs = append(projs, e)
 		schema = append(schema, catalog.Column{Name: name, Type: e.Type()})
 		quals = append(quals, "")
+		nodes = append(nodes, f.Expr)
 	}
-	if err := checkDuplicateNames(schema, ctx); err != nil {
+	if err := checkDuplicateNames(schema, nodes, ctx); err != nil {
 		return nil, err
 	}
 	if isIdentity(projs, in.schema) {
@@ -251,12 +374,18 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 	return &rel{kind: relCalc, input: in, schema: schema, quals: quals, mode: in.mode, projs: projs}, nil
 }
 
-func checkDuplicateNames(s catalog.Schema, ctx *parser.QueryContext) error {
+// checkDuplicateNames reports the second of two select-list columns with
+// the same name, at its expression (nodes[i], nil for a column of *).
+func checkDuplicateNames(s catalog.Schema, nodes []ast.ExprNode, ctx *parser.QueryContext) error {
 	seen := map[string]bool{}
-	for _, c := range s {
+	for i, c := range s {
 		k := strings.ToLower(c.Name)
 		if seen[k] {
-			return ctx.Errorf(c.Name, "duplicate column name '%s' in the select list; use AS to rename", c.Name)
+			msg := fmt.Sprintf("duplicate column name '%s' in the select list; use AS to rename", c.Name)
+			if i < len(nodes) && nodes[i] != nil && ctx.HasPos(nodes[i]) {
+				return ctx.ErrorAt(nodes[i], "%s", msg)
+			}
+			return ctx.Errorf(c.Name, "%s", msg)
 		}
 		seen[k] = true
 	}
@@ -316,7 +445,7 @@ func (p *Planner) buildFrom(n ast.ResultSetNode, ctx *parser.QueryContext) (*rel
 				}
 			}
 		}
-		return nil, ctx.Errorf("JOIN", "joins are not supported yet (only LATERAL TABLE / UNNEST of a table function)")
+		return nil, &parser.Error{Pos: joinPos(x, ctx), Msg: "joins are not supported yet (only LATERAL TABLE / UNNEST of a table function)"}
 	case *ast.TableSource:
 		var r *rel
 		var err error
@@ -335,6 +464,8 @@ func (p *Planner) buildFrom(n ast.ResultSetNode, ctx *parser.QueryContext) (*rel
 			if err == nil {
 				r = r.qualify("")
 			}
+		case *ast.SetOprStmt:
+			return nil, setOprError(src, ctx)
 		default:
 			return nil, ctx.Errorf("FROM", "unsupported FROM item")
 		}
@@ -351,20 +482,39 @@ func (p *Planner) buildFrom(n ast.ResultSetNode, ctx *parser.QueryContext) (*rel
 
 func (p *Planner) buildTableName(tn *ast.TableName, ctx *parser.QueryContext) (*rel, error) {
 	name := tn.Name.O
-	if tn.Schema.O != "" {
+	ref, hasRef := ctx.TableRef(tn)
+	at := func(format string, args ...any) error {
+		if hasRef {
+			return &parser.Error{Pos: ref.Pos, Msg: fmt.Sprintf(format, args...)}
+		}
+		return ctx.Errorf(name, format, args...)
+	}
+	switch {
+	case hasRef && len(ref.Qualifiers) > 0:
+		return nil, &parser.Error{Pos: ref.QualifierPos, Msg: fmt.Sprintf("catalogs and databases are not supported: write %s, not %s.%s", name, strings.Join(ref.Qualifiers, "."), name)}
+	case !hasRef && tn.Schema.O != "":
 		return nil, ctx.Errorf(tn.Schema.O, "catalogs and databases are not supported: use '%s'", name)
 	}
 	if t, ok := p.Catalog.Table(name); ok {
 		if p.CanRead != nil && !p.CanRead(t) {
-			return nil, ctx.Errorf(name, "connector '%s' of table '%s' cannot be used as a source", t.Connector(), t.Name)
+			return nil, at("connector '%s' of table '%s' cannot be used as a source", t.Connector(), t.Name)
+		}
+		if hasRef && ref.Options != nil {
+			var err error
+			if t, err = withDynamicOptions(t, ref.Options, ref.HintPos); err != nil {
+				return nil, err
+			}
 		}
 		r := &rel{kind: relScan, table: t, schema: t.Schema, mode: InsertOnly, describ: "TableSourceScan(table=[" + t.Name + "])"}
 		return r.qualify(name), nil
 	}
 	if v, ok := p.Catalog.View(name); ok {
+		if hasRef && ref.Options != nil {
+			return nil, &parser.Error{Pos: ref.HintPos, Msg: fmt.Sprintf("'%s' is a view: an OPTIONS hint applies to tables only", name)}
+		}
 		q, ok := v.Query.(*parser.Query)
 		if !ok {
-			return nil, ctx.Errorf(name, "view '%s' has no query", name)
+			return nil, at("view '%s' has no query", name)
 		}
 		r, err := p.buildQuery(q)
 		if err != nil {
@@ -384,7 +534,7 @@ func (p *Planner) buildTableName(tn *ast.TableName, ctx *parser.QueryContext) (*
 	if s := catalog.Suggest(name, p.Catalog.TableNames()); s != "" {
 		msg += fmt.Sprintf("; did you mean '%s'?", s)
 	}
-	return nil, ctx.Errorf(name, "%s", msg)
+	return nil, at("%s", msg)
 }
 
 func (p *Planner) buildTableFunc(left *rel, tf *parser.TableFunc, ctx *parser.QueryContext) (*rel, error) {
@@ -398,6 +548,9 @@ func (p *Planner) buildTableFunc(left *rel, tf *parser.TableFunc, ctx *parser.Qu
 	}
 	if name == "string_to_array" || name == "split_to_table" || name == "regexp_split_to_table" {
 		name = "split"
+	}
+	if name == "unnest" {
+		return nil, &parser.Error{Pos: tf.Pos, Msg: "UNNEST is supported only over SPLIT, e.g. CROSS JOIN UNNEST(SPLIT(s, ',')) AS T(word) (there are no ARRAY or MAP types yet)"}
 	}
 	if name != "split" {
 		return nil, &parser.Error{Pos: tf.Pos, Msg: fmt.Sprintf("unknown table function %s (built-in: SPLIT(string[, delimiter]))", tf.Name)}

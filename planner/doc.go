@@ -9,6 +9,12 @@
 // consume updates are rejected at planning time, naming the operator that
 // makes the stream updating. Explain renders the DAG.
 //
+// Errors are *parser.Error at the construct: the expression, operator or
+// table reference TiDB's nodes and the pre-lexer's TableRefs locate.
+// ValidateTable (tableopts.go) checks a table's connector options, for
+// CREATE TABLE and for /*+ OPTIONS(...) */ hints, which are merged over the
+// table's options for one statement.
+//
 // The planner is pure and deterministic: the same SQL and catalog give the
 // same plan and the same operator ids. Ids of operators that own state
 // (aggregations, sources, sinks) derive only from what defines that state,

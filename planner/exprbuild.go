@@ -26,17 +26,41 @@ type exprBuilder struct {
 	hook func(ast.ExprNode) (Expr, bool, error)
 }
 
-func (b *exprBuilder) errf(word, format string, args ...any) error {
-	return b.ctx.Errorf(word, format, args...)
+// errAt builds an error at expression n (TiDB records where every
+// expression starts), or at the first occurrence of word when n has no
+// position.
+func (b *exprBuilder) errAt(n ast.Node, word, format string, args ...any) error {
+	return &parser.Error{Pos: b.posOf(n, word), Msg: fmt.Sprintf(format, args...)}
 }
 
-func (b *exprBuilder) call(word, fn string, args ...Expr) (Expr, error) {
+func (b *exprBuilder) posOf(n ast.Node, word string) parser.Pos {
+	if b.ctx.HasPos(n) {
+		return b.ctx.PosOf(n)
+	}
+	if word == "" {
+		return b.ctx.Start()
+	}
+	return b.ctx.Locate(word)
+}
+
+// opPos returns where the operator of binary expression x is written: the
+// token before its right operand.
+func (b *exprBuilder) opPos(x *ast.BinaryOperationExpr) parser.Pos {
+	if _, p, ok := b.ctx.TokenBefore(x.R); ok {
+		return p
+	}
+	return b.posOf(x, firstWord(x.L))
+}
+
+// call resolves fn over args; an error is placed at n.
+func (b *exprBuilder) call(n ast.Node, fn string, args ...Expr) (Expr, error) {
+	return b.callAt(b.posOf(n, ""), fn, args...)
+}
+
+func (b *exprBuilder) callAt(at parser.Pos, fn string, args ...Expr) (Expr, error) {
 	e, err := ResolveCall(fn, args)
 	if err != nil {
-		if word == "" {
-			word = fn
-		}
-		return nil, b.errf(word, "%v", err)
+		return nil, &parser.Error{Pos: at, Msg: err.Error()}
 	}
 	return e, nil
 }
@@ -67,10 +91,16 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 	case *ast.ParenthesesExpr:
 		return b.build(x.Expr)
 	case *ast.ColumnNameExpr:
-		return b.column(x.Name)
+		return b.column(x)
 	case *test_driver.ValueExpr:
 		return b.literal(x)
 	case *ast.BinaryOperationExpr:
+		fn, ok := binaryOps[x.Op]
+		if !ok && x.Op != opcode.NullEQ {
+			var sb strings.Builder
+			x.Op.Format(&sb)
+			return nil, &parser.Error{Pos: b.opPos(x), Msg: fmt.Sprintf("operator %s is not supported", strings.TrimSpace(sb.String()))}
+		}
 		l, err := b.build(x.L)
 		if err != nil {
 			return nil, err
@@ -79,15 +109,10 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		fn, ok := binaryOps[x.Op]
-		if !ok {
-			return nil, b.errf(x.Op.String(), "unsupported operator %s", x.Op)
+		if x.Op == opcode.NullEQ {
+			return b.distinctFrom(x, l, r)
 		}
-		word := opWord(x.Op)
-		if w := firstWord(x.L); w != "" && word == "" {
-			word = w
-		}
-		return b.call(word, fn, l, r)
+		return b.callAt(b.opPos(x), fn, l, r)
 	case *ast.UnaryOperationExpr:
 		v, err := b.build(x.V)
 		if err != nil {
@@ -95,18 +120,20 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		}
 		switch x.Op {
 		case opcode.Not, opcode.Not2:
-			return b.call("NOT", "not", v)
+			return b.call(x, "not", v)
 		case opcode.Minus:
 			if l, ok := v.(*Literal); ok {
 				if neg, ok := negateLiteral(l); ok {
 					return neg, nil
 				}
 			}
-			return b.call("-", "neg", v)
+			return b.call(x, "neg", v)
 		case opcode.Plus:
 			return v, nil
 		}
-		return nil, b.errf("", "unsupported unary operator %s", x.Op)
+		var sb strings.Builder
+		x.Op.Format(&sb)
+		return nil, b.errAt(x, "", "operator %s is not supported", strings.TrimSpace(sb.String()))
 	case *ast.IsNullExpr:
 		v, err := b.build(x.Expr)
 		if err != nil {
@@ -116,9 +143,9 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 			return &Literal{Value: !x.Not, T: catalog.Boolean.WithNotNull(true)}, nil
 		}
 		if x.Not {
-			return b.call("NULL", "is_not_null", v)
+			return b.call(x, "is_not_null", v)
 		}
-		return b.call("NULL", "is_null", v)
+		return b.call(x, "is_null", v)
 	case *ast.IsTruthExpr:
 		v, err := b.build(x.Expr)
 		if err != nil {
@@ -126,19 +153,19 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		}
 		// x IS [NOT] TRUE|FALSE never yields NULL.
 		want := x.True != 0
-		cmp, err := b.call("IS", "=", v, &Literal{Value: want, T: catalog.Boolean.WithNotNull(true)})
+		cmp, err := b.call(x, "=", v, &Literal{Value: want, T: catalog.Boolean.WithNotNull(true)})
 		if err != nil {
 			return nil, err
 		}
-		isNull, err := b.call("IS", "is_null", v)
+		isNull, err := b.call(x, "is_null", v)
 		if err != nil {
 			return nil, err
 		}
-		res, err := b.call("IS", "case", isNull, &Literal{Value: false, T: catalog.Boolean.WithNotNull(true)}, cmp)
+		res, err := b.call(x, "case", isNull, &Literal{Value: false, T: catalog.Boolean.WithNotNull(true)}, cmp)
 		if err != nil || !x.Not {
 			return res, err
 		}
-		return b.call("IS", "not", res)
+		return b.call(x, "not", res)
 	case *ast.BetweenExpr:
 		v, err := b.build(x.Expr)
 		if err != nil {
@@ -152,22 +179,26 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		if err != nil {
 			return nil, err
 		}
-		ge, err := b.call("BETWEEN", ">=", v, lo)
+		ge, err := b.call(x, ">=", v, lo)
 		if err != nil {
 			return nil, err
 		}
-		le, err := b.call("BETWEEN", "<=", v, hi)
+		le, err := b.call(x, "<=", v, hi)
 		if err != nil {
 			return nil, err
 		}
-		res, err := b.call("BETWEEN", "and", ge, le)
+		res, err := b.call(x, "and", ge, le)
 		if err != nil || !x.Not {
 			return res, err
 		}
-		return b.call("BETWEEN", "not", res)
+		return b.call(x, "not", res)
 	case *ast.PatternInExpr:
 		if x.Sel != nil {
-			return nil, b.errf("IN", "IN (subquery) is not supported yet")
+			at := b.posOf(x, "IN")
+			if _, p, ok := b.ctx.TokenBefore(x.Sel); ok {
+				at = p
+			}
+			return nil, &parser.Error{Pos: at, Msg: "IN (subquery) is not supported yet"}
 		}
 		v, err := b.build(x.Expr)
 		if err != nil {
@@ -181,10 +212,10 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		if x.Not {
 			fn = "not_in"
 		}
-		return b.call("IN", fn, append([]Expr{v}, list...)...)
+		return b.call(x, fn, append([]Expr{v}, list...)...)
 	case *ast.PatternLikeOrIlikeExpr:
 		if !x.IsLike {
-			return nil, b.errf("ILIKE", "ILIKE is not supported; use LOWER(x) LIKE LOWER(pattern)")
+			return nil, b.errAt(x, "ILIKE", "ILIKE is not supported; use LOWER(x) LIKE LOWER(pattern)")
 		}
 		v, err := b.build(x.Expr)
 		if err != nil {
@@ -202,7 +233,7 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		if x.Not {
 			fn = "not_like"
 		}
-		return b.call("LIKE", fn, args...)
+		return b.call(x, fn, args...)
 	case *ast.CaseExpr:
 		var base Expr
 		if x.Value != nil {
@@ -218,7 +249,7 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 				return nil, err
 			}
 			if base != nil {
-				if c, err = b.call("CASE", "=", base, c); err != nil {
+				if c, err = b.call(w.Expr, "=", base, c); err != nil {
 					return nil, err
 				}
 			}
@@ -237,7 +268,7 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		} else {
 			args = append(args, &Literal{T: catalog.Null})
 		}
-		return b.call("CASE", "case", args...)
+		return b.call(x, "case", args...)
 	case *ast.FuncCastExpr:
 		v, err := b.build(x.Expr)
 		if err != nil {
@@ -245,7 +276,7 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		}
 		tn, ok := b.ctx.CastType(x)
 		if !ok {
-			return nil, b.errf("CAST", "unsupported CAST target type")
+			return nil, b.errAt(x, "CAST", "unsupported CAST target type")
 		}
 		t, err := catalog.ParseTypeName(tn.Name, tn.Args)
 		if err != nil {
@@ -257,27 +288,31 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		}
 		e, err := resolve(v, t)
 		if err != nil {
-			return nil, b.errf(word, "%v", err)
+			return nil, b.errAt(x, word, "%v", err)
 		}
 		return e, nil
 	case *ast.FuncCallExpr:
 		return b.funcCall(x)
 	case *ast.AggregateFuncExpr:
-		return nil, b.errf(x.F, "aggregate function %s is not allowed in %s", strings.ToUpper(x.F), b.clauseName())
+		return nil, b.errAt(x, x.F, "aggregate function %s is not allowed in %s", strings.ToUpper(x.F), b.clauseName())
 	case *ast.TrimDirectionExpr:
 		return &Literal{Value: x.Direction.String(), T: catalog.String.WithNotNull(true)}, nil
 	case *ast.TimeUnitExpr:
 		return &Literal{Value: x.Unit.String(), T: catalog.String.WithNotNull(true)}, nil
 	case *ast.WindowFuncExpr:
-		return nil, b.errf(x.Name, "OVER windows (%s) are not supported yet", strings.ToUpper(x.Name))
+		return nil, b.errAt(x, x.Name, "OVER windows (%s) are not supported yet", strings.ToUpper(x.Name))
 	case *ast.PositionExpr:
-		return nil, b.errf("", "positions (GROUP BY 1, ORDER BY 1) are not supported; name the column or expression")
+		word := "" // TiDB gives a position no offset: point at its clause
+		if b.clause == "GROUP BY" {
+			word = "GROUP"
+		}
+		return nil, b.errAt(x, word, "positions (GROUP BY 1, ORDER BY 1) are not supported; name the column or expression")
 	case *ast.RowExpr:
-		return nil, b.errf("ROW", "row values are not supported")
+		return nil, b.errAt(x, "ROW", "row values are not supported")
 	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
-		return nil, b.errf("SELECT", "subqueries in expressions are not supported yet")
+		return nil, b.errAt(x, "SELECT", "subqueries in expressions are not supported yet")
 	}
-	return nil, b.errf("", "unsupported expression %T", n)
+	return nil, b.errAt(n, "", "unsupported expression %T", n)
 }
 
 func (b *exprBuilder) clauseName() string {
@@ -287,17 +322,53 @@ func (b *exprBuilder) clauseName() string {
 	return b.clause
 }
 
+// groupWindowFuncs are Flink's group window functions (GROUP BY
+// TUMBLE(ts, INTERVAL ...)) and their auxiliary functions.
+var groupWindowFuncs = map[string]bool{
+	"tumble": true, "hop": true, "session": true, "cumulate": true,
+	"tumble_start": true, "tumble_end": true, "tumble_rowtime": true, "tumble_proctime": true,
+	"hop_start": true, "hop_end": true, "hop_rowtime": true, "hop_proctime": true,
+	"session_start": true, "session_end": true, "session_rowtime": true, "session_proctime": true,
+}
+
+// flinkAggregates are Flink's aggregate functions that streamsql does not
+// implement (TiDB parses some of them as plain calls).
+var flinkAggregates = map[string]bool{
+	"first_value": true, "last_value": true, "listagg": true, "collect": true, "array_agg": true,
+	"stddev_pop": true, "stddev_samp": true, "var_pop": true, "var_samp": true, "stddev": true, "variance": true,
+	"json_objectagg": true, "json_arrayagg": true, "sum0": true,
+}
+
+// rankingFuncs need OVER (...).
+var rankingFuncs = map[string]bool{
+	"row_number": true, "rank": true, "dense_rank": true, "cume_dist": true, "percent_rank": true,
+	"ntile": true, "lead": true, "lag": true, "nth_value": true,
+}
+
 func (b *exprBuilder) funcCall(x *ast.FuncCallExpr) (Expr, error) {
 	name := x.FnName.L
-	switch name {
-	case ast.TimestampLiteral:
+	up := strings.ToUpper(name)
+	switch {
+	case name == ast.TimestampLiteral:
 		return b.timestampLiteral(x)
-	case ast.DateLiteral:
-		return nil, b.errf("DATE", "the DATE type is not supported yet; use TIMESTAMP '2024-01-01 00:00:00'")
-	case ast.TimeLiteral:
-		return nil, b.errf("TIME", "the TIME type is not supported yet")
-	case parser.IntervalFunc:
-		return nil, b.errf("INTERVAL", "INTERVAL values are supported only in WATERMARK FOR ... AS ts - INTERVAL '...' unit (interval arithmetic is not supported yet)")
+	case name == ast.DateLiteral:
+		return nil, b.errAt(x, "DATE", "the DATE type is not supported yet; use TIMESTAMP '2024-01-01 00:00:00'")
+	case name == ast.TimeLiteral:
+		return nil, b.errAt(x, "TIME", "the TIME type is not supported yet")
+	case name == parser.IntervalFunc:
+		return nil, b.errAt(x, "INTERVAL", "INTERVAL values are supported only in WATERMARK FOR ... AS ts - INTERVAL '...' unit (interval arithmetic is not supported yet)")
+	case groupWindowFuncs[name]:
+		return nil, b.errAt(x, x.FnName.O, "group windows (%s) are not supported yet", up)
+	case name == "rollup" || name == "cube":
+		return nil, b.errAt(x, x.FnName.O, "GROUP BY %s(...) is not supported yet", up)
+	case name == "grouping" || name == "grouping_id":
+		return nil, b.errAt(x, x.FnName.O, "%s() is not supported yet (there are no GROUPING SETS, ROLLUP or CUBE)", up)
+	case flinkAggregates[name]:
+		return nil, b.errAt(x, x.FnName.O, "unsupported aggregate function %s (supported: COUNT, SUM, MIN, MAX, AVG)", up)
+	case rankingFuncs[name]:
+		return nil, b.errAt(x, x.FnName.O, "%s needs an OVER (...) window, and OVER windows are not supported yet", up)
+	case name == "unnest" || name == "split" || name == "string_to_array" || name == "split_to_table" || name == "regexp_split_to_table":
+		return nil, b.errAt(x, x.FnName.O, "%s is a table function: use it in FROM, e.g. FROM t CROSS JOIN UNNEST(SPLIT(s, ',')) AS T(word)", up)
 	}
 	args, err := b.buildAll(x.Args)
 	if err != nil {
@@ -317,18 +388,82 @@ func (b *exprBuilder) funcCall(x *ast.FuncCallExpr) (Expr, error) {
 	case "pow":
 		name = "power"
 	case "date_add", "date_sub", "adddate", "subdate":
-		return nil, b.errf(x.FnName.O, "INTERVAL arithmetic is not supported yet")
+		return nil, b.errAt(x, x.FnName.O, "INTERVAL arithmetic is not supported yet")
 	}
 	e, err := ResolveCall(name, args)
 	if err != nil {
-		return nil, b.errf(x.FnName.O, "%v", err)
+		return nil, b.errAt(x, x.FnName.O, "%v", err)
 	}
 	return e, nil
 }
 
-func (b *exprBuilder) column(cn *ast.ColumnName) (Expr, error) {
+// distinctFrom builds a IS [NOT] DISTINCT FROM b (given to TiDB as a <=> b):
+// NULL-safe equality, never NULL,
+//
+//	CASE WHEN a IS NULL THEN b IS NULL WHEN b IS NULL THEN FALSE
+//	     ELSE COALESCE(a = b, FALSE) END
+//
+// negated for IS DISTINCT FROM.
+func (b *exprBuilder) distinctFrom(x *ast.BinaryOperationExpr, l, r Expr) (Expr, error) {
+	distinct, at, ok := b.ctx.NullSafeEqual(x)
+	if !ok {
+		return nil, &parser.Error{Pos: b.opPos(x), Msg: "operator <=> is not supported; use IS NOT DISTINCT FROM"}
+	}
+	notNull := catalog.Boolean.WithNotNull(true)
+	isNull := func(e Expr) (Expr, error) {
+		if e.Type().Kind == catalog.KindNull {
+			return &Literal{Value: true, T: notNull}, nil
+		}
+		return b.callAt(at, "is_null", e)
+	}
+	var same Expr
+	switch {
+	case l.Type().Kind == catalog.KindNull:
+		v, err := isNull(r)
+		if err != nil {
+			return nil, err
+		}
+		same = v
+	case r.Type().Kind == catalog.KindNull:
+		v, err := isNull(l)
+		if err != nil {
+			return nil, err
+		}
+		same = v
+	default:
+		eq, err := b.callAt(at, "=", l, r)
+		if err != nil {
+			op := "IS NOT DISTINCT FROM"
+			if distinct {
+				op = "IS DISTINCT FROM"
+			}
+			return nil, &parser.Error{Pos: at, Msg: strings.Replace(err.(*parser.Error).Msg, "'='", "'"+op+"'", 1)}
+		}
+		if eq, err = b.callAt(at, "coalesce", eq, &Literal{Value: false, T: notNull}); err != nil {
+			return nil, err
+		}
+		ln, err := isNull(l)
+		if err != nil {
+			return nil, err
+		}
+		rn, err := isNull(r)
+		if err != nil {
+			return nil, err
+		}
+		if same, err = b.callAt(at, "case", ln, rn, rn, &Literal{Value: false, T: notNull}, eq); err != nil {
+			return nil, err
+		}
+	}
+	if distinct {
+		return b.callAt(at, "not", same)
+	}
+	return same, nil
+}
+
+func (b *exprBuilder) column(x *ast.ColumnNameExpr) (Expr, error) {
+	cn := x.Name
 	if cn.Schema.O != "" {
-		return nil, b.errf(cn.Schema.O, "catalog/database qualifiers are not supported")
+		return nil, b.errAt(x, cn.Schema.O, "catalog/database qualifiers are not supported")
 	}
 	q := cn.Table.L
 	name := cn.Name.O
@@ -341,7 +476,7 @@ func (b *exprBuilder) column(cn *ast.ColumnName) (Expr, error) {
 			continue
 		}
 		if found >= 0 {
-			return nil, b.errf(name, "column '%s' is ambiguous", name)
+			return nil, b.errAt(x, name, "column '%s' is ambiguous", name)
 		}
 		found = i
 	}
@@ -357,7 +492,7 @@ func (b *exprBuilder) column(cn *ast.ColumnName) (Expr, error) {
 				msg += fmt.Sprintf("; did you mean '%s'?", s)
 			}
 		}
-		return nil, b.errf(name, "%s", msg)
+		return nil, b.errAt(x, name, "%s", msg)
 	}
 	c := b.in.schema[found]
 	return &ColRef{Index: found, Name: c.Name, T: c.Type}, nil
@@ -382,19 +517,21 @@ func (b *exprBuilder) literal(v *test_driver.ValueExpr) (Expr, error) {
 		if u <= math.MaxInt64 {
 			return &Literal{Value: int64(u), T: nn(catalog.BigInt)}, nil
 		}
-		return nil, b.errf(strconv.FormatUint(u, 10), "integer literal %d is out of the BIGINT range", u)
+		// Beyond BIGINT an integer literal is a DECIMAL(p, 0), as in Flink.
+		return decimalLiteral(strconv.FormatUint(u, 10), v, b)
 	case test_driver.KindFloat64, test_driver.KindFloat32:
 		return &Literal{Value: v.GetFloat64(), T: nn(catalog.Double)}, nil
 	case test_driver.KindMysqlDecimal:
 		s := v.GetMysqlDecimal().String()
-		return decimalLiteral(s, b)
+		return decimalLiteral(s, v, b)
 	case test_driver.KindString, test_driver.KindBytes:
 		return &Literal{Value: v.GetString(), T: nn(catalog.String)}, nil
 	}
-	return nil, b.errf("", "unsupported literal %v", v.GetValue())
+	return nil, b.errAt(v, "", "unsupported literal %v", v.GetValue())
 }
 
-func decimalLiteral(s string, b *exprBuilder) (Expr, error) {
+// decimalLiteral types the exact numeric literal s (written at n).
+func decimalLiteral(s string, n ast.Node, b *exprBuilder) (Expr, error) {
 	digits := strings.TrimPrefix(s, "-")
 	intPart, frac, _ := strings.Cut(digits, ".")
 	intPart = strings.TrimLeft(intPart, "0")
@@ -403,13 +540,17 @@ func decimalLiteral(s string, b *exprBuilder) (Expr, error) {
 		p = 1
 	}
 	if p > 38 {
-		return nil, b.errf(s, "decimal literal %s has more than 38 digits", s)
+		what := "decimal"
+		if frac == "" {
+			what = "integer"
+		}
+		return nil, b.errAt(n, "", "%s literal %s is out of range: it has more than 38 digits (the largest DECIMAL precision)", what, s)
 	}
-	n, err := decimal128.FromString(s, int32(p), int32(len(frac)))
+	num, err := decimal128.FromString(s, int32(p), int32(len(frac)))
 	if err != nil {
-		return nil, b.errf(s, "bad decimal literal %s: %v", s, err)
+		return nil, b.errAt(n, "", "bad decimal literal %s: %v", s, err)
 	}
-	return &Literal{Value: n, T: catalog.Decimal(max(p, len(frac)), len(frac)).WithNotNull(true)}, nil
+	return &Literal{Value: num, T: catalog.Decimal(max(p, len(frac)), len(frac)).WithNotNull(true)}, nil
 }
 
 func negateLiteral(l *Literal) (*Literal, bool) {
@@ -441,16 +582,6 @@ var binaryOps = map[opcode.Op]string{
 	opcode.GE:       ">=",
 	opcode.LogicAnd: "and",
 	opcode.LogicOr:  "or",
-}
-
-func opWord(op opcode.Op) string {
-	switch op {
-	case opcode.LogicAnd:
-		return "AND"
-	case opcode.LogicOr:
-		return "OR"
-	}
-	return ""
 }
 
 // firstWord returns the first column or function name in n, to place an
@@ -487,7 +618,7 @@ func (v *wordFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 func (b *exprBuilder) timestampLiteral(x *ast.FuncCallExpr) (Expr, error) {
 	v, ok := x.Args[0].(ast.ValueExpr)
 	if !ok {
-		return nil, b.errf("TIMESTAMP", "bad TIMESTAMP literal")
+		return nil, b.errAt(x, "TIMESTAMP", "bad TIMESTAMP literal")
 	}
 	text := v.GetString()
 	for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
@@ -495,5 +626,5 @@ func (b *exprBuilder) timestampLiteral(x *ast.FuncCallExpr) (Expr, error) {
 			return &Literal{Value: t.UnixMilli(), T: catalog.Timestamp.WithNotNull(true)}, nil
 		}
 	}
-	return nil, b.errf("TIMESTAMP", "bad TIMESTAMP literal '%s' (expected 'yyyy-MM-dd HH:mm:ss[.SSS]')", text)
+	return nil, b.errAt(x, "TIMESTAMP", "bad TIMESTAMP literal '%s' (expected 'yyyy-MM-dd HH:mm:ss[.SSS]')", text)
 }

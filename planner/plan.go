@@ -72,6 +72,15 @@ func (p *Planner) planInsert(b *physBuilder, in *parser.Insert) error {
 	if !isSink {
 		return &parser.Error{Pos: in.TablePos, Msg: fmt.Sprintf("connector '%s' of table '%s' cannot be used as a sink", t.Connector(), t.Name)}
 	}
+	if in.Options != nil {
+		var err error
+		if t, err = withDynamicOptions(t, in.Options, in.HintPos); err != nil {
+			return err
+		}
+		if p.SinkCaps != nil {
+			_, updates = p.SinkCaps(t) // the hint may change the format
+		}
+	}
 	r, err := p.buildQuery(in.Query)
 	if err != nil {
 		return err
@@ -84,15 +93,26 @@ func (p *Planner) planInsert(b *physBuilder, in *parser.Insert) error {
 		for i := range order {
 			order[i] = -1
 		}
-		if len(in.Columns) != len(r.schema) {
-			return &parser.Error{Pos: in.TablePos, Msg: fmt.Sprintf("INSERT INTO %s lists %d columns but the query produces %d", t.Name, len(in.Columns), len(r.schema))}
-		}
 		for qi, c := range in.Columns {
+			at := in.TablePos
+			if qi < len(in.ColumnPos) {
+				at = in.ColumnPos[qi]
+			}
 			si := target.Index(c)
 			if si < 0 {
-				return &parser.Error{Pos: in.TablePos, Msg: fmt.Sprintf("column '%s' not found in sink table '%s'", c, t.Name)}
+				msg := fmt.Sprintf("column '%s' not found in sink table '%s' (columns: %s)", c, t.Name, strings.Join(target.Names(), ", "))
+				if s := catalog.Suggest(c, target.Names()); s != "" {
+					msg += fmt.Sprintf("; did you mean '%s'?", s)
+				}
+				return &parser.Error{Pos: at, Msg: msg}
+			}
+			if order[si] >= 0 {
+				return &parser.Error{Pos: at, Msg: fmt.Sprintf("column '%s' is listed twice in INSERT INTO %s (...)", c, t.Name)}
 			}
 			order[si] = qi
+		}
+		if len(in.Columns) != len(r.schema) {
+			return &parser.Error{Pos: in.TablePos, Msg: fmt.Sprintf("INSERT INTO %s lists %d columns but the query produces %d", t.Name, len(in.Columns), len(r.schema))}
 		}
 	} else {
 		if len(r.schema) != len(target) {

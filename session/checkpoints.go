@@ -26,15 +26,17 @@ func (s *Session) showJobs() *Result {
 		if in.Name == "collect" {
 			continue
 		}
-		status := in.Status
-		if in.Err != nil {
-			status += ": " + in.Err.Error()
-		}
+		// status is one word; the cause of a failure (the job's, else the
+		// latest attempt's that was restarted) goes to "last failure",
+		// shortened: DESCRIBE JOB and the log have it whole.
 		last := ""
-		if n := len(in.Failures); n > 0 {
+		switch n := len(in.Failures); {
+		case in.Err != nil:
+			last = shorten(in.Err.Error(), maxFailureWidth)
+		case n > 0:
 			last = shorten(in.Failures[n-1], maxFailureWidth)
 		}
-		r.Rows = append(r.Rows, []string{in.ID, in.Name, status, in.StartTime.Format("2006-01-02 15:04:05.000"),
+		r.Rows = append(r.Rows, []string{in.ID, in.Name, in.Status, in.StartTime.Format("2006-01-02 15:04:05.000"),
 			fmt.Sprint(in.RecordsIn), fmt.Sprint(in.RecordsOut), fmt.Sprint(in.SkippedBad),
 			fmt.Sprint(in.Attempts), last})
 	}

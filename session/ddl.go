@@ -29,10 +29,18 @@ func (s *Session) createTable(x *parser.CreateTable) (*Result, error) {
 	if len(t.Schema) == 0 {
 		return nil, &parser.Error{Pos: x.NamePos, Msg: "a table needs at least one column"}
 	}
-	for _, k := range x.PrimaryKey {
+	for ki, k := range x.PrimaryKey {
 		i := t.Schema.Index(k)
 		if i < 0 {
-			return nil, &parser.Error{Pos: x.Pos, Msg: fmt.Sprintf("primary key column '%s' is not a column of the table", k)}
+			p := x.Pos
+			if ki < len(x.PrimaryKeyPos) {
+				p = x.PrimaryKeyPos[ki]
+			}
+			msg := fmt.Sprintf("primary key column '%s' is not a column of table '%s' (columns: %s)", k, x.Name, strings.Join(t.Schema.Names(), ", "))
+			if s := catalog.Suggest(k, t.Schema.Names()); s != "" {
+				msg += fmt.Sprintf("; did you mean '%s'?", s)
+			}
+			return nil, &parser.Error{Pos: p, Msg: msg}
 		}
 		t.Schema[i].Type.NotNull = true
 	}
@@ -56,7 +64,7 @@ func (s *Session) createTable(x *parser.CreateTable) (*Result, error) {
 	for _, o := range x.Options {
 		t.Options = append(t.Options, catalog.Option{Key: o.Key, Value: o.Value})
 	}
-	if err := catalog.ValidateTable(t); err != nil {
+	if err := planner.ValidateTable(t); err != nil {
 		p := x.Pos
 		var oe *catalog.OptionError
 		if errors.As(err, &oe) {

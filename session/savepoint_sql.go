@@ -244,12 +244,13 @@ func (s *Session) describeJob(x *parser.DescribeJob) (*Result, error) {
 	in := j.snapshot()
 	r := &Result{Kind: ResultTable, Columns: []string{"property", "value"}}
 	add := func(k, v string) { r.Rows = append(r.Rows, []string{k, v}) }
+	// As in SHOW JOBS: the status is one word, the cause is the last failure.
 	status := in.Status
-	if in.Err != nil {
-		status += ": " + shorten(in.Err.Error(), 200)
-	}
 	last := ""
-	if n := len(in.Failures); n > 0 {
+	switch n := len(in.Failures); {
+	case in.Err != nil:
+		last = shorten(in.Err.Error(), 200)
+	case n > 0:
 		last = shorten(in.Failures[n-1], 200)
 	}
 	add("job id", in.ID)

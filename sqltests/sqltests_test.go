@@ -139,18 +139,21 @@ func TestShowJobs(t *testing.T) {
 		in, out          string
 	}{
 		{j1.JobID, "named job", "FINISHED", "10", "7"},
-		{j2.JobID, "insert-into_out2", "FAILED: ", "0", "0"},
+		{j2.JobID, "insert-into_out2", "FAILED", "0", "0"},
 	}
 	for i, w := range want {
 		row := res.Rows[i]
-		if !idRe.MatchString(row[0]) || row[0] != w.id || row[1] != w.name || !strings.HasPrefix(row[2], w.status) {
+		if !idRe.MatchString(row[0]) || row[0] != w.id || row[1] != w.name || row[2] != w.status {
 			t.Errorf("row %d: %q, want id %s name %q status %q", i, row, w.id, w.name, w.status)
 		}
 		if row[4] != w.in || row[5] != w.out {
 			t.Errorf("row %d: records in/out %s/%s, want %s/%s", i, row[4], row[5], w.in, w.out)
 		}
 	}
-	if !strings.Contains(res.Rows[1][2], "missing.csv") {
-		t.Errorf("failed job's status should name the missing file: %q", res.Rows[1][2])
+	// The cause is in "last failure" (shortened), whole in the job's info.
+	cause := s.Jobs()[1].Err
+	if cause == nil || !strings.Contains(cause.Error(), "missing.csv") ||
+		!strings.HasPrefix(cause.Error(), strings.TrimSuffix(res.Rows[1][8], "...")) {
+		t.Errorf("failed job's last failure %q, cause %v", res.Rows[1][8], cause)
 	}
 }

@@ -265,8 +265,11 @@ It prints the savepoint's path.
 The savepoint goes into --savepoint DIR, or else the state.savepoints.dir of
 the job's process; when neither is there, stop refuses (a job is never
 stopped without a savepoint: use 'streamsql cancel' for that). With
---drain, event time first advances to the end so that every window fires
-before the savepoint (do not drain a job you mean to resume).
+--drain, the end of the input goes through the job before the savepoint, so
+that every operator finishes as at the end of a bounded source. In Flink
+that fires every pending event-time window; streamsql has no windows yet, so
+a drained savepoint holds the same state as an undrained one and can be
+resumed (see docs/savepoints.md).
 
 ` + tokenHelp + `
 
@@ -315,7 +318,7 @@ func newStopCmd(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&dir, "savepoint", "p", "", "create the savepoint in this `DIR` (default: the job's state.savepoints.dir)")
-	cmd.Flags().BoolVarP(&drain, "drain", "d", false, "advance event time to the end first, so that windows fire")
+	cmd.Flags().BoolVarP(&drain, "drain", "d", false, "send the end of the input through the job before the savepoint (windows would fire; streamsql has none yet)")
 	return cmd
 }
 

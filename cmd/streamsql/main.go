@@ -106,12 +106,16 @@ func (f *sessionFlags) newSession(stdout, log io.Writer) (*session.Session, erro
 
 const rootLong = `streamsql runs continuous SQL queries over streams, with Flink's SQL dialect:
 tables backed by connectors (datagen, filesystem, socket, print, blackhole),
-windows, joins, aggregations and INSERT jobs.
+filters and projections, GROUP BY aggregations and DISTINCT, the SPLIT table
+function, and INSERT jobs with checkpoints and savepoints. Joins, windows,
+ORDER BY and UNION are not supported yet (docs/sql.md lists what is not).
 
 Without arguments it starts an interactive shell. Statements end with ';' and
 may span several lines; Tab completes keywords and table names; Ctrl-C cancels
-a running query (or clears the line), Ctrl-D or QUIT; leaves. Type HELP; in
-the shell for the statements it understands.
+a running query (or clears the line), Ctrl-L clears the screen, Ctrl-D or
+QUIT; leaves. Type HELP; in the shell for the statements it understands.
+SET 'sql-client.execution.result-mode' = 'table' (or 'changelog') shows a
+query's result as a table redrawn in place instead of scrolling changes.
 
 With -f FILE (the same as 'streamsql run FILE') it runs a job file instead.
 'streamsql checkpoints DIR' lists the checkpoints jobs left in DIR, and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/streamsql/streamsql/parser"
@@ -116,13 +117,61 @@ func shellError(err error, st parser.Statement) string {
 // SELECT queries (session jobs named "collect") report through the tableau
 // instead and are skipped.
 type jobWatcher struct {
-	s        *session.Session
-	w        io.Writer
-	reported map[string]bool
+	s  *session.Session
+	w  io.Writer
+	mu sync.Mutex // guards reported and announced
+	// reported: jobs whose summary was printed; announced: failed jobs
+	// announced while the shell waited at its prompt.
+	reported, announced map[string]bool
 }
 
 func newJobWatcher(s *session.Session, w io.Writer) *jobWatcher {
-	return &jobWatcher{s: s, w: w, reported: map[string]bool{}}
+	return &jobWatcher{s: s, w: w, reported: map[string]bool{}, announced: map[string]bool{}}
+}
+
+// announceFailures starts announcing, on w, every job of the session that
+// fails from now on (SELECTs excepted: their failure ends their own output):
+//
+//	[ERROR] Job <id> (<name>) failed: <cause>
+//
+// so that a background INSERT job that fails is not noticed only by a later
+// SHOW JOBS. It checks every interval; stop ends it.
+func (jw *jobWatcher) announceFailures(w io.Writer, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				jw.announce(w)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// announce prints the failures not announced yet.
+func (jw *jobWatcher) announce(w io.Writer) {
+	for _, in := range jw.s.Jobs() {
+		if in.Status != "FAILED" || in.Name == collectJobName {
+			continue
+		}
+		jw.mu.Lock()
+		seen := jw.announced[in.ID]
+		jw.announced[in.ID] = true
+		jw.mu.Unlock()
+		if !seen {
+			fmt.Fprintf(w, "[ERROR] Job %s (%s) failed: %v\n", in.ID, in.Name, in.Err)
+		}
+	}
 }
 
 // collectJobName is the name the session gives the job of a SELECT.
@@ -152,6 +201,8 @@ func (jw *jobWatcher) running() int {
 // poll prints a summary for every job that ended since the last poll and
 // returns the first of them that failed.
 func (jw *jobWatcher) poll() (failed *session.JobInfo) {
+	jw.mu.Lock()
+	defer jw.mu.Unlock()
 	for _, in := range jw.s.Jobs() {
 		if in.Status == "RUNNING" || in.Name == collectJobName || jw.reported[in.ID] {
 			continue

@@ -21,8 +21,9 @@ import (
 const runLong = `Run executes the statements of a SQL file in order, in one session:
 DDL and SET configure the session, each INSERT (or EXECUTE STATEMENT SET)
 submits a job, each SELECT prints its changelog to stdout in tableau mode
-until it ends. When the file is done, run waits for every submitted job to
-finish and prints one summary line per job to stderr:
+until it ends (with SET 'sql-client.execution.result-mode' = 'table', the
+final table when it ends). When the file is done, run waits for every
+submitted job to finish and prints one summary line per job to stderr:
 
   job <id> (<name>) FINISHED: N records in, M out[, K bad records skipped]
 
@@ -333,7 +334,7 @@ func (r *scriptRunner) exec(sc *script) error {
 		case session.ResultQuit:
 			return errQuit
 		case session.ResultStream:
-			terminated, err := presentStream(r.out, res.Columns, res.Stream, r.interrupt)
+			terminated, err := presentQuery(r.out, res.Columns, res.Stream, r.interrupt, resultView(r.s))
 			if err != nil {
 				fmt.Fprintln(r.log, fileError(sc.file, fmt.Errorf("query failed: %w", err), st))
 				return exitCode(exitFailure)

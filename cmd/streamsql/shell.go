@@ -188,6 +188,7 @@ type shell struct {
 	errOut      io.Writer // errors: out in a terminal, stderr otherwise
 	log         io.Writer // job summaries and notices (stderr)
 	interactive bool
+	notify      io.Writer // announcements while the prompt waits (failed jobs)
 	jobs        *jobWatcher
 	failed      bool          // a statement or job failed (exit status 1 in pipe mode)
 	cp          *controlPlane // the REST API
@@ -200,7 +201,7 @@ type shell struct {
 const banner = `%s
 Streaming SQL with Flink's dialect. Statements end with ';'.
 Type HELP; for the statements, QUIT; or Ctrl-D to leave. Tab completes,
-Ctrl-C cancels a running query or clears the line.
+Ctrl-C cancels a running query or clears the line, Ctrl-L clears the screen.
 
 `
 
@@ -233,6 +234,7 @@ func runShell(e *env, sf *sessionFlags) error {
 				cfg.HistoryFile = p
 			}
 		}
+		cfg.FuncFilterInputRune = clearScreenFilter(e.stdout)
 		rl, err := readline.NewEx(cfg)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "streamsql: cannot start the line editor: %v\n", err)
@@ -253,6 +255,7 @@ func runShell(e *env, sf *sessionFlags) error {
 	}
 	defer s.Close()
 	sh.s = s
+	sh.notify = sinkOut
 	sh.jobs = newJobWatcher(s, e.stderr)
 	comp.names = func() []string { return append(s.Catalog.TableNames(), s.Catalog.ViewNames()...) }
 
@@ -270,8 +273,22 @@ func runShell(e *env, sf *sessionFlags) error {
 	sh.cp = cp
 	if sh.interactive {
 		fmt.Fprintf(sh.out, banner, versionString())
+		stop := sh.jobs.announceFailures(sh.notify, pollInterval)
+		defer stop()
 	}
 	return sh.loop()
+}
+
+// clearScreenFilter makes Ctrl-L clear the screen: readline's own Ctrl-L
+// only moves the cursor home (ESC [ H) before redrawing the prompt, which
+// leaves the old text on screen.
+func clearScreenFilter(w io.Writer) func(rune) (rune, bool) {
+	return func(r rune) (rune, bool) {
+		if r == readline.CharCtrlL {
+			_, _ = io.WriteString(w, "\033[H\033[2J")
+		}
+		return r, true
+	}
 }
 
 // runInit runs the -i file; an error in it aborts (as in Flink's SQL client).
@@ -339,19 +356,23 @@ func (sh *shell) loop() error {
 	stop := sh.handleSignals()
 	defer stop()
 	var buf strings.Builder
+	lineNo, first := 0, 1 // lines read; the line the buffer starts at
 	for {
 		prompt := mainPrompt
 		if buf.Len() > 0 {
 			prompt = contPrompt
 		}
 		line, err := sh.in.ReadLine(prompt)
+		if err == nil {
+			lineNo++
+		}
 		switch {
 		case errors.Is(err, errInterrupt):
 			buf.Reset()
 			continue
 		case errors.Is(err, io.EOF):
 			if !sh.interactive && strings.TrimSpace(buf.String()) != "" {
-				if quit := sh.execute(buf.String()); quit {
+				if quit := sh.execute(buf.String(), first); quit {
 					return sh.exit()
 				}
 			}
@@ -362,6 +383,9 @@ func (sh *shell) loop() error {
 		}
 		if buf.Len() == 0 && strings.TrimSpace(line) == "" {
 			continue
+		}
+		if buf.Len() == 0 {
+			first = lineNo
 		}
 		buf.WriteString(line)
 		buf.WriteByte('\n')
@@ -375,16 +399,21 @@ func (sh *shell) loop() error {
 		}
 		buf.Reset()
 		sh.in.AddHistory(historyEntry(text))
-		if quit := sh.execute(text); quit {
+		if quit := sh.execute(text, first); quit {
 			return sh.exit()
 		}
 	}
 }
 
-// execute runs the statements of one submitted buffer and reports whether
-// the shell should exit.
-func (sh *shell) execute(text string) (quit bool) {
-	stmts, err := parser.ParseScript(text)
+// execute runs the statements of one submitted buffer, which starts at line
+// first of the input, and reports whether the shell should exit. Piped
+// input is a script: positions are lines of the whole input. In a terminal
+// they count from the buffer the user just entered.
+func (sh *shell) execute(text string, first int) (quit bool) {
+	if sh.interactive {
+		first = 1
+	}
+	stmts, err := parser.ParseScriptAt(text, first)
 	if err != nil {
 		sh.reportError(err, nil)
 		return false
@@ -419,7 +448,7 @@ func (sh *shell) stream(res *session.Result, st parser.Statement) (quit bool) {
 	sh.mu.Lock()
 	sh.streaming = interrupt
 	sh.mu.Unlock()
-	_, err := presentStream(sh.out, res.Columns, res.Stream, interrupt)
+	_, err := presentQuery(sh.out, res.Columns, res.Stream, interrupt, sh.viewConfig())
 	sh.mu.Lock()
 	sh.streaming = nil
 	status := sh.status
@@ -428,6 +457,21 @@ func (sh *shell) stream(res *session.Result, st parser.Statement) (quit bool) {
 		sh.reportError(err, st)
 	}
 	return status != 0
+}
+
+// viewConfig is how the shell shows a SELECT's result, from the session's
+// sql-client.execution.* options.
+func (sh *shell) viewConfig() viewConfig {
+	vc := resultView(sh.s)
+	vc.live = sh.interactive
+	vc.size = func() (int, int) {
+		w, h, err := readline.GetSize(int(os.Stdout.Fd()))
+		if err != nil {
+			return 0, 0
+		}
+		return w, h
+	}
+	return vc
 }
 
 func (sh *shell) reportError(err error, st parser.Statement) {
