@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
@@ -353,4 +355,213 @@ func TestFailedSnapshotCancelsAndNotifies(t *testing.T) {
 		t.Fatalf("operators notified: %d aborts (want 3: one per subtask), %d completions", aborts.Load(), completes.Load())
 	}
 	j.check(total, keys)
+}
+
+// splitSource is a rescalable genSource: its state is its splits, each a
+// (stride, next row) sequence of the original parallelism; after a rescale
+// a subtask reads every split it was given, one after the other.
+type splitSource struct {
+	sc     *SourceContext
+	total  int64
+	keys   int64
+	splits [][2]int64 // {stride, next}
+	given  bool
+}
+
+func (s *splitSource) SnapshotState() ([]byte, error) { return json.Marshal(s.splits) }
+func (s *splitSource) RestoreState(b []byte) error {
+	s.given = true
+	return json.Unmarshal(b, &s.splits)
+}
+func (s *splitSource) RestoreStates(states [][]byte) error {
+	s.given = true
+	s.splits = nil
+	for _, b := range states {
+		var sp [][2]int64
+		if err := json.Unmarshal(b, &sp); err != nil {
+			return err
+		}
+		s.splits = append(s.splits, sp...)
+	}
+	return nil
+}
+func (s *splitSource) Close() error { return nil }
+func (s *splitSource) Run(ctx context.Context, emit func(arrow.Record) error) error {
+	if !s.given {
+		s.splits = [][2]int64{{int64(s.sc.Parallelism), int64(s.sc.Subtask)}}
+	}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	for i := range s.splits {
+		for s.splits[i][1] < s.total {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			kb, vb := array.NewInt64Builder(s.sc.Mem), array.NewInt64Builder(s.sc.Mem)
+			for j := 0; j < s.sc.BatchSize && s.splits[i][1] < s.total; j++ {
+				n := s.splits[i][1]
+				kb.Append(n % s.keys)
+				vb.Append(n)
+				s.splits[i][1] += s.splits[i][0]
+			}
+			k, v := kb.NewArray(), vb.NewArray()
+			kb.Release()
+			vb.Release()
+			rec := array.NewRecord(schema, []arrow.Array{k, v}, int64(k.Len()))
+			k.Release()
+			v.Release()
+			if err := emit(rec); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// 3. Stop with a savepoint at p=2, restore at p=1, let checkpoints
+// complete, crash, restore the new job's latest checkpoint: it must hold
+// state of one parallelism only (the old subtask 1's entries were left
+// behind: "the states come from different parallelisms"), and the output
+// is exactly once. Also up again, 1 -> 3.
+func TestDownscaleThenCrashRestores(t *testing.T) {
+	const total, keys = 6000, 300
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	sys := &txnSystem{pending: map[string][]string{}}
+	newCfg := func(ck *CheckpointConfig) JobConfig {
+		return JobConfig{Mem: mem, BatchSize: 40, Checkpoint: ck,
+			NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
+				return &splitSource{sc: sc, total: total, keys: keys}, nil
+			},
+			NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
+				return &rtxnSink{txnSink{sys: sys, subtask: sc.Subtask}}, nil
+			}}
+	}
+	// Attempt at p=2, stopped with a savepoint after checkpoint 10.
+	store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("d1", 16), NumRetained: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopAt := func(ck *CheckpointConfig, after int64) chan SavepointResult {
+		req := make(chan *SavepointRequest, 1)
+		done := make(chan SavepointResult, 1)
+		ck.Requests = req
+		ck.OnComplete = func(info checkpoint.Info) {
+			if info.ID == after {
+				req <- &SavepointRequest{Dir: t.TempDir(), Stop: true, Done: done}
+			}
+		}
+		return done
+	}
+	ck := &CheckpointConfig{Backend: store, TriggerEveryBatch: true, FirstID: 1}
+	done := stopAt(ck, 10)
+	if err := RunJob(context.Background(), ckChainedPlan(2), newCfg(ck)); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	sp := <-done
+	if sp.Err != nil {
+		t.Fatal(sp.Err)
+	}
+	// Restore at p=1 into a new job; crash after its 8th new checkpoint;
+	// restore that job's latest checkpoint; stop with a savepoint.
+	path := sp.Info.Path
+	for step, par := range []int{1, 3} {
+		store, info, err := checkpoint.Restore(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat(fmt.Sprintf("e%d", step), 16), NumRetained: 2}, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ck := &CheckpointConfig{Backend: store, TriggerEveryBatch: true, Restore: true, FirstID: info.ID + 1, FailAfter: info.ID + 8}
+		done := stopAt(ck, info.ID+15)
+		restarts := 0
+		err = RunAttempts(context.Background(), ckChainedPlan(par), newCfg(ck), func(time.Time, error) (time.Duration, bool) {
+			return 0, restarts < 1
+		}, func(a Attempt) {
+			restarts++
+			if !a.Restored || a.From.ID <= info.ID {
+				t.Errorf("restart did not restore the new job's checkpoint: %+v", a)
+			}
+		})
+		store.Close()
+		if err != nil {
+			t.Fatalf("p=%d: %v", par, err)
+		}
+		if restarts != 1 {
+			t.Fatalf("p=%d: %d restarts, want the injected crash", par, restarts)
+		}
+		sp := <-done
+		if sp.Err != nil {
+			t.Fatalf("p=%d: %v", par, sp.Err)
+		}
+		path = sp.Info.Path
+	}
+	// Run the rest at p=2.
+	store, info, err := checkpoint.Restore(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("f0", 16), NumRetained: 2}, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ck = &CheckpointConfig{Backend: store, TriggerEveryBatch: true, Restore: true, FirstID: info.ID + 1}
+	if err := RunJob(context.Background(), ckChainedPlan(2), newCfg(ck)); err != nil {
+		t.Fatal(err)
+	}
+	want := expectedCounts(total, keys)
+	if got := foldChanges(sys.committed); fmt.Sprint(got) != fmt.Sprint(want.sorted()) {
+		t.Fatalf("committed output differs (%d rows, want %d)", len(got), len(want))
+	}
+}
+
+// rtxnSink is a txnSink that can be restored at another parallelism: its
+// state names its subtask.
+type rtxnSink struct{ txnSink }
+
+type rtxnState struct {
+	Sub  int
+	Open []int64
+}
+
+func (s *rtxnSink) PreCommit(id int64) ([]byte, error) {
+	if _, err := s.txnSink.PreCommit(id); err != nil {
+		return nil, err
+	}
+	return json.Marshal(rtxnState{Sub: s.subtask, Open: s.open})
+}
+
+func (s *rtxnSink) RestoreState(b []byte) error {
+	if b == nil {
+		return s.RestoreStates(nil)
+	}
+	return s.RestoreStates([][]byte{b})
+}
+
+// RestoreStates commits what each old subtask had pending in the restored
+// state and discards the rest of those subtasks' and its own pending
+// transactions.
+func (s *rtxnSink) RestoreStates(states [][]byte) error {
+	subs := map[int]bool{s.subtask: true}
+	for _, b := range states {
+		var st rtxnState
+		if err := json.Unmarshal(b, &st); err != nil {
+			return err
+		}
+		subs[st.Sub] = true
+		old := txnSink{sys: s.sys, subtask: st.Sub, open: st.Open}
+		var last int64
+		for _, e := range st.Open {
+			last = max(last, e)
+		}
+		if err := old.Commit(last); err != nil {
+			return err
+		}
+	}
+	s.open = nil
+	s.sys.mu.Lock()
+	defer s.sys.mu.Unlock()
+	for k := range s.sys.pending {
+		var sub int
+		fmt.Sscanf(k, "%d/", &sub)
+		if subs[sub] {
+			delete(s.sys.pending, k)
+		}
+	}
+	return nil
 }
