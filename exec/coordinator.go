@@ -299,6 +299,12 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 	defer timer.Stop()
 	allEnded, finalPending := false, false
 	lockstepDue := false // lockstep: the sources wait for the next barrier
+	// In lockstep, a savepoint request is taken only in place of a lockstep
+	// barrier, so that its cut (after which batch) is deterministic.
+	requests := c.cfg.Requests
+	if c.cfg.TriggerEveryBatch {
+		requests = nil
+	}
 	for {
 		// Arm the timer for the earliest deadline.
 		var next time.Time
@@ -337,14 +343,8 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 			if !allEnded && !c.stopping && len(c.pending) < max(c.cfg.MaxConcurrent, 1) && time.Since(c.lastEnd) >= c.cfg.MinPause {
 				c.trigger(trigger{})
 			}
-		case req := <-c.cfg.Requests:
-			if c.stopping {
-				req.Done <- SavepointResult{Err: errors.New("the job is being stopped with a savepoint already")}
-				continue
-			}
-			tr := trigger{savepoint: true, stop: req.Stop, drain: req.Drain, final: req.Stop}
-			c.stopping = req.Stop
-			c.trigger(tr).req = req
+		case req := <-requests:
+			c.request(req)
 		case <-c.acks.sig:
 			for {
 				a, ok := c.acks.pop()
@@ -372,7 +372,12 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 			// Lockstep checkpoints run one at a time, so that their number
 			// and place do not depend on timing.
 			lockstepDue = false
-			c.trigger(trigger{})
+			select {
+			case req := <-c.cfg.Requests:
+				c.request(req)
+			default:
+				c.trigger(trigger{})
+			}
 		}
 		if allEnded && !finalPending && !c.stopping && len(c.pending) == 0 {
 			c.trigger(trigger{final: true})
@@ -391,6 +396,16 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 			}
 		}
 	}
+}
+
+// request starts a savepoint for req.
+func (c *coordinator) request(req *SavepointRequest) {
+	if c.stopping {
+		req.Done <- SavepointResult{Err: errors.New("the job is being stopped with a savepoint already")}
+		return
+	}
+	c.stopping = req.Stop
+	c.trigger(trigger{savepoint: true, stop: req.Stop, drain: req.Drain, final: req.Stop}).req = req
 }
 
 // trigger starts checkpoint tr in every source subtask; it never blocks.

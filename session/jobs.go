@@ -116,9 +116,6 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 		}
 	}
 	c.cfg.Backend = c.store
-	if s.CheckpointTestHook != nil {
-		s.CheckpointTestHook(c.cfg)
-	}
 	return c, nil
 }
 
@@ -132,27 +129,34 @@ func checkpointRootOf(path string) string {
 	return filepath.Dir(p)
 }
 
+// observeCheckpoints makes the job's checkpoints visible (SHOW JOBS, the
+// log) and then applies the test hook, which may wrap what is set here. It
+// runs before the job's goroutine starts, in submission order.
+func (s *Session) observeCheckpoints(j *job, ck *ckptSetup) {
+	ck.cfg.OnComplete = func(info checkpoint.Info) {
+		j.mu.Lock()
+		j.info.Checkpoints++
+		j.info.LastCheckpoint = info.ID
+		j.mu.Unlock()
+		if info.Kind == checkpoint.KindSavepoint {
+			fmt.Fprintf(s.cfg.Log, "job %s: savepoint %d complete: %s (%d bytes)\n", j.info.ID, info.ID, info.Path, info.Size)
+			return
+		}
+		fmt.Fprintf(s.cfg.Log, "job %s: checkpoint %d complete (%d bytes, %d written, sync %d ms, async %d ms)\n",
+			j.info.ID, info.ID, info.Size, info.Written, info.SyncMS, info.AsyncMS)
+	}
+	ck.cfg.OnFailure = func(id int64, err error) {
+		fmt.Fprintf(s.cfg.Log, "job %s: checkpoint %d failed: %v\n", j.info.ID, id, err)
+	}
+	if s.CheckpointTestHook != nil {
+		s.CheckpointTestHook(ck.cfg) // last: it may wrap what the session set
+	}
+}
+
 // runAttempts runs the job, restarting it after failures as the restart
 // strategy allows; with checkpointing each restart restores the latest
 // complete checkpoint (nothing lost, nothing counted twice).
 func (s *Session) runAttempts(ctx context.Context, j *job, ph *planner.Physical, cfg exec.JobConfig, ck *ckptSetup, policy *restartPolicy) error {
-	if ck != nil {
-		ck.cfg.OnComplete = func(info checkpoint.Info) {
-			j.mu.Lock()
-			j.info.Checkpoints++
-			j.info.LastCheckpoint = info.ID
-			j.mu.Unlock()
-			if info.Kind == checkpoint.KindSavepoint {
-				fmt.Fprintf(s.cfg.Log, "job %s: savepoint %d complete: %s (%d bytes)\n", j.info.ID, info.ID, info.Path, info.Size)
-				return
-			}
-			fmt.Fprintf(s.cfg.Log, "job %s: checkpoint %d complete (%d bytes, %d written, sync %d ms, async %d ms)\n",
-				j.info.ID, info.ID, info.Size, info.Written, info.SyncMS, info.AsyncMS)
-		}
-		ck.cfg.OnFailure = func(id int64, err error) {
-			fmt.Fprintf(s.cfg.Log, "job %s: checkpoint %d failed: %v\n", j.info.ID, id, err)
-		}
-	}
 	return exec.RunAttempts(ctx, ph, cfg, func(now time.Time, err error) (time.Duration, bool) {
 		return policy.next(now)
 	}, func(at exec.Attempt) {

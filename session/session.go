@@ -34,7 +34,9 @@ type Session struct {
 	Mem memory.Allocator
 
 	// CheckpointTestHook, when set, may adjust every job's checkpoint
-	// configuration (tests: deterministic triggers, injected crashes).
+	// configuration (tests: deterministic triggers, injected crashes). It
+	// is called at submission, after the session set its callbacks and
+	// savepoint channel (which the hook may wrap).
 	CheckpointTestHook func(*exec.CheckpointConfig)
 
 	mu   sync.Mutex
@@ -244,6 +246,7 @@ func (s *Session) startJob(ctx context.Context, cancel context.CancelFunc, id, n
 		j.info.CheckpointDir = ck.store.JobDir()
 		j.requests = make(chan *exec.SavepointRequest)
 		ck.cfg.Requests = j.requests
+		s.observeCheckpoints(j, ck)
 	}
 	s.mu.Lock()
 	s.jobs = append(s.jobs, j)
