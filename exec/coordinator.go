@@ -379,6 +379,14 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 				c.trigger(trigger{})
 			}
 		}
+		if allEnded && !finalPending && !c.stopping && len(c.pending) == 0 && c.cfg.TriggerEveryBatch {
+			select { // lockstep: a waiting request goes before the final checkpoint
+			case req := <-c.cfg.Requests:
+				c.request(req)
+				continue
+			default:
+			}
+		}
 		if allEnded && !finalPending && !c.stopping && len(c.pending) == 0 {
 			c.trigger(trigger{final: true})
 			finalPending = true
