@@ -14,6 +14,8 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
+require github.com/pierrec/lz4/v4 v4.1.21 // indirect
+
 require (
 	github.com/DataDog/zstd v1.4.5 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -79,6 +79,16 @@ type CheckpointConfig struct {
 	// FailAfter > 0 fails the attempt right after checkpoint FailAfter
 	// completed (crash injection for tests). FailedAt reports it.
 	FailAfter int64
+	// Unaligned is execution.checkpointing.unaligned.enabled: barriers
+	// overtake the batches queued at each subtask's input, the snapshot does
+	// not wait for alignment, and the batches in flight are stored with the
+	// checkpoint as channel state (replayed first on restore). Exactly-once.
+	Unaligned bool
+	// AlignedTimeout is execution.checkpointing.aligned-checkpoint-timeout,
+	// used with Unaligned as in Flink: checkpoints start aligned, and a
+	// barrier that reaches a subtask (or is still aligning there) later than
+	// this after its trigger is taken unaligned. 0: always unaligned.
+	AlignedTimeout time.Duration
 	// MaxConcurrent is execution.checkpointing.max-concurrent-checkpoints
 	// (0 means 1): periodic checkpoints in flight at once. Savepoints and
 	// the final checkpoint are not limited by it.
@@ -114,13 +124,14 @@ var ErrInjectedCrash = errors.New("injected crash")
 // trigger asks a source subtask to inject a barrier.
 type trigger struct {
 	id    int64
+	at    int64 // unix nanoseconds
 	final bool // the last barrier: the job ends once it completes
 	// savepoint requests
 	savepoint, stop, drain bool
 }
 
 func barrierOf(tr trigger) Barrier {
-	b := Barrier{ID: tr.id, Final: tr.final}
+	b := Barrier{ID: tr.id, Final: tr.final, Triggered: tr.at}
 	if tr.savepoint {
 		b.Kind = Savepoint
 	}
@@ -419,6 +430,7 @@ func (c *coordinator) request(req *SavepointRequest) {
 // trigger starts checkpoint tr in every source subtask; it never blocks.
 func (c *coordinator) trigger(tr trigger) *pendingCkpt {
 	tr.id = c.nextID
+	tr.at = time.Now().UnixNano()
 	c.nextID++
 	c.cfg.LastID = tr.id
 	p := &pendingCkpt{tr: tr, bufs: make([]*checkpoint.Buffer, len(c.all))}

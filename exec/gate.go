@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"time"
 )
 
 // The input gate: every consumer subtask reads all its input channels from
@@ -74,6 +75,19 @@ type gateHandler interface {
 	onBarrier(b Barrier) error
 	// onCancel: checkpoint id was cancelled upstream; forward the marker.
 	onCancel(id int64) error
+	// onUnalignedBarrier: barrier b arrived on its first channel in
+	// unaligned mode (or an alignment timed out): snapshot at once and
+	// forward b; the checkpoint's channel state follows.
+	onUnalignedBarrier(b Barrier) error
+	// onChannelState records a batch of channel ch that is in flight for
+	// the unaligned checkpoint (before ch's barrier, not yet processed at the
+	// snapshot). The gate keeps ownership (the batch is processed later).
+	onChannelState(ch int, b Batch) error
+	// onUnalignedDone: barrier b arrived on every channel: the channel
+	// state is complete, acknowledge.
+	onUnalignedDone(b Barrier) error
+	// onUnalignedAbort: the unaligned checkpoint id was cancelled.
+	onUnalignedAbort(id int64)
 	// onEnd: every channel ended (end of data).
 	onEnd() error
 	// onShutdown: every channel shut down (nothing more will come).
@@ -89,6 +103,23 @@ type inputGate struct {
 	h           gateHandler
 	n           int
 	atLeastOnce bool
+	// unaligned: checkpoint barriers are taken first, wherever they are in
+	// the queues, and the snapshot does not wait for alignment; the batches they
+	// overtake and those of other channels until their barriers are the
+	// checkpoint's channel state. Every message is queued (read eagerly).
+	unaligned bool
+	// alignTimeout (with unaligned): a barrier is taken unaligned only once
+	// this long has passed since its trigger; before, it aligns. now is the
+	// clock (unix nanoseconds).
+	alignTimeout time.Duration
+	now          func() int64
+	// upending is the unaligned checkpoint whose channel state is being
+	// recorded (nil: none); arrived says which channels delivered its
+	// barrier.
+	upending *Barrier
+	// nBarriers counts barriers and cancel markers in the queues.
+	nBarriers int
+	rr        int
 
 	queue   [][]Message // messages of paused channels, in order
 	blocked []bool
@@ -115,6 +146,7 @@ func newInputGate(chans *gateChans, n int, atLeastOnce bool, h gateHandler) *inp
 	for i := range g.wm {
 		g.wm[i] = NoWatermark
 	}
+	g.now = func() int64 { return time.Now().UnixNano() }
 	return g
 }
 
@@ -124,6 +156,13 @@ func (g *inputGate) done() bool { return g.nShu == g.n }
 // deliver takes one message read from the gate's channel.
 func (g *inputGate) deliver(m Message) error {
 	i := m.from
+	if g.queueing() {
+		g.queue[i] = append(g.queue[i], m)
+		if g.candidate(m) {
+			g.nBarriers++
+		}
+		return nil
+	}
 	if g.blocked[i] || len(g.queue[i]) > 0 {
 		if m.Kind == MsgWatermark && len(g.queue[i]) > 0 {
 			if last := &g.queue[i][len(g.queue[i])-1]; last.Kind == MsgWatermark {
@@ -190,6 +229,12 @@ func (g *inputGate) process(i int, m Message) error {
 		if g.idle[i] {
 			g.idle[i] = false
 		}
+		if g.upending != nil && !g.arrived[i] {
+			if err := g.h.onChannelState(i, m.Batch); err != nil {
+				m.release()
+				return err
+			}
+		}
 		return g.h.onBatch(i, m.Batch)
 	case MsgWatermark:
 		g.idle[i] = false
@@ -202,6 +247,9 @@ func (g *inputGate) process(i int, m Message) error {
 		b := m.Barrier
 		if b.ID < g.alignID {
 			return nil // a barrier of a finished or cancelled checkpoint
+		}
+		if g.upending != nil && b.ID >= g.upending.ID {
+			return g.unalignedBarrier(i, b, nil)
 		}
 		if g.pending == nil || b.ID > g.pending.ID {
 			if g.pending != nil {
@@ -245,6 +293,13 @@ func (g *inputGate) cancel(id int64, forward bool) error {
 		g.pending = nil
 		g.unblockAll()
 	}
+	if g.upending != nil && g.upending.ID <= id {
+		g.h.onUnalignedAbort(g.upending.ID)
+		g.upending = nil
+		for i := range g.arrived {
+			g.arrived[i] = false
+		}
+	}
 	if id >= g.alignID {
 		g.alignID = id + 1
 	}
@@ -268,6 +323,9 @@ func (g *inputGate) abortAlignment(id int64) error {
 // complete hands the pending barrier to the handler once every channel
 // delivered it or shut down.
 func (g *inputGate) complete() error {
+	if g.upending != nil {
+		return g.unalignedComplete()
+	}
 	if g.pending == nil {
 		return nil
 	}
@@ -305,4 +363,187 @@ func (g *inputGate) advance() error {
 		return g.h.onWatermark(wm)
 	}
 	return nil
+}
+
+// unalignedBarrier handles barrier b of channel i in unaligned mode (or
+// after an alignment timeout). overtaken are the batches of channel i
+// queued before it: they are channel state.
+func (g *inputGate) unalignedBarrier(i int, b Barrier, overtaken []Message) error {
+	if g.upending == nil || b.ID > g.upending.ID {
+		if g.upending != nil { // superseded: a newer checkpoint started
+			g.h.onUnalignedAbort(g.upending.ID)
+		}
+		g.upending, g.alignID = &b, b.ID
+		for j := range g.arrived {
+			g.arrived[j] = false
+		}
+		if err := g.h.onUnalignedBarrier(b); err != nil {
+			return err
+		}
+	}
+	for _, m := range overtaken {
+		if m.Kind == MsgData {
+			if err := g.h.onChannelState(i, m.Batch); err != nil {
+				return err
+			}
+		}
+	}
+	g.arrived[i] = true
+	return g.unalignedComplete()
+}
+
+// unalignedComplete acknowledges the unaligned checkpoint once every
+// channel delivered its barrier or shut down.
+func (g *inputGate) unalignedComplete() error {
+	for i := range g.arrived {
+		if !g.arrived[i] && !g.shut[i] {
+			return nil
+		}
+	}
+	b := *g.upending
+	g.upending = nil
+	g.alignID = b.ID + 1
+	for i := range g.arrived {
+		g.arrived[i] = false
+	}
+	return g.h.onUnalignedDone(b)
+}
+
+// alignmentTimedOut turns the aligned checkpoint being aligned into an
+// unaligned one (execution.checkpointing.aligned-checkpoint-timeout): the
+// snapshot is taken now, the blocked channels resume (what they queued
+// came after the barrier), and the other channels' batches until their
+// barriers become channel state.
+func (g *inputGate) alignmentTimedOut() error {
+	if g.pending == nil {
+		return nil
+	}
+	b := *g.pending
+	arrived := append([]bool(nil), g.arrived...)
+	g.pending = nil
+	g.unblockAll()
+	g.upending, g.alignID = &b, b.ID
+	copy(g.arrived, arrived)
+	g.recount()
+	if err := g.h.onUnalignedBarrier(b); err != nil {
+		return err
+	}
+	return g.unalignedComplete()
+}
+
+// aligning reports whether an aligned checkpoint is waiting for barriers.
+func (g *inputGate) aligning() bool { return g.pending != nil }
+
+// hasWork reports whether queued messages can be processed now (unaligned
+// mode queues every message).
+func (g *inputGate) hasWork() bool {
+	for i, q := range g.queue {
+		if len(q) > 0 && !g.blocked[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// step processes one queued message in unaligned mode: a barrier or cancel
+// marker first, wherever it is (it overtakes the batches before it), else
+// the head of the next channel in turn.
+func (g *inputGate) step() error {
+	if g.nBarriers > 0 {
+		for i, q := range g.queue {
+			for k, m := range q {
+				if !g.priority(m) {
+					continue
+				}
+				g.nBarriers--
+				overtaken := q[:k:k]
+				g.queue[i] = append(overtaken, q[k+1:]...)
+				if m.Kind == MsgCancel {
+					return g.cancel(m.Barrier.ID, true)
+				}
+				if m.Barrier.ID < g.alignID {
+					return nil
+				}
+				return g.unalignedBarrier(i, m.Barrier, g.queue[i][:k])
+			}
+		}
+	}
+	for n := 0; n < g.n; n++ {
+		i := (g.rr + n) % g.n
+		if len(g.queue[i]) == 0 || g.blocked[i] {
+			continue
+		}
+		if g.candidate(g.queue[i][0]) {
+			g.nBarriers-- // taken in order (aligned)
+		}
+		g.rr = i + 1
+		m := g.queue[i][0]
+		g.queue[i][0] = Message{}
+		g.queue[i] = g.queue[i][1:]
+		return g.process(i, m)
+	}
+	return nil
+}
+
+// priority reports whether m overtakes the batches queued before it:
+// cancel markers, the barriers of an unaligned checkpoint in progress, and
+// in unaligned mode every checkpoint barrier. Savepoints and the final
+// checkpoint stay aligned (as in Flink): their cut must hold every record
+// before them, with no channel state, since the job may end or be moved
+// after them.
+func (g *inputGate) priority(m Message) bool {
+	switch {
+	case m.Kind == MsgCancel:
+		return true
+	case m.Kind != MsgBarrier:
+		return false
+	case g.upending != nil && m.Barrier.ID == g.upending.ID:
+		return true
+	}
+	if !g.unaligned || m.Barrier.Kind != Checkpoint || m.Barrier.Final {
+		return false
+	}
+	return g.alignTimeout == 0 || g.now()-m.Barrier.Triggered >= int64(g.alignTimeout)
+}
+
+// candidate reports whether m may become a priority message (a checkpoint
+// barrier waiting for its alignment timeout).
+func (g *inputGate) candidate(m Message) bool {
+	return g.priority(m) || (g.unaligned && m.Kind == MsgBarrier && m.Barrier.Kind == Checkpoint && !m.Barrier.Final)
+}
+
+// alignDeadline is when the alignment in progress times out (0: none).
+func (g *inputGate) alignDeadline() int64 {
+	if g.pending == nil || !g.unaligned || g.alignTimeout == 0 || g.pending.Kind != Checkpoint || g.pending.Final {
+		return 0
+	}
+	return g.pending.Triggered + int64(g.alignTimeout)
+}
+
+// queueing reports whether every message is queued and taken by step
+// (unaligned mode, or an aligned checkpoint that timed out into an
+// unaligned one).
+func (g *inputGate) queueing() bool { return g.unaligned || g.upending != nil }
+
+// recount counts the priority messages in the queues.
+func (g *inputGate) recount() {
+	g.nBarriers = 0
+	for _, q := range g.queue {
+		for _, m := range q {
+			if g.candidate(m) {
+				g.nBarriers++
+			}
+		}
+	}
+}
+
+// resume is called when the gate may have left queueing mode: queued
+// messages are then processed in order, as aligned mode does.
+func (g *inputGate) resume() error {
+	if g.queueing() {
+		return nil
+	}
+	g.nBarriers = 0
+	g.drain = true
+	return g.drainQueues()
 }

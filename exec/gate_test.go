@@ -38,6 +38,21 @@ func (h *scriptGate) onCancel(id int64) error {
 	h.log = append(h.log, fmt.Sprintf("forward cancel %d", id))
 	return nil
 }
+func (h *scriptGate) onUnalignedBarrier(b Barrier) error {
+	h.log = append(h.log, fmt.Sprintf("unaligned snapshot+forward barrier %d", b.ID))
+	return nil
+}
+func (h *scriptGate) onChannelState(ch int, b Batch) error {
+	h.log = append(h.log, fmt.Sprintf("channel state ch%d rows=%d", ch, b.Rows()))
+	return nil
+}
+func (h *scriptGate) onUnalignedDone(b Barrier) error {
+	h.log = append(h.log, fmt.Sprintf("ack barrier %d with channel state", b.ID))
+	return nil
+}
+func (h *scriptGate) onUnalignedAbort(id int64) {
+	h.log = append(h.log, fmt.Sprintf("drop unaligned checkpoint %d", id))
+}
 func (h *scriptGate) onEnd() error      { h.log = append(h.log, "end"); return nil }
 func (h *scriptGate) onShutdown() error { h.log = append(h.log, "shutdown"); return nil }
 
@@ -46,12 +61,14 @@ func (h *scriptGate) onShutdown() error { h.log = append(h.log, "shutdown"); ret
 // shutdowns, asserting the order in which the gate processes, snapshots
 // and forwards. Directives:
 //
-//	gate channels=N [at-least-once]   a new gate
+//	gate channels=N [at-least-once] [unaligned]   a new gate
 //	deliver                           one message per line: "<ch> data <rows>",
 //	                                  "<ch> barrier <id>", "<ch> cancel <id>",
 //	                                  "<ch> watermark <ts>", "<ch> idle",
 //	                                  "<ch> end", "<ch> shutdown"
 //	abort <id>                        the coordinator aborted checkpoint id
+//	timeout                           the alignment timeout fired
+//	step                              (unaligned) process what is queued
 //
 // Each directive prints what the handler was asked to do.
 func TestGateScripts(t *testing.T) {
@@ -69,6 +86,7 @@ func TestGateScripts(t *testing.T) {
 			h = &scriptGate{}
 			chans = newGateChans(n, 8)
 			g = newInputGate(chans, n, d.HasArg("at-least-once"), h)
+			g.unaligned = d.HasArg("unaligned")
 			return ""
 		case "deliver":
 			h.log = nil
@@ -111,6 +129,25 @@ func TestGateScripts(t *testing.T) {
 					h.log = append(h.log, "error: "+err.Error())
 				}
 			}
+		case "timeout":
+			h.log = nil
+			if err := g.alignmentTimedOut(); err != nil {
+				h.log = append(h.log, "error: "+err.Error())
+			}
+		case "step":
+			h.log = nil
+			for g.hasWork() {
+				var err error
+				if g.queueing() {
+					err = g.step()
+				} else {
+					err = g.resume()
+				}
+				if err != nil {
+					h.log = append(h.log, "error: "+err.Error())
+					break
+				}
+			}
 		case "abort":
 			h.log = nil
 			var id int64
@@ -120,6 +157,20 @@ func TestGateScripts(t *testing.T) {
 			}
 		default:
 			d.Fatalf(t, "unknown directive %s", d.Cmd)
+		}
+		// An aligned gate that timed out queues like an unaligned one; the
+		// runtime's loop then steps until the queues are taken.
+		for !g.unaligned && g.hasWork() {
+			var err error
+			if g.queueing() {
+				err = g.step()
+			} else {
+				err = g.resume()
+			}
+			if err != nil {
+				h.log = append(h.log, "error: "+err.Error())
+				break
+			}
 		}
 		var queued []string
 		for i, q := range g.queue {

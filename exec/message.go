@@ -96,6 +96,10 @@ type Barrier struct {
 	ID    int64
 	Kind  BarrierKind
 	Final bool
+	// Triggered is when the coordinator triggered it (unix nanoseconds,
+	// this process's clock): with an aligned-checkpoint-timeout, a barrier
+	// older than the timeout is taken unaligned.
+	Triggered int64
 }
 
 // Message is the one kind of value on every edge of the DAG. A MsgData message

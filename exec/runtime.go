@@ -26,6 +26,9 @@ type Metrics struct {
 	RecordsIn  atomic.Int64 // rows read by sources
 	RecordsOut atomic.Int64 // rows written to sinks (or the client)
 	Skipped    atomic.Int64 // bad records skipped by ignore-parse-errors
+	// ChannelState counts the batches stored as channel state by unaligned
+	// checkpoints (in flight when their barrier passed).
+	ChannelState atomic.Int64
 }
 
 // JobConfig is everything a job needs besides its plan.
@@ -212,14 +215,15 @@ type subtask struct {
 	slot        int
 	ctl         *mailbox[ctlMsg]
 	src         Source
-	committed   int64    // two-phase sinks: last checkpoint committed
-	valuesDone  bool     // the Values source emitted its row
-	stopTrigger *trigger // the stop-with-savepoint request that ended the source
-	finalID     int64    // id of the last final barrier that passed
-	ended       bool     // a source's input ended (or stopped)
-	triggered   int      // triggers a source handled
-	shutdownReq bool     // sources: the final checkpoint completed
-	done        bool     // the gate loop ends
+	committed   int64          // two-phase sinks: last checkpoint committed
+	valuesDone  bool           // the Values source emitted its row
+	stopTrigger *trigger       // the stop-with-savepoint request that ended the source
+	finalID     int64          // id of the last final barrier that passed
+	ended       bool           // a source's input ended (or stopped)
+	triggered   int            // triggers a source handled
+	shutdownReq bool           // sources: the final checkpoint completed
+	done        bool           // the gate loop ends
+	upend       *unalignedSnap // the unaligned checkpoint being recorded
 	// takenOver lists, per operator id, the old subtasks whose non-keyed
 	// state this subtask took over at a restore at lower parallelism: their
 	// keys are deleted by every checkpoint, so no stale state survives.
@@ -664,6 +668,13 @@ func (st *subtask) snapshot(b Barrier, buf *checkpoint.Buffer) error {
 			return err
 		}
 	}
+	// An aligned snapshot has no channel state: an older unaligned one's
+	// must not survive into it.
+	if st.gchans != nil && (st.upend == nil || st.upend.id != b.ID) {
+		if err := buf.Delete(checkpoint.SubtaskKey(st.channelStateID(), st.index)); err != nil {
+			return err
+		}
+	}
 	// The states of vanished subtasks this one took over are rewritten in
 	// its own: their old keys go.
 	for opID, olds := range st.takenOver {
@@ -835,18 +846,85 @@ func (st *subtask) ticks() (<-chan time.Time, func()) {
 // sink's ticks in between. The gate aligns barriers and combines
 // watermarks; the subtask is its handler.
 func (st *subtask) runInputs() error {
-	atLeastOnce := st.checkpointing() && st.coord.cfg.AtLeastOnce
-	st.gate = newInputGate(st.gchans, len(st.chanInput), atLeastOnce, st)
+	var atLeastOnce bool
+	var alignTimeout time.Duration
+	if st.checkpointing() {
+		atLeastOnce = st.coord.cfg.AtLeastOnce
+		alignTimeout = st.coord.cfg.AlignedTimeout
+	}
+	g := newInputGate(st.gchans, len(st.chanInput), atLeastOnce, st)
+	g.unaligned = st.checkpointing() && st.coord.cfg.Unaligned && !atLeastOnce
+	g.alignTimeout = alignTimeout
+	st.gate = g
+	if err := st.replayChannelState(); err != nil {
+		return err
+	}
 	tickC, stop := st.ticks()
 	defer stop()
 	var ctlSig chan struct{}
 	if st.ctl != nil {
 		ctlSig = st.ctl.sig
 	}
+	// The alignment timeout of the checkpoint being aligned (unaligned
+	// mode with execution.checkpointing.aligned-checkpoint-timeout).
+	var alignTimer *time.Timer
+	var alignC <-chan time.Time
+	alignAt := int64(0)
+	defer func() {
+		if alignTimer != nil {
+			alignTimer.Stop()
+		}
+	}()
 	for !st.done {
+		if d := g.alignDeadline(); d != alignAt {
+			if alignTimer != nil {
+				alignTimer.Stop()
+				alignTimer, alignC = nil, nil
+			}
+			if alignAt = d; d != 0 {
+				alignTimer = time.NewTimer(time.Until(time.Unix(0, d)))
+				alignC = alignTimer.C
+			}
+		}
+		if !g.queueing() && g.hasWork() {
+			// Back from an unaligned checkpoint: take what it queued in order.
+			if err := g.resume(); err != nil {
+				return err
+			}
+			continue
+		}
+		if g.queueing() && g.hasWork() {
+			// Read eagerly what has arrived, so that barriers behind queued
+			// batches are seen (and taken first), then process one message.
+			for drained := false; !drained; {
+				select {
+				case m := <-st.gchans.in:
+					if err := g.deliver(m); err != nil {
+						return err
+					}
+				case <-ctlSig:
+					if err := st.handleCtl(); err != nil {
+						return err
+					}
+				case <-alignC:
+					alignTimer, alignC, alignAt = nil, nil, 0
+					if err := g.alignmentTimedOut(); err != nil {
+						return err
+					}
+				case <-st.ctx.Done():
+					return st.ctx.Err()
+				default:
+					drained = true
+				}
+			}
+			if err := g.step(); err != nil {
+				return err
+			}
+			continue
+		}
 		select {
 		case m := <-st.gchans.in:
-			if err := st.gate.deliver(m); err != nil {
+			if err := g.deliver(m); err != nil {
 				return err
 			}
 		case <-st.ctx.Done():
@@ -857,6 +935,11 @@ func (st *subtask) runInputs() error {
 			}
 		case <-ctlSig:
 			if err := st.handleCtl(); err != nil {
+				return err
+			}
+		case <-alignC:
+			alignTimer, alignC, alignAt = nil, nil, 0
+			if err := g.alignmentTimedOut(); err != nil {
 				return err
 			}
 		}

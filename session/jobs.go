@@ -66,7 +66,10 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 		MinPause:        o.Duration("execution.checkpointing.min-pause"),
 		TolerableFailed: o.Int("execution.checkpointing.tolerable-failed-checkpoints"),
 		MaxConcurrent:   o.Int("execution.checkpointing.max-concurrent-checkpoints"),
-		FirstID:         1,
+		Unaligned: strings.EqualFold(o.Get("execution.checkpointing.unaligned.enabled"), "true") ||
+			strings.EqualFold(o.Get("execution.checkpointing.unaligned"), "true"),
+		AlignedTimeout: o.Duration("execution.checkpointing.aligned-checkpoint-timeout"),
+		FirstID:        1,
 		Meta: map[string]string{
 			"job_name":        name,
 			"sql":             st.SQL(),
