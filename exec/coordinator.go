@@ -125,7 +125,7 @@ var ErrInjectedCrash = errors.New("injected crash")
 type trigger struct {
 	id    int64
 	at    int64 // unix nanoseconds
-	final bool // the last barrier: the job ends once it completes
+	final bool  // the last barrier: the job ends once it completes
 	// savepoint requests
 	savepoint, stop, drain bool
 }
