@@ -44,7 +44,6 @@ var ignoredOptions = []ignoredOption{
 	{"table.exec.mini-batch.enabled", boolCheck, whyBatches},
 	{"table.exec.mini-batch.allow-latency", durationOrZero, whyBatches},
 	{"table.exec.mini-batch.size", intAtLeast(-1), whyBatches},
-	{"table.exec.state.ttl", durationOrZero, "state TTL is not implemented yet; state is kept as long as the job runs"},
 	{"table.exec.sink.not-null-enforcer", enumOf("ERROR", "DROP"), "streamsql has no NOT NULL enforcer for sinks"},
 	{"table.exec.sink.type-length-enforcer", enumOf("IGNORE", "TRIM_PAD"), "values are written as they are"},
 	{"table.exec.sink.upsert-materialize", enumOf("NONE", "AUTO", "FORCE"), "sinks get the changelog as the query produces it"},

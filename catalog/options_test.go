@@ -67,7 +67,7 @@ func TestFlinkOnlyOptions(t *testing.T) {
 		{"table.exec.mini-batch.enabled", "true"},
 		{"table.exec.mini-batch.allow-latency", "5 s"},
 		{"table.exec.mini-batch.size", "5000"},
-		{"table.exec.state.ttl", "1 h"},
+		{"table.exec.source.cdc-events-duplicate", "true"},
 		{"table.optimizer.agg-phase-strategy", "TWO_PHASE"},
 		{"table.exec.sink.not-null-enforcer", "drop"},
 	} {
@@ -89,18 +89,18 @@ func TestFlinkOnlyOptions(t *testing.T) {
 	for _, kv := range o.List() {
 		listed[kv[0]] = kv[1]
 	}
-	if listed["table.exec.state.ttl"] != "1 h" {
-		t.Errorf("SET does not list table.exec.state.ttl: %v", listed)
+	if listed["table.exec.source.cdc-events-duplicate"] != "true" {
+		t.Errorf("SET does not list table.exec.source.cdc-events-duplicate: %v", listed)
 	}
 	if _, ok := listed["table.exec.source.idle-timeout"]; ok {
 		t.Error("SET lists a Flink-only key that was never set")
 	}
-	if err := o.Reset("table.exec.state.ttl"); err != nil || o.IsSet("table.exec.state.ttl") {
+	if err := o.Reset("table.exec.source.cdc-events-duplicate"); err != nil || o.IsSet("table.exec.source.cdc-events-duplicate") {
 		t.Errorf("RESET: %v", err)
 	}
 	for _, bad := range [][2]string{
 		{"table.exec.mini-batch.enabled", "yes"},
-		{"table.exec.state.ttl", "forever"},
+		{"table.exec.source.idle-timeout", "forever"},
 		{"table.exec.sink.not-null-enforcer", "IGNORE"},
 	} {
 		if err := o.Set(bad[0], bad[1]); err == nil || !strings.Contains(err.Error(), "invalid value '"+bad[1]+"'") {

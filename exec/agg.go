@@ -79,7 +79,7 @@ func newAgg(s *planner.AggOp, ctx *OpContext) (*groupAgg, error) {
 		}
 		a.accs = append(a.accs, acc)
 	}
-	tbl, err := state.NewTable(state.Options{OpID: s.ID, MaxParallelism: a.maxP, Checkpointing: ctx.Checkpointing, IntKeys: a.intKey}, aggCodec{a})
+	tbl, err := state.NewTable(state.Options{OpID: s.ID, MaxParallelism: a.maxP, Checkpointing: ctx.Checkpointing, IntKeys: a.intKey, TTL: ctx.StateTTL}, aggCodec{a})
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +141,10 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 	for i := 0; i < n; i++ {
 		k := a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]]
 		g, ok := a.tbl.LookupBytes(k)
+		if ok && a.tbl.Expired(g) {
+			a.dropSlot(g)
+			ok = false
+		}
 		if !ok {
 			g = a.tbl.InsertBytes(k, a.keyGroupOf(rec, i))
 			a.putKeys(g, rec, i)
@@ -154,6 +158,10 @@ func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record
 	for i, v := range vs {
 		if nulls && col.IsNull(i) {
 			g, ok := a.tbl.LookupNull()
+			if ok && a.tbl.Expired(g) {
+				a.dropSlot(g)
+				ok = false
+			}
 			if !ok {
 				g = a.tbl.InsertNull(a.keyGroupOf(rec, i))
 				a.putKeys(g, rec, i)
@@ -162,6 +170,10 @@ func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record
 			continue
 		}
 		g, ok := a.tbl.LookupInt(int64(v))
+		if ok && a.tbl.Expired(g) {
+			a.dropSlot(g)
+			ok = false
+		}
 		if !ok {
 			g = a.tbl.InsertInt(int64(v), a.keyGroupOf(rec, i))
 			a.putKeys(g, rec, i)
@@ -306,6 +318,12 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 		return nil
 	}
 	a.batchHashes = nil
+	if a.ctx.StateTTL > 0 {
+		a.tbl.SetNow(a.ctx.Clock.Now().UnixMilli())
+		// Incremental cleanup: expired groups leave the state silently
+		// (Flink emits nothing for expired state).
+		a.tbl.Sweep(2*n+8, a.dropSlot)
+	}
 	a.lookup(b.Rec)
 
 	// touched slots in first-touch order

@@ -565,3 +565,82 @@ func (s *rtxnSink) RestoreStates(states [][]byte) error {
 	}
 	return nil
 }
+
+// fakeClock is a processing-time clock the test moves.
+type fakeClock struct{ ms atomic.Int64 }
+
+func (c *fakeClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
+
+// twoBatchSource emits the same row twice; before the second it waits
+// until the first result reached the sink, then moves the clock.
+type twoBatchSource struct {
+	sc      *SourceContext
+	seen    chan struct{}
+	advance func()
+}
+
+func (s *twoBatchSource) Close() error { return nil }
+func (s *twoBatchSource) Run(ctx context.Context, emit func(arrow.Record) error) error {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	for i := 0; i < 2; i++ {
+		if i == 1 {
+			select {
+			case <-s.seen:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			s.advance()
+		}
+		kb, vb := array.NewInt64Builder(s.sc.Mem), array.NewInt64Builder(s.sc.Mem)
+		kb.Append(1)
+		vb.Append(5)
+		k, v := kb.NewArray(), vb.NewArray()
+		kb.Release()
+		vb.Release()
+		rec := array.NewRecord(schema, []arrow.Array{k, v}, 1)
+		k.Release()
+		v.Release()
+		if err := emit(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// table.exec.state.ttl: a group not updated for longer than the TTL is
+// dropped without a retraction; the next row of its key starts it afresh
+// (+I), as in Flink. Without a TTL the same input updates it (-U/+U).
+func TestStateTTLExpiresGroups(t *testing.T) {
+	for _, ttl := range []time.Duration{0, time.Minute} {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		clock := &fakeClock{}
+		clock.ms.Store(1_000_000)
+		seen := make(chan struct{}, 1)
+		var got []string
+		cfg := JobConfig{Mem: mem, BatchSize: 8, StateTTL: ttl, Clock: clock,
+			NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
+				return &twoBatchSource{sc: sc, seen: seen, advance: func() { clock.ms.Add(2 * time.Minute.Milliseconds()) }}, nil
+			},
+			Collect: func(b Batch) error {
+				for i := 0; i < b.Rows(); i++ {
+					got = append(got, fmt.Sprintf("%s%d", b.Op(i), b.Rec.Column(1).(*array.Int64).Value(i)))
+				}
+				select {
+				case seen <- struct{}{}:
+				default:
+				}
+				return nil
+			}}
+		if err := RunJob(context.Background(), aggPlan(1), cfg); err != nil {
+			t.Fatal(err)
+		}
+		want := "[+I1 -U1 +U2]"
+		if ttl > 0 {
+			want = "[+I1 +I1]"
+		}
+		if fmt.Sprint(got) != want {
+			t.Fatalf("ttl %v: changelog of the counts %v, want %s", ttl, got, want)
+		}
+		mem.AssertSize(t, 0)
+	}
+}

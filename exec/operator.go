@@ -50,6 +50,8 @@ type OpContext struct {
 	BatchSize     int
 	Clock         Clock
 	Metrics       *Metrics
+	// StateTTL is table.exec.state.ttl (0: keep state forever).
+	StateTTL time.Duration
 }
 
 // Operator is the API every operator of a task chain implements (v2),

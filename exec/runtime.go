@@ -49,6 +49,11 @@ type JobConfig struct {
 	Metrics   *Metrics
 	// Checkpoint turns checkpointing on; nil means off.
 	Checkpoint *CheckpointConfig
+	// StateTTL is table.exec.state.ttl: keyed state not updated for longer
+	// is dropped (Flink's semantics); 0 keeps it.
+	StateTTL time.Duration
+	// Clock is processing time for operators (nil: the wall clock).
+	Clock Clock
 	// WrapOperator, when set, wraps every operator as it is built (tests
 	// inject faults with it).
 	WrapOperator func(task string, subtask int, op Operator) Operator
@@ -72,6 +77,9 @@ func (c *JobConfig) defaults() {
 	}
 	if c.Metrics == nil {
 		c.Metrics = &Metrics{}
+	}
+	if c.Clock == nil {
+		c.Clock = wallClock{}
 	}
 }
 
@@ -300,7 +308,7 @@ func (st *subtask) build() error {
 	for _, spec := range t.Ops {
 		oc := &OpContext{OpID: spec.OpID(), Subtask: st.index, Parallelism: t.Parallelism,
 			KeyGroups: st.keyGroups(), Checkpointing: st.checkpointing(), Mem: st.cfg.Mem,
-			BatchSize: st.cfg.BatchSize, Clock: wallClock{}, Metrics: st.cfg.Metrics}
+			BatchSize: st.cfg.BatchSize, Clock: st.cfg.Clock, Metrics: st.cfg.Metrics, StateTTL: st.cfg.StateTTL}
 		op, err := newOperator(spec, oc)
 		if err != nil {
 			return err

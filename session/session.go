@@ -232,6 +232,7 @@ func (s *Session) jobConfig(m *exec.Metrics) exec.JobConfig {
 		BatchSize:      s.Options.Int("execution.batch-size"),
 		Linger:         s.Options.Duration("execution.batch-linger"),
 		MaxParallelism: s.Options.Int("pipeline.max-parallelism"),
+		StateTTL:       s.Options.Duration("table.exec.state.ttl"),
 		Stdout:         s.cfg.Stdout,
 		NewSource:      connectors.NewSource,
 		NewSink:        connectors.NewSink,

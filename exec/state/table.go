@@ -2,8 +2,10 @@ package state
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/streamsql/streamsql/checkpoint"
 )
@@ -27,7 +29,16 @@ type Options struct {
 	// IntKeys: keys are one int64 (plus NULL), looked up without encoding.
 	// Otherwise keys are byte strings (the codec's encoded key).
 	IntKeys bool
+	// TTL is table.exec.state.ttl with Flink's semantics: a key not
+	// updated for longer (processing time) is expired: never returned
+	// again, and removed from the state by an incremental cleanup. 0: keep
+	// forever. With a TTL each value is stored with its last update time
+	// (prefixed by ttlHeader; codecs must not start a value with it).
+	TTL time.Duration
 }
+
+// ttlHeader starts a stored value that carries its last update time.
+const ttlHeader = 0xfe
 
 // MaxKeyGroups is the largest number of key groups a table can address
 // (Flink's upper bound of pipeline.max-parallelism).
@@ -62,6 +73,12 @@ type Table struct {
 	pendingID int64
 	pDirty    []int32
 	pTombs    [][]byte
+
+	// TTL: last update (unix ms) per slot, the time of the current batch,
+	// and the incremental cleanup's cursor
+	last   []int64
+	now    int64
+	cursor int
 
 	ents    []entry
 	arena   []byte
@@ -117,6 +134,9 @@ func (t *Table) alloc(kg int) int32 {
 		if !t.o.IntKeys {
 			t.keyOf = append(t.keyOf, "")
 		}
+		if t.o.TTL > 0 {
+			t.last = append(t.last, 0)
+		}
 		if t.OnGrow != nil {
 			t.OnGrow(len(t.alive))
 		}
@@ -166,12 +186,45 @@ func (t *Table) InsertBytes(k []byte, kg int) int32 {
 	return g
 }
 
-// Touch marks slot g changed in the current epoch. O(1); a no-op without
-// checkpointing.
+// Touch marks slot g changed in the current epoch (and, with a TTL,
+// updated now). O(1); without checkpointing and TTL a no-op.
 func (t *Table) Touch(g int32) {
+	if t.last != nil {
+		t.last[g] = t.now
+	}
 	if t.o.Checkpointing && !t.dirty[g] {
 		t.dirty[g] = true
 		t.dirtyList = append(t.dirtyList, g)
+	}
+}
+
+// SetNow sets the processing time (unix ms) of the changes that follow:
+// the operator calls it once per batch. Only used with a TTL.
+func (t *Table) SetNow(ms int64) { t.now = ms }
+
+// Expired reports whether live slot g was last updated more than the TTL
+// ago: the operator must then treat its key as absent (Remove it and start
+// afresh).
+func (t *Table) Expired(g int32) bool {
+	return t.last != nil && t.now-t.last[g] > t.o.TTL.Milliseconds()
+}
+
+// Sweep looks at up to n slots from where the last sweep stopped and calls
+// expire for every live expired one (which must Remove it): the
+// incremental cleanup of expired state.
+func (t *Table) Sweep(n int, expire func(g int32)) {
+	if t.last == nil || len(t.alive) == 0 {
+		return
+	}
+	for ; n > 0; n-- {
+		if t.cursor >= len(t.alive) {
+			t.cursor = 0
+		}
+		g := int32(t.cursor)
+		t.cursor++
+		if t.alive[g] && t.Expired(g) {
+			expire(g)
+		}
 	}
 }
 
@@ -247,6 +300,9 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		t.arena = t.fullKey(t.arena, g)
 		e.kLen = len(t.arena) - e.kOff
 		e.vOff = len(t.arena)
+		if t.last != nil {
+			t.arena = binary.BigEndian.AppendUint64(append(t.arena, ttlHeader), uint64(t.last[g]))
+		}
 		t.arena = t.codec.AppendValue(t.arena, g)
 		e.vLen = len(t.arena) - e.vOff
 		t.ents = append(t.ents, e)
@@ -325,7 +381,20 @@ func (t *Table) Restore(r checkpoint.StateReader, start, end int, decode Decoder
 		prefix := t.keyPrefix(k)
 		err := r.Scan(prefix, func(key, val []byte) error {
 			enc := key[len(prefix):]
+			var last int64
+			if len(val) > 0 && val[0] == ttlHeader {
+				if len(val) < 9 {
+					return fmt.Errorf("state: truncated TTL header")
+				}
+				last, val = int64(binary.BigEndian.Uint64(val[1:9])), val[9:]
+			}
 			g := t.alloc(k)
+			if t.last != nil {
+				if last == 0 {
+					last = t.now // restored without a time: its TTL starts now
+				}
+				t.last[g] = last
+			}
 			ik, null, err := decode(g, enc, val)
 			if err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamsql/streamsql/checkpoint"
 )
@@ -242,4 +243,88 @@ func BenchmarkRemoveManyInOneEpoch(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestTTLExpiresAndSweeps: a key not updated for longer than the TTL is
+// expired (never returned) and swept out of the state; its removal reaches
+// the checkpoint; update times survive a snapshot and restore.
+func TestTTLExpiresAndSweeps(t *testing.T) {
+	m := &model{}
+	tbl, err := NewTable(Options{OpID: "op", MaxParallelism: 4, Checkpointing: true, IntKeys: true, TTL: 100 * time.Millisecond}, intCodec{&m.keys, &m.vals})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl.OnGrow = func(int) { m.keys = append(m.keys, 0); m.vals = append(m.vals, 0) }
+	m.t = tbl
+	tbl.SetNow(1000)
+	m.set(1, 10)
+	m.set(2, 20)
+	tbl.SetNow(1080)
+	m.set(2, 21) // 2 updated at 1080
+	tbl.SetNow(1150)
+	g1, _ := tbl.LookupInt(1)
+	g2, _ := tbl.LookupInt(2)
+	if !tbl.Expired(g1) || tbl.Expired(g2) {
+		t.Fatalf("at 1150: expired(1) = %v (want true), expired(2) = %v (want false)", tbl.Expired(g1), tbl.Expired(g2))
+	}
+	rec := &recorder{s: store{}}
+	if err := tbl.Snapshot(1, rec); err != nil {
+		t.Fatal(err)
+	}
+	tbl.Complete(1)
+	swept := 0
+	tbl.Sweep(10, func(g int32) { swept++; m.t.Remove(g, m.keys[g], false) })
+	if swept != 1 || tbl.Len() != 1 {
+		t.Fatalf("swept %d, %d keys left", swept, tbl.Len())
+	}
+	rec2 := &recorder{s: store{}}
+	if err := tbl.Snapshot(2, rec2); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec2.ops) != 1 || !strings.HasPrefix(rec2.ops[0], "del ") {
+		t.Fatalf("the expired key's removal is not in the next checkpoint: %v", rec2.ops)
+	}
+	// Restore: key 2 comes back with its update time 1080.
+	m2 := &model{}
+	tbl2, _ := NewTable(Options{OpID: "op", MaxParallelism: 4, Checkpointing: true, IntKeys: true, TTL: 100 * time.Millisecond}, intCodec{&m2.keys, &m2.vals})
+	tbl2.OnGrow = func(int) { m2.keys = append(m2.keys, 0); m2.vals = append(m2.vals, 0) }
+	committed := store{}
+	replay(committed, rec)
+	replay(committed, rec2)
+	tbl2.SetNow(1170)
+	if err := tbl2.Restore(scanStore(committed), 0, 4, func(g int32, key, val []byte) (int64, bool, error) {
+		m2.keys[g] = int64(binary.BigEndian.Uint64(key))
+		v, _ := binary.Varint(val)
+		m2.vals[g] = v
+		return m2.keys[g], false, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	g, ok := tbl2.LookupInt(2)
+	if !ok || tbl2.Len() != 1 || m2.vals[g] != 21 || tbl2.Expired(g) {
+		t.Fatalf("restored: ok %v len %d val %d", ok, tbl2.Len(), m2.vals[g])
+	}
+	tbl2.SetNow(1181)
+	if !tbl2.Expired(g) {
+		t.Fatal("the restored key lost its update time (1080): not expired at 1181")
+	}
+}
+
+// scanStore is a StateReader over a store.
+type scanStore store
+
+func (s scanStore) Scan(prefix []byte, fn func(k, v []byte) error) error {
+	var ks []string
+	for k := range s {
+		if strings.HasPrefix(k, string(prefix)) {
+			ks = append(ks, k)
+		}
+	}
+	sort.Strings(ks)
+	for _, k := range ks {
+		if err := fn([]byte(k), []byte(s[k])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
