@@ -33,6 +33,21 @@
 // equal bytes: keys are written sorted and values are encoded by the
 // operator deterministically.
 //
+// # TTL and timers
+//
+// A Table with Options.TTL expires keys not updated for longer (processing
+// time, Flink's table.exec.state.ttl): expired keys are never returned,
+// are swept incrementally and deleted from the next checkpoint; update
+// times are stored with the values. Timers (event or processing time) are
+// kept by key group in the same store, with the same epoch-aware change
+// tracking; operators fire them from ProcessWatermark (Timers.Advance).
+//
+// # Larger than memory
+//
+// Operators address state only through slots, keys, key groups and the
+// codec, never through the map that holds them: a Pebble-backed tier can
+// page cold slots out behind the same calls (the joins issue).
+//
 // # Layout
 //
 // Keys are checkpoint.KeyedPrefix(operator id, key group) followed by the

@@ -1,0 +1,98 @@
+package state
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestTimersFireInOrderAndRoundTrip(t *testing.T) {
+	tm, err := NewTimers("win", "event", 8, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm.Register(3, 200, []byte("b"))
+	tm.Register(1, 100, []byte("a"))
+	tm.Register(1, 100, []byte("a")) // twice: one timer
+	tm.Register(5, -50, []byte("neg"))
+	tm.Register(2, 300, []byte("c"))
+	tm.Delete(2, 300, []byte("c"))
+	tm.Register(7, 200, []byte("a"))
+	if tm.Len() != 4 {
+		t.Fatalf("%d timers, want 4", tm.Len())
+	}
+	rec := &recorder{s: store{}}
+	if err := tm.Snapshot(1, rec); err != nil {
+		t.Fatal(err)
+	}
+	tm.Complete(1)
+	var fired []string
+	err = tm.Advance(200, func(kg int, ts int64, key []byte) error {
+		fired = append(fired, fmt.Sprintf("%d@%d/%s", ts, kg, key))
+		if string(key) == "a" && ts == 100 {
+			tm.Register(kg, 150, []byte("chained")) // due: fires in this call
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(fired, " "); got != "-50@5/neg 100@1/a 150@1/chained 200@3/b 200@7/a" {
+		t.Fatalf("fired %s", got)
+	}
+	if n, ok := tm.Next(); ok || tm.Len() != 0 {
+		t.Fatalf("timers left: %d (next %d)", tm.Len(), n)
+	}
+	// The fired timers leave the state at the next checkpoint.
+	rec2 := &recorder{s: store{}}
+	if err := tm.Snapshot(2, rec2); err != nil {
+		t.Fatal(err)
+	}
+	committed := store{}
+	replay(committed, rec)
+	if len(committed) != 4 {
+		t.Fatalf("checkpoint 1 holds %d timers, want 4", len(committed))
+	}
+	// Restore checkpoint 1 into key groups 0..3 only (a rescale): the
+	// timers of key groups 1 and 3.
+	tm2, _ := NewTimers("win", "event", 8, true)
+	if err := tm2.Restore(scanStore(committed), 0, 4); err != nil {
+		t.Fatal(err)
+	}
+	fired = nil
+	_ = tm2.Advance(1000, func(kg int, ts int64, key []byte) error {
+		fired = append(fired, fmt.Sprintf("%d@%d/%s", ts, kg, key))
+		return nil
+	})
+	if got := strings.Join(fired, " "); got != "100@1/a 200@3/b" {
+		t.Fatalf("restored timers fired %s", got)
+	}
+	replay(committed, rec2)
+	if len(committed) != 0 {
+		t.Fatalf("fired timers still in the state: %d", len(committed))
+	}
+}
+
+// An aborted checkpoint's timer changes are written again by the next one.
+func TestTimersAbortMergesBack(t *testing.T) {
+	tm, _ := NewTimers("w", "event", 4, true)
+	tm.Register(1, 10, []byte("x"))
+	if err := tm.Snapshot(1, &recorder{s: store{}}); err != nil {
+		t.Fatal(err)
+	}
+	tm.Abort(1)
+	rec := &recorder{s: store{}}
+	if err := tm.Snapshot(2, rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.ops) != 1 || !strings.HasPrefix(rec.ops[0], "put ") {
+		t.Fatalf("after the abort, checkpoint 2 wrote %v", rec.ops)
+	}
+	off, _ := NewTimers("w", "event", 4, false)
+	off.Register(1, 10, []byte("x"))
+	rec = &recorder{s: store{}}
+	_ = off.Snapshot(1, rec)
+	if len(off.changed) != 0 || len(rec.ops) != 0 {
+		t.Fatal("timers tracked changes without checkpointing")
+	}
+}
