@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -370,13 +371,8 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 				}
 			}
 		case <-timeout:
-			now := time.Now()
-			for id, p := range c.pending {
-				if !p.deadline.IsZero() && !now.Before(p.deadline) {
-					if err := c.abort(id, fmt.Errorf("checkpoint %d expired after %v (execution.checkpointing.timeout)", id, c.cfg.Timeout)); err != nil {
-						return err
-					}
-				}
+			if err := c.expire(time.Now()); err != nil {
+				return err
 			}
 		}
 		if lockstepDue && len(c.pending) == 0 {
@@ -425,6 +421,23 @@ func (c *coordinator) request(req *SavepointRequest) {
 	}
 	c.stopping = req.Stop
 	c.trigger(trigger{savepoint: true, stop: req.Stop, drain: req.Drain, final: req.Stop}).req = req
+}
+
+// expire aborts every pending checkpoint whose deadline passed at now.
+func (c *coordinator) expire(now time.Time) error {
+	ids := make([]int64, 0, len(c.pending))
+	for id, p := range c.pending {
+		if !p.deadline.IsZero() && !now.Before(p.deadline) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if err := c.abort(id, fmt.Errorf("checkpoint %d expired after %v (execution.checkpointing.timeout)", id, c.cfg.Timeout)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // trigger starts checkpoint tr in every source subtask; it never blocks.
