@@ -33,7 +33,10 @@ type Options struct {
 	// updated for longer (processing time) is expired: never returned
 	// again, and removed from the state by an incremental cleanup. 0: keep
 	// forever. With a TTL each value is stored with its last update time
-	// (prefixed by ttlHeader; codecs must not start a value with it).
+	// (prefixed by ttlHeader; codecs must not start a value with it). A
+	// restore reads the header only when the TTL is on: state taken with a
+	// TTL restores into a job with one (turning the TTL on for restored
+	// state without times starts their TTL at the restore).
 	TTL time.Duration
 }
 
@@ -382,7 +385,7 @@ func (t *Table) Restore(r checkpoint.StateReader, start, end int, decode Decoder
 		err := r.Scan(prefix, func(key, val []byte) error {
 			enc := key[len(prefix):]
 			var last int64
-			if len(val) > 0 && val[0] == ttlHeader {
+			if t.o.TTL > 0 && len(val) > 0 && val[0] == ttlHeader {
 				if len(val) < 9 {
 					return fmt.Errorf("state: truncated TTL header")
 				}
