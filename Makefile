@@ -32,3 +32,11 @@ bench:
 
 clean:
 	rm -rf bin
+
+# Randomized fault schedules (exec/faultsched_test.go) with N random seeds:
+# `make soak N=1000`. A failure prints its seed and schedule; rerun one seed
+# with STREAMSQL_SEED=<seed> go test -run TestFaultSchedule ./exec/.
+N ?= 1000
+.PHONY: soak
+soak:
+	STREAMSQL_SOAK=$(N) $(GO) test -count=1 -timeout 0 -run '^TestFaultSchedule$$' $(GOTESTFLAGS) ./exec/

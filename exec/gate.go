@@ -180,7 +180,12 @@ func (g *inputGate) deliver(m Message) error {
 }
 
 // drainQueues processes queued messages of channels no longer blocked.
+// In queueing mode step takes the queues, in its own order.
 func (g *inputGate) drainQueues() error {
+	if g.queueing() {
+		g.drain = false
+		return nil
+	}
 	for g.drain {
 		g.drain = false
 		for i := range g.queue {
@@ -451,8 +456,14 @@ func (g *inputGate) hasWork() bool {
 func (g *inputGate) step() error {
 	if g.nBarriers > 0 {
 		for i, q := range g.queue {
+			if g.blocked[i] {
+				continue // what a paused channel queued comes after its barrier
+			}
 			for k, m := range q {
 				if !g.priority(m) {
+					if m.Kind == MsgBarrier || m.Kind == MsgEnd || m.Kind == MsgShutdown {
+						break // never overtake an aligned barrier or the end
+					}
 					continue
 				}
 				g.nBarriers--

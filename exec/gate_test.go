@@ -63,7 +63,7 @@ func (h *scriptGate) onShutdown() error { h.log = append(h.log, "shutdown"); ret
 //
 //	gate channels=N [at-least-once] [unaligned]   a new gate
 //	deliver                           one message per line: "<ch> data <rows>",
-//	                                  "<ch> barrier <id>", "<ch> cancel <id>",
+//	                                  "<ch> barrier <id>", "<ch> savepoint <id>", "<ch> cancel <id>",
 //	                                  "<ch> watermark <ts>", "<ch> idle",
 //	                                  "<ch> end", "<ch> shutdown"
 //	abort <id>                        the coordinator aborted checkpoint id
@@ -111,6 +111,8 @@ func TestGateScripts(t *testing.T) {
 					chans.credits[ch] <- struct{}{} // the producer's credit
 				case "barrier":
 					m = Message{Kind: MsgBarrier, Barrier: Barrier{ID: arg}}
+				case "savepoint":
+					m = Message{Kind: MsgBarrier, Barrier: Barrier{ID: arg, Kind: Savepoint}}
 				case "cancel":
 					m = Message{Kind: MsgCancel, Barrier: Barrier{ID: arg}}
 				case "watermark":
