@@ -621,8 +621,15 @@ func (st *subtask) notifyAborted(id int64) error {
 // state, sink pre-commit), forwards b downstream and acknowledges. A failed
 // snapshot fails the checkpoint, not the job: a cancel marker goes
 // downstream instead of the barrier, so that consumers stop aligning.
-func (st *subtask) barrier(b Barrier) error {
+func (st *subtask) barrier(b Barrier) error { return st.takeSnapshot(b, false) }
+
+// takeSnapshot is barrier; unaligned keeps the snapshot open for the
+// channel state, acknowledged by onUnalignedDone.
+func (st *subtask) takeSnapshot(b Barrier, unaligned bool) error {
 	buf := checkpoint.NewBuffer()
+	if unaligned {
+		st.upend = &unalignedSnap{id: b.ID, buf: buf} // snapshot keeps the channel-state key
+	}
 	var err error
 	if f := st.coord.cfg.Fault; f != nil {
 		err = f(StepSnapshot, b.ID)
@@ -637,13 +644,19 @@ func (st *subtask) barrier(b Barrier) error {
 		st.finalID = b.ID
 	}
 	if err != nil {
+		st.upend = nil
 		if cerr := st.out.cancel(b.ID); cerr != nil {
 			return cerr
 		}
-	} else if ferr := st.out.forwardBarrier(b); ferr != nil {
+		st.coord.ackSnapshot(ack{slot: st.slot, id: b.ID, buf: buf, err: err})
+		return nil
+	}
+	if ferr := st.out.forwardBarrier(b); ferr != nil {
 		return ferr
 	}
-	st.coord.ackSnapshot(ack{slot: st.slot, id: b.ID, buf: buf, err: err})
+	if !unaligned {
+		st.coord.ackSnapshot(ack{slot: st.slot, id: b.ID, buf: buf})
+	}
 	return nil
 }
 
@@ -883,6 +896,10 @@ func (st *subtask) runInputs() error {
 			alignTimer.Stop()
 		}
 	}()
+	timedOut := func() error {
+		alignTimer, alignC, alignAt = nil, nil, 0
+		return g.alignmentTimedOut()
+	}
 	for !st.done {
 		if d := g.alignDeadline(); d != alignAt {
 			if alignTimer != nil {
@@ -915,8 +932,7 @@ func (st *subtask) runInputs() error {
 						return err
 					}
 				case <-alignC:
-					alignTimer, alignC, alignAt = nil, nil, 0
-					if err := g.alignmentTimedOut(); err != nil {
+					if err := timedOut(); err != nil {
 						return err
 					}
 				case <-st.ctx.Done():
@@ -946,8 +962,7 @@ func (st *subtask) runInputs() error {
 				return err
 			}
 		case <-alignC:
-			alignTimer, alignC, alignAt = nil, nil, 0
-			if err := g.alignmentTimedOut(); err != nil {
+			if err := timedOut(); err != nil {
 				return err
 			}
 		}

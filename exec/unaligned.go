@@ -45,32 +45,7 @@ func (st *subtask) channelStateID() string {
 	return "channels/" + st.task.Name
 }
 
-func (st *subtask) onUnalignedBarrier(b Barrier) error {
-	buf := checkpoint.NewBuffer()
-	var err error
-	if f := st.coord.cfg.Fault; f != nil {
-		err = f(StepSnapshot, b.ID)
-	}
-	st.upend = &unalignedSnap{id: b.ID, buf: buf}
-	if err == nil {
-		err = st.snapshot(b, buf)
-	}
-	if errors.Is(err, ErrInjectedCrash) {
-		return err
-	}
-	if b.Final {
-		st.finalID = b.ID
-	}
-	if err != nil {
-		st.upend = nil
-		if cerr := st.out.cancel(b.ID); cerr != nil {
-			return cerr
-		}
-		st.coord.ackSnapshot(ack{slot: st.slot, id: b.ID, buf: buf, err: err})
-		return nil
-	}
-	return st.out.forwardBarrier(b)
-}
+func (st *subtask) onUnalignedBarrier(b Barrier) error { return st.takeSnapshot(b, true) }
 
 func (st *subtask) onChannelState(ch int, b Batch) error {
 	u := st.upend
