@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,12 +39,17 @@ type txnSink struct {
 }
 
 func (s *txnSink) Write(b Batch) error {
+	cols := make([]*array.Int64, b.Rec.NumCols())
+	for c := range cols {
+		cols[c] = b.Rec.Column(c).(*array.Int64)
+	}
+	var row []byte
 	for i := 0; i < b.Rows(); i++ {
-		row := b.Op(i).String() + "|"
-		for c := 0; c < int(b.Rec.NumCols()); c++ {
-			row += fmt.Sprintf("%d|", b.Rec.Column(c).(*array.Int64).Value(i))
+		row = append(append(row[:0], b.Op(i).String()...), '|')
+		for _, col := range cols {
+			row = append(strconv.AppendInt(row, col.Value(i), 10), '|')
 		}
-		s.cur = append(s.cur, row)
+		s.cur = append(s.cur, string(row))
 	}
 	return nil
 }

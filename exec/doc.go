@@ -3,11 +3,22 @@
 //
 // # One stream of messages
 //
-// Every edge of the DAG is a set of bounded Go channels (one per producing
-// subtask and consuming subtask) carrying Message values in order: a record
-// batch, or a signal (end of input now; barriers and watermarks later). A
-// full channel blocks its producer: that is backpressure, and it reaches the
-// sources. Signals never travel on side channels.
+// Every edge of the DAG carries Message values in order per pair of
+// producing and consuming subtask: a record batch, or a signal (barrier,
+// cancel marker, watermark, idleness, end of data, shutdown). Each consumer
+// reads all its input channels from one Go channel through its input gate
+// (gate.go); every channel has credits for ChannelCapacity batches, so a
+// slow consumer blocks its producers: that is backpressure, and it reaches
+// the sources. Signals take no credit and never travel on side channels.
+// Batch.Ops is immutable once sent.
+//
+// # Operators and checkpoints
+//
+// Operators implement Operator (operator.go) and are built from a registry;
+// keyed state lives in package exec/state. The coordinator
+// (coordinator.go) triggers checkpoints in the sources and tells every
+// subtask when one completes or aborts; aligned, at-least-once and
+// unaligned barrier handling is the gate's (unaligned.go: channel state).
 //
 // # Ownership rule
 //

@@ -979,44 +979,18 @@ func (s *schedSource) Run(ctx context.Context, emit func(arrow.Record) error) er
 
 func (s *schedSource) Close() error { return nil }
 
-// schedSink is txnSink, rescalable: its state names its subtask, so that
-// the subtask that takes it over (at another parallelism) completes its
-// pending commits and discards its uncommitted output.
+// schedSink is rtxnSink (txnSink, rescalable) with the schedule's sink
+// faults, recording what it is told to commit.
 type schedSink struct {
-	*txnSink
+	rtxnSink
 	r *schedRunner
-}
-
-type schedSinkState struct {
-	Subtask int     `json:"subtask"`
-	Open    []int64 `json:"open"`
-}
-
-// Write is txnSink.Write without fmt (the same rows, faster).
-func (s *schedSink) Write(b Batch) error {
-	cols := make([]*array.Int64, b.Rec.NumCols())
-	for c := range cols {
-		cols[c] = b.Rec.Column(c).(*array.Int64)
-	}
-	var row []byte
-	for i := 0; i < b.Rows(); i++ {
-		row = append(append(row[:0], b.Op(i).String()...), '|')
-		for _, col := range cols {
-			row = append(strconv.AppendInt(row, col.Value(i), 10), '|')
-		}
-		s.cur = append(s.cur, string(row))
-	}
-	return nil
 }
 
 func (s *schedSink) PreCommit(id int64) ([]byte, error) {
 	if err := s.r.opFault(true, s.subtask, id); err != nil {
 		return nil, err
 	}
-	if _, err := s.txnSink.PreCommit(id); err != nil {
-		return nil, err
-	}
-	return json.Marshal(schedSinkState{Subtask: s.subtask, Open: s.open})
+	return s.rtxnSink.PreCommit(id)
 }
 
 // Commit records that the sink was told to commit id.
@@ -1025,43 +999,6 @@ func (s *schedSink) Commit(id int64) error {
 	s.r.sinkCommits[id] = true
 	s.r.mu.Unlock()
 	return s.txnSink.Commit(id)
-}
-
-func (s *schedSink) RestoreState(state []byte) error {
-	if state == nil {
-		return s.RestoreStates(nil)
-	}
-	return s.RestoreStates([][]byte{state})
-}
-
-func (s *schedSink) RestoreStates(states [][]byte) error {
-	olds := map[int]bool{s.subtask: true}
-	sys := s.sys
-	sys.mu.Lock()
-	defer sys.mu.Unlock()
-	for _, b := range states {
-		var st schedSinkState
-		if err := json.Unmarshal(b, &st); err != nil {
-			return err
-		}
-		olds[st.Subtask] = true
-		for _, e := range st.Open {
-			k := fmt.Sprintf("%d/%d", st.Subtask, e)
-			if rows, ok := sys.pending[k]; ok {
-				sys.committed = append(sys.committed, rows...)
-				delete(sys.pending, k)
-				sys.commits++
-			}
-		}
-	}
-	for k := range sys.pending {
-		sub, _, _ := strings.Cut(k, "/")
-		if n, err := strconv.Atoi(sub); err == nil && olds[n] {
-			delete(sys.pending, k)
-		}
-	}
-	s.open = nil
-	return nil
 }
 
 // schedOp wraps an aggregation subtask with the schedule's operator faults.
@@ -1135,7 +1072,7 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 				return &schedSource{r: r, attempt: r.attempt, sc: sc, fresh: true}, nil
 			},
 			NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
-				return &schedSink{txnSink: &txnSink{sys: r.sys, subtask: sc.Subtask}, r: r}, nil
+				return &schedSink{rtxnSink: rtxnSink{txnSink{sys: r.sys, subtask: sc.Subtask}}, r: r}, nil
 			},
 			WrapOperator: func(_ string, sub int, op Operator) Operator {
 				if _, ok := op.(*groupAgg); ok {

@@ -436,9 +436,6 @@ func (g *inputGate) alignmentTimedOut() error {
 	return g.unalignedComplete()
 }
 
-// aligning reports whether an aligned checkpoint is waiting for barriers.
-func (g *inputGate) aligning() bool { return g.pending != nil }
-
 // hasWork reports whether queued messages can be processed now (unaligned
 // mode queues every message).
 func (g *inputGate) hasWork() bool {
