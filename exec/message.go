@@ -220,6 +220,20 @@ type RescalableSource interface {
 	RestoreStates(states [][]byte) error
 }
 
+// SplitSource keeps its state split by split (a file, a generator
+// sequence, later a Kafka partition) and is rescaled by split, not by
+// subtask. After a change of parallelism every new subtask gets the states
+// of all old subtasks, by old index (the same list on every new subtask),
+// and owned[i] says whether old state i is its own (i mod parallelism ==
+// subtask: per-subtask counters such as skipped records go to exactly one
+// owner). It takes its share of the splits by a rule every subtask applies
+// alike, so that each split is read by exactly one subtask and the
+// subtasks get about the same number of splits.
+type SplitSource interface {
+	CheckpointedSource
+	RestoreSplits(states [][]byte, owned []bool) error
+}
+
 // RescalableSink can complete the pending commits of several subtasks of an
 // earlier run at another parallelism and discard their uncommitted output.
 type RescalableSink interface {

@@ -718,10 +718,11 @@ func (st *subtask) restore() error {
 	}
 	r := st.coord.cfg.Backend.Reader()
 	if t := st.task; t.Source != nil {
-		own, mine, all, err := st.subtaskStates(r, t.Source.ID)
+		ss, err := st.subtaskStates(r, t.Source.ID)
 		if err != nil {
 			return err
 		}
+		own, mine, all := ss.own, ss.mine, len(ss.all)
 		if t.Source.Values {
 			st.valuesDone = len(mine) > 0
 		}
@@ -729,6 +730,8 @@ func (st *subtask) restore() error {
 			var err error
 			if own != nil && all == t.Parallelism {
 				err = cs.RestoreState(own)
+			} else if sps, ok := cs.(SplitSource); ok {
+				err = sps.RestoreSplits(ss.all, ss.owned)
 			} else if rs, ok := cs.(RescalableSource); ok {
 				err = rs.RestoreStates(mine)
 			} else {
@@ -747,10 +750,11 @@ func (st *subtask) restore() error {
 		}
 	}
 	if so, ok := st.out.(*sinkOutput); ok && so.twoPhase() {
-		own, mine, all, err := st.subtaskStates(r, st.task.Sink.ID)
+		ss, err := st.subtaskStates(r, st.task.Sink.ID)
 		if err != nil {
 			return err
 		}
+		own, mine, all := ss.own, ss.mine, len(ss.all)
 		if all == 0 || (own != nil && all == st.task.Parallelism) {
 			err = so.restore(own)
 		} else if rs, ok := so.sink.(RescalableSink); ok {
@@ -768,27 +772,41 @@ func (st *subtask) restore() error {
 	return nil
 }
 
-// subtaskStates reads the per-subtask states of operator opID: this
-// subtask's own (at the same index), the ones assigned to it when the
-// parallelism changed (old subtask i goes to new subtask i mod parallelism,
-// so that each old state has exactly one owner), and how many there are
-// (the old parallelism). Old subtasks beyond the parallelism are recorded
-// in takenOver.
-func (st *subtask) subtaskStates(r checkpoint.StateReader, opID string) (own []byte, mine [][]byte, all int, err error) {
+// subtaskStates are the per-subtask states of one operator in the
+// checkpoint being restored.
+type subtaskStates struct {
+	own   []byte   // this subtask's (same index), if any
+	all   [][]byte // every old subtask's, by old index (len = old parallelism)
+	owned []bool   // all[i] is this subtask's to take over: i mod parallelism == index
+	mine  [][]byte // the owned ones, in order
+}
+
+// subtaskStates reads the per-subtask states of operator opID. When the
+// parallelism changed, old subtask i belongs to new subtask i mod
+// parallelism, so that each old state has exactly one owner (split sources
+// also see the others, to take their share of every split). Old subtasks
+// beyond the parallelism are recorded in takenOver.
+func (st *subtask) subtaskStates(r checkpoint.StateReader, opID string) (subtaskStates, error) {
+	var ss subtaskStates
 	k0 := checkpoint.SubtaskKey(opID, 0)
 	prefix := k0[:len(k0)-4]
-	err = r.Scan(prefix, func(k, v []byte) error {
+	err := r.Scan(prefix, func(k, v []byte) error {
 		if len(k) != len(k0) {
 			return nil
 		}
 		i := int(binary.BigEndian.Uint32(k[len(prefix):]))
-		all++
-		v = append([]byte(nil), v...)
-		if i == st.index {
-			own = v
+		if i != len(ss.all) {
+			return fmt.Errorf("operator %s: the checkpoint has no state of subtask %d", opID, len(ss.all))
 		}
-		if i%st.task.Parallelism == st.index {
-			mine = append(mine, v)
+		v = append([]byte(nil), v...)
+		ss.all = append(ss.all, v)
+		if i == st.index {
+			ss.own = v
+		}
+		mine := i%st.task.Parallelism == st.index
+		ss.owned = append(ss.owned, mine)
+		if mine {
+			ss.mine = append(ss.mine, v)
 			if i >= st.task.Parallelism {
 				if st.takenOver == nil {
 					st.takenOver = map[string][]int{}
@@ -798,7 +816,7 @@ func (st *subtask) subtaskStates(r checkpoint.StateReader, opID string) (own []b
 		}
 		return nil
 	})
-	return own, mine, all, err
+	return ss, err
 }
 
 // KeyGroups is the range [Start, End) of key groups a subtask owns.

@@ -304,24 +304,63 @@ func (g *Datagen) RestoreState(state []byte) error {
 	return nil
 }
 
-// RestoreStates implements exec.RescalableSource: this subtask takes over
-// the splits of every given state (states of old subtasks i with i mod
-// Parallelism == Subtask) and produces the rest of each of them; with no
-// state it produces nothing. Its later snapshots list all its splits, so a
-// job can be rescaled again.
-func (g *Datagen) RestoreStates(states [][]byte) error {
-	rs, err := openStates(states, kindDatagen, g.sc.Subtask, g.sc.Parallelism)
+// RestoreSplits implements exec.SplitSource. Every subtask gathers the
+// unfinished splits of all old subtasks in order; when there are fewer
+// splits than subtasks, each is cut into c = ceil(Parallelism/splits)
+// interleaved parts (rows next, next+c*step, ...; next+step, ...), so an
+// upscale puts every new subtask to work (evenly when the parallelism is a
+// multiple of the splits); then split j goes to subtask j mod Parallelism.
+// Row values depend only on the row index, so cutting a split changes no
+// row. With no split left the subtask produces nothing. Its later
+// snapshots list its splits, so a job can be rescaled again.
+func (g *Datagen) RestoreSplits(states [][]byte, owned []bool) error {
+	rs, err := openAllStates(states, kindDatagen)
 	if err != nil {
 		return err
 	}
-	var splits []genSplit
+	var all []genSplit
 	for _, r := range rs {
-		if splits, err = g.readSplits(r, splits); err != nil {
+		if all, err = g.readSplits(r, all); err != nil {
 			return err
 		}
 	}
-	g.splits, g.cur = splits, 0
+	var live []genSplit
+	for _, s := range all {
+		if s.remaining() != 0 {
+			live = append(live, s)
+		}
+	}
+	if len(live) > 0 && len(live) < g.sc.Parallelism {
+		live = cutSplits(live, (g.sc.Parallelism+len(live)-1)/len(live))
+	}
+	g.splits, g.cur = nil, 0
+	for j, s := range live {
+		if j%g.sc.Parallelism == g.sc.Subtask {
+			g.splits = append(g.splits, s)
+		}
+	}
 	return nil
+}
+
+// maxSplitStep bounds how finely cutSplits divides a sequence.
+const maxSplitStep = 1 << 40
+
+// cutSplits cuts every split into c interleaved parts, in place of it and
+// in order; a split with fewer than c rows left, or whose step would pass
+// maxSplitStep, stays whole.
+func cutSplits(splits []genSplit, c int) []genSplit {
+	out := make([]genSplit, 0, len(splits)*c)
+	for _, s := range splits {
+		if r := s.remaining(); (r >= 0 && r < int64(c)) || s.step*uint64(c) > maxSplitStep {
+			out = append(out, s)
+			continue
+		}
+		next := s.start + s.step*uint64(s.k)
+		for i := 0; i < c; i++ {
+			out = append(out, genSplit{start: next + uint64(i)*s.step, step: uint64(c) * s.step, bound: s.bound})
+		}
+	}
+	return out
 }
 
 // readSplits decodes the splits of a state after its header and appends
@@ -337,7 +376,7 @@ func (g *Datagen) readSplits(r *stateReader, dst []genSplit) ([]genSplit, error)
 	n := r.count(4)
 	for i := 0; i < n; i++ {
 		s := genSplit{start: r.uint(), step: r.uint(), bound: r.int() - 1, k: r.int()}
-		if r.err == nil && (s.step == 0 || s.step > 1<<31 || s.start >= s.step) {
+		if r.err == nil && (s.step == 0 || s.step > maxSplitStep || s.k < 0) {
 			r.fail()
 		}
 		dst = append(dst, s)

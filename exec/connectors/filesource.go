@@ -284,35 +284,42 @@ func (s *FileSource) RestoreState(state []byte) error {
 	return s.install(files, starts, skipped)
 }
 
-// RestoreStates implements exec.RescalableSource: the subtask reads the
-// remaining files of every given state (states of old subtasks i with i
-// mod Parallelism == Subtask), each from its restored position, in the
-// order of the states; with no state it reads nothing. The skipped counts
-// of the states are summed (each old state has one owner, so every bad
-// record stays counted once). A file listed by two states is refused.
-func (s *FileSource) RestoreStates(states [][]byte) error {
-	rs, err := openStates(states, kindFileSource, s.sc.Subtask, s.sc.Parallelism)
+// RestoreSplits implements exec.SplitSource: every subtask lists the
+// remaining files of all old subtasks in order, each with its restored
+// position, and reads file j when j mod Parallelism == Subtask; with none
+// it reads nothing. The skipped counts of the states it owns are summed
+// (each old state has one owner, so every bad record stays counted once).
+// A file listed by two states is refused.
+func (s *FileSource) RestoreSplits(states [][]byte, owned []bool) error {
+	rs, err := openAllStates(states, kindFileSource)
 	if err != nil {
 		return err
 	}
 	var files []string
 	var starts []filePos
 	var skipped int64
-	for _, r := range rs {
+	for i, r := range rs {
 		var n int64
 		if files, starts, n, err = readFileState(r, files, starts); err != nil {
 			return err
 		}
-		skipped += n
+		if owned[i] {
+			skipped += n
+		}
 	}
 	seen := make(map[string]bool, len(files))
-	for _, f := range files {
+	var myFiles []string
+	var myStarts []filePos
+	for j, f := range files {
 		if seen[f] {
 			return fmt.Errorf("filesystem source: cannot restore: the checkpoint lists '%s' for two subtasks", f)
 		}
 		seen[f] = true
+		if j%s.sc.Parallelism == s.sc.Subtask {
+			myFiles, myStarts = append(myFiles, f), append(myStarts, starts[j])
+		}
 	}
-	return s.install(files, starts, skipped)
+	return s.install(myFiles, myStarts, skipped)
 }
 
 // install makes files (with their start positions) the rest of the input

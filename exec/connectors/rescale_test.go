@@ -19,13 +19,23 @@ import (
 )
 
 // assign distributes the states of an earlier run over p new subtasks as
-// the runtime does: old subtask i goes to new subtask i mod p.
+// the runtime does for sinks: old subtask i goes to new subtask i mod p.
 func assign(states [][]byte, p int) [][][]byte {
 	out := make([][][]byte, p)
 	for i, st := range states {
 		out[i%p] = append(out[i%p], st)
 	}
 	return out
+}
+
+// owners returns, as the runtime passes them to a SplitSource, which of n
+// old states new subtask j of p owns.
+func owners(n, j, p int) []bool {
+	o := make([]bool, n)
+	for i := range o {
+		o[i] = i%p == j
+	}
+	return o
 }
 
 var errStopRun = errors.New("stop")
@@ -37,16 +47,12 @@ var errStopRun = errors.New("stop")
 // per subtask and the skipped-records counter of the run.
 func rescalePhase(t *testing.T, mem memory.Allocator, tb *catalog.Table, p, batch int, prev [][]byte, stop func(j int) int) (rows []string, states [][]byte, per []int, skipped int64) {
 	t.Helper()
-	var parts [][][]byte
-	if prev != nil {
-		parts = assign(prev, p)
-	}
 	counter := new(atomic.Int64) // shared by the run's subtasks, as in the runtime
 	for j := 0; j < p; j++ {
 		sc := &exec.SourceContext{Subtask: j, Parallelism: p, Mem: mem, BatchSize: batch, SkippedRecords: counter}
 		src := newCkSource(t, tb, sc)
-		if parts != nil {
-			if err := src.(exec.RescalableSource).RestoreStates(parts[j]); err != nil {
+		if prev != nil {
+			if err := src.(exec.SplitSource).RestoreSplits(prev, owners(len(prev), j, p)); err != nil {
 				t.Fatalf("subtask %d of %d: %v", j, p, err)
 			}
 		}
@@ -102,8 +108,9 @@ func sortedCopy(rows []string) []string {
 }
 
 // TestDatagenRescale: a datagen job snapshotted at parallelism 2, restored
-// at 5, snapshotted again and restored at 1 produces, over all runs,
-// exactly the rows of an uninterrupted run: no loss, no duplicate.
+// at 5 (its splits cut so that every subtask gets one), snapshotted again
+// and restored at 1 produces, over all runs, exactly the rows of an
+// uninterrupted run: no loss, no duplicate.
 func TestDatagenRescale(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -114,18 +121,13 @@ func TestDatagenRescale(t *testing.T) {
 			t.Run(fmt.Sprintf("batch %d seed %d", batch, seed), func(t *testing.T) {
 				maxB := 300 / batch
 				rows1, st1, _, _ := rescalePhase(t, mem, tb, 2, batch, nil, stopsFrom(seed, maxB))
-				rows2, st2, per2, _ := rescalePhase(t, mem, tb, 5, batch, st1, stopsFrom(seed+100, maxB/3+1))
-				for j := 2; j < 5; j++ {
-					if per2[j] != 0 {
-						t.Fatalf("subtask %d of 5 owns no split but emitted %d rows", j, per2[j])
-					}
-				}
+				rows2, st2, _, _ := rescalePhase(t, mem, tb, 5, batch, st1, stopsFrom(seed+100, maxB/3+1))
 				rows3, st3, _, _ := rescalePhase(t, mem, tb, 1, batch, st2, func(int) int { return -1 })
 				all := sortedCopy(append(append(rows1, rows2...), rows3...))
 				if strings.Join(all, "\n") != strings.Join(ref, "\n") {
 					t.Fatalf("%d rows over the runs (%d+%d+%d), want %d", len(all), len(rows1), len(rows2), len(rows3), len(ref))
 				}
-				// the final state lists both original splits, exhausted
+				// a finished job restored again produces nothing
 				rows4, _, _, _ := rescalePhase(t, mem, tb, 3, batch, st3, func(int) int { return -1 })
 				if len(rows4) != 0 {
 					t.Fatalf("a finished job restored again emitted %d rows", len(rows4))
@@ -198,10 +200,7 @@ func TestFileSourceRescale(t *testing.T) {
 		for seed := uint64(0); seed < 12; seed++ {
 			t.Run(fmt.Sprintf("batch %d seed %d", batch, seed), func(t *testing.T) {
 				rows1, st1, _, _ := rescalePhase(t, mem, tb, 2, batch, nil, stopsFrom(seed, 6/batch))
-				rows2, st2, per2, _ := rescalePhase(t, mem, tb, 3, batch, st1, stopsFrom(seed+50, 6/batch))
-				if per2[2] != 0 {
-					t.Fatalf("subtask 2 of 3 owns no file but emitted %d rows", per2[2])
-				}
+				rows2, st2, _, _ := rescalePhase(t, mem, tb, 3, batch, st1, stopsFrom(seed+50, 6/batch))
 				rows3, st3, _, skipped := rescalePhase(t, mem, tb, 1, batch, st2, func(int) int { return -1 })
 				all := sortedCopy(append(append(rows1, rows2...), rows3...))
 				if strings.Join(all, ",") != strings.Join(ref, ",") {
@@ -245,7 +244,7 @@ func TestFileSourceRescaleState(t *testing.T) {
 	states := [][]byte{v1(0, 2, 4, 2, 1, f1, f3), v1(1, 2, 4, 2, 2, f2)}
 	sc := &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: 10, SkippedRecords: new(atomic.Int64)}
 	src := newCkSource(t, tb, sc)
-	if err := src.(exec.RescalableSource).RestoreStates(states); err != nil {
+	if err := src.(exec.SplitSource).RestoreSplits(states, owners(2, 0, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if sc.SkippedRecords.Load() != 3 {
@@ -270,19 +269,19 @@ func TestFileSourceRescaleState(t *testing.T) {
 		states [][]byte
 		want   string
 	}{
-		{"twice", 1, 0, [][]byte{states[0], states[0]}, "the state of subtask 0 of 2 is given twice"},
-		{"mixed parallelism", 1, 0, [][]byte{states[0], v1(2, 3, 0, 1, 0, f2)}, "the states come from different parallelisms (2 and 3)"},
-		{"wrong owner", 2, 1, [][]byte{states[0]}, "cannot take over the state of subtask 0 of 2 in subtask 1 of 2"},
+		{"twice", 1, 0, [][]byte{states[0], states[0]}, "the state of subtask 0 of 2 is stored as subtask 1's"},
+		{"mixed parallelism", 1, 0, [][]byte{states[0], v1(1, 3, 0, 1, 0, f2)}, "the checkpoint has 2 subtask states of a run at parallelism 3"},
+		{"missing subtask", 1, 0, [][]byte{states[0]}, "the checkpoint has 1 subtask states of a run at parallelism 2"},
 		{"file twice", 1, 0, [][]byte{states[0], v1(1, 2, 0, 1, 0, f3)}, "lists '" + f3 + "' for two subtasks"},
-		{"missing file", 1, 0, [][]byte{v1(0, 2, 0, 1, 0, filepath.Join(dir, "gone.csv"))}, "gone.csv: no such file"},
-		{"short file", 1, 0, [][]byte{v1(0, 2, 100, 1, 0, f3)}, "cannot resume from '" + f3 + "' at byte offset 100: the file has only 4 bytes"},
+		{"missing file", 1, 0, [][]byte{v1(0, 1, 0, 1, 0, filepath.Join(dir, "gone.csv"))}, "gone.csv: no such file"},
+		{"short file", 1, 0, [][]byte{v1(0, 1, 100, 1, 0, f3)}, "cannot resume from '" + f3 + "' at byte offset 100: the file has only 4 bytes"},
 		{"kind", 1, 0, [][]byte{{2, kindDatagen, 0, 1, 0}}, "filesystem source: cannot restore the state of a datagen source"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			src := newCkSource(t, tb, &exec.SourceContext{Subtask: c.sub, Parallelism: c.p, Mem: mem})
 			defer src.Close()
-			err := src.(exec.RescalableSource).RestoreStates(c.states)
+			err := src.(exec.SplitSource).RestoreSplits(c.states, owners(len(c.states), c.sub, c.p))
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v\nwant %s", err, c.want)
 			}
@@ -458,5 +457,72 @@ func TestFileSinkRescaleUp(t *testing.T) {
 	defer s.Close()
 	if err := s.RestoreStates(states[:1]); err == nil || !strings.Contains(err.Error(), "cannot take over the state of subtask 0 of 2 in subtask 1 of 3") {
 		t.Fatal(err)
+	}
+}
+
+// TestDatagenUpscaleBySplit: a job that ran at parallelism 1 and is
+// restored at 4 has its one sequence cut into four, so every new subtask
+// produces a quarter of the rest; restored again at 2 and then at 3 (after
+// an uneven stop), every subtask still works and, over all runs, every row
+// comes exactly once.
+func TestDatagenUpscaleBySplit(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	tb := dgTable() // 500 rows
+	ref, _ := runSource(t, mem, tb, 1, 10)
+	rows1, st1, _, _ := rescalePhase(t, mem, tb, 1, 10, nil, func(int) int { return 20 })
+	if len(rows1) != 200 {
+		t.Fatalf("first run emitted %d rows", len(rows1))
+	}
+	rows2, st2, per2, _ := rescalePhase(t, mem, tb, 4, 10, st1, func(j int) int {
+		if j == 3 {
+			return -1 // to the end of its split
+		}
+		return 3 + j
+	})
+	for j, n := range per2 {
+		if want := []int{30, 40, 50, 75}[j]; n != want {
+			t.Fatalf("subtask %d of 4 emitted %d rows, want %d (each owns a quarter of the 300 left)", j, n, want)
+		}
+	}
+	rows3, st3, per3, _ := rescalePhase(t, mem, tb, 3, 10, st2, func(j int) int { return 3 })
+	for j, n := range per3 {
+		if n == 0 {
+			t.Fatalf("subtask %d of 3 owns no split", j)
+		}
+	}
+	rows4, _, per4, _ := rescalePhase(t, mem, tb, 2, 10, st3, func(int) int { return -1 })
+	if per4[0] == 0 || per4[1] == 0 {
+		t.Fatalf("rows per subtask at the end: %v", per4)
+	}
+	all := sortedCopy(append(append(append(rows1, rows2...), rows3...), rows4...))
+	if strings.Join(all, "\n") != strings.Join(ref, "\n") {
+		t.Fatalf("%d rows over the runs, want %d", len(all), len(ref))
+	}
+}
+
+// TestFileSourceRebalanceBySplit: four files read at parallelism 2, then
+// at 1, then at 4: at 4 each subtask gets one of the files left (by split,
+// not by old subtask, which would leave three idle).
+func TestFileSourceRebalanceBySplit(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	for i := 0; i < 4; i++ {
+		writeFile(t, filepath.Join(dir, fmt.Sprintf("%d.csv", i)), fmt.Sprintf("a%d,1\nb%d,2\nc%d,3\n", i, i, i))
+	}
+	tb := fileSourceTable(dir)
+	ref, _ := runSource(t, mem, tb, 1, 1)
+	rows1, st1, _, _ := rescalePhase(t, mem, tb, 2, 1, nil, func(int) int { return 1 })
+	rows2, st2, _, _ := rescalePhase(t, mem, tb, 1, 1, st1, func(int) int { return 0 })
+	rows3, _, per3, _ := rescalePhase(t, mem, tb, 4, 1, st2, func(int) int { return -1 })
+	for j, n := range per3 {
+		if want := []int{2, 3, 2, 3}[j]; n != want {
+			t.Fatalf("subtask %d of 4 read %d rows, want %d (rows per subtask %v)", j, n, want, per3)
+		}
+	}
+	all := sortedCopy(append(append(rows1, rows2...), rows3...))
+	if strings.Join(all, ",") != strings.Join(ref, ",") {
+		t.Fatalf("rows over the runs %q\nwant %q", all, ref)
 	}
 }

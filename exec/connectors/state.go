@@ -8,8 +8,8 @@ import (
 )
 
 var (
-	_ exec.RescalableSource = (*Datagen)(nil)
-	_ exec.RescalableSource = (*FileSource)(nil)
+	_ exec.SplitSource      = (*Datagen)(nil)
+	_ exec.SplitSource      = (*FileSource)(nil)
 	_ exec.RescalableSource = (*SocketSource)(nil)
 	_ exec.RescalableSink   = (*FileSink)(nil)
 )
@@ -134,6 +134,27 @@ func openStates(states [][]byte, kind byte, subtask, parallelism int) ([]*stateR
 			return nil, fmt.Errorf("%s: cannot take over the state of subtask %d of %d in subtask %d of %d (old subtask i belongs to new subtask i mod %d)", r.what, r.subtask, r.parallelism, subtask, parallelism, parallelism)
 		}
 		seen[r.subtask] = true
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+// openAllStates reads the headers of the states of every subtask of an
+// earlier run (given by old subtask index, as a SplitSource gets them):
+// state i must be old subtask i's, all of one parallelism, none missing.
+func openAllStates(states [][]byte, kind byte) ([]*stateReader, error) {
+	rs := make([]*stateReader, 0, len(states))
+	for i, st := range states {
+		r, err := readState(st, kind)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case r.parallelism != len(states):
+			return nil, fmt.Errorf("%s: cannot restore: the checkpoint has %d subtask states of a run at parallelism %d", r.what, len(states), r.parallelism)
+		case r.subtask != i:
+			return nil, fmt.Errorf("%s: cannot restore: the state of subtask %d of %d is stored as subtask %d's", r.what, r.subtask, r.parallelism, i)
+		}
 		rs = append(rs, r)
 	}
 	return rs, nil
