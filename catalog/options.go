@@ -197,6 +197,8 @@ var SessionOptions = []OptionDef{
 		Description: "the interval of the failure rate", Check: durationCheck},
 	{Key: "restart-strategy.failure-rate.delay", Default: func() string { return "1 s" },
 		Description: "delay before each restart", Check: durationOrZero},
+	{Key: "table.optimizer.reuse-source-enabled", Default: func() string { return "true" },
+		Description: "statements of a statement set that read the same table with the same options share one source task (the table is read once)", Check: enumOf("true", "false")},
 	{Key: "execution.savepoint.ignore-unclaimed-state", Default: func() string { return "false" },
 		Description: "restore even when the savepoint holds state of operators the job no longer has (that state is dropped)", Check: enumOf("true", "false")},
 	// The REST API of the process (job control: streamsql list, savepoint,
@@ -262,6 +264,9 @@ func (o *Options) Set(key, value string) error {
 // accepts but does not act on: the first time that key is set in these
 // options, "" afterwards and for every other key.
 func (o *Options) SetNotice(key, value string) (notice string, err error) {
+	if _, known := lookupDef(key); known {
+		return "", o.setKnown(key, value)
+	}
 	if ig, ok := lookupIgnored(key); ok {
 		if err := ig.check(value); err != nil {
 			return "", fmt.Errorf("invalid value '%s' for option '%s': %v", value, key, err)
@@ -332,6 +337,11 @@ func (o *Options) Get(key string) string {
 func (o *Options) IsSet(key string) bool { _, ok := o.set[key]; return ok }
 
 // Float returns a number option (validated on Set).
+// Bool returns a true/false option (any case, spaces around ignored).
+func (o *Options) Bool(key string) bool {
+	return strings.EqualFold(strings.TrimSpace(o.Get(key)), "true")
+}
+
 func (o *Options) Float(key string) float64 {
 	f, _ := strconv.ParseFloat(strings.TrimSpace(o.Get(key)), 64)
 	return f
@@ -366,6 +376,9 @@ func (o *Options) List() [][2]string {
 		out = append(out, [2]string{d.Key, v})
 	}
 	for k, v := range o.set {
+		if _, known := lookupDef(k); known {
+			continue
+		}
 		if _, ok := lookupIgnored(k); ok {
 			out = append(out, [2]string{k, v})
 		}

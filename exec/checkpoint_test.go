@@ -151,7 +151,7 @@ func ckAggPlan(par int) *planner.Physical {
 func ckChainedPlan(par int) *planner.Physical {
 	p := ckAggPlan(par)
 	src, agg, sink := p.Tasks[0], p.Tasks[1], p.Tasks[2]
-	agg.Sink, agg.Output = sink.Sink, nil
+	agg.Sink, agg.Outputs = sink.Sink, nil
 	p.Tasks, p.Edges = []*planner.Task{src, agg}, p.Edges[:1]
 	return p
 }

@@ -317,7 +317,7 @@ func twoLevelPlan(par int) *planner.Physical {
 	t2 := &planner.Task{Name: "agg2", Parallelism: par, Ops: []planner.Op{agg2}, OutSchema: out, OutMode: planner.Retract,
 		Sink: &planner.SinkSpec{Table: &catalog.Table{Name: "txn"}, ID: "sink", Schema: out, Mode: planner.Retract}}
 	e2 := &planner.Edge{From: agg, To: t2, Kind: planner.Hash, Keys: []int{0}, Mode: planner.Retract}
-	agg.Output, t2.Inputs = e2, []*planner.Edge{e2}
+	agg.Outputs, t2.Inputs = []*planner.Edge{e2}, []*planner.Edge{e2}
 	return &planner.Physical{Tasks: []*planner.Task{src, agg, t2}, Edges: []*planner.Edge{p.Edges[0], e2}}
 }
 

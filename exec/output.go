@@ -36,8 +36,61 @@ type exchangeOutput struct {
 	idx     [][]int32
 }
 
-func newExchangeOutput(st *subtask) *exchangeOutput {
-	return &exchangeOutput{st: st, edge: st.task.Output, chans: st.outChans, rr: st.index}
+func newExchangeOutput(st *subtask, e *planner.Edge, chans []*outChan) *exchangeOutput {
+	return &exchangeOutput{st: st, edge: e, chans: chans, rr: st.index}
+}
+
+// fanOut is the output of a task with several output edges (a source
+// shared by the statements of a statement set): every batch and every
+// signal goes to each edge, in the same order on all of them, so barriers
+// stay between the same batches everywhere. Each edge gets its own
+// reference of a batch's record (records are immutable once sent).
+type fanOut struct{ outs []*exchangeOutput }
+
+func (f *fanOut) Collect(b Batch) error {
+	if b.Rows() == 0 {
+		b.Rec.Release()
+		return nil
+	}
+	for i := 1; i < len(f.outs); i++ {
+		b.Rec.Retain()
+	}
+	for i, o := range f.outs {
+		if err := o.Collect(b); err != nil {
+			for j := i + 1; j < len(f.outs); j++ { // references of edges not reached
+				b.Rec.Release()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *fanOut) each(fn func(o *exchangeOutput) error) error {
+	for _, o := range f.outs {
+		if err := fn(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *fanOut) EmitWatermark(wm int64) error {
+	return f.each(func(o *exchangeOutput) error { return o.EmitWatermark(wm) })
+}
+func (f *fanOut) forwardBarrier(b Barrier) error {
+	return f.each(func(o *exchangeOutput) error { return o.forwardBarrier(b) })
+}
+func (f *fanOut) cancel(id int64) error {
+	return f.each(func(o *exchangeOutput) error { return o.cancel(id) })
+}
+func (f *fanOut) idle() error     { return f.each((*exchangeOutput).idle) }
+func (f *fanOut) end() error      { return f.each((*exchangeOutput).end) }
+func (f *fanOut) shutdown() error { return f.each((*exchangeOutput).shutdown) }
+func (f *fanOut) close() {
+	for _, o := range f.outs {
+		o.close()
+	}
 }
 
 func (o *exchangeOutput) send(target int, m Message) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -97,7 +98,7 @@ func RunJob(ctx context.Context, plan *planner.Physical, cfg JobConfig) (err err
 	// its input edges in order, then over the producing subtasks.
 	gates := map[sk]*gateChans{}
 	chanInput := map[sk][]int{}
-	outs := map[sk][]*outChan{} // producer -> by target subtask (nil: not routed)
+	outs := map[sk][][]*outChan{} // producer -> by output edge, by target subtask (nil: not routed)
 	for _, t := range plan.Tasks {
 		for s := 0; s < t.Parallelism; s++ {
 			n := 0
@@ -126,9 +127,13 @@ func RunJob(ctx context.Context, plan *planner.Physical, cfg JobConfig) (err err
 					}
 					from := sk{e.From, i}
 					if outs[from] == nil {
-						outs[from] = make([]*outChan, t.Parallelism)
+						outs[from] = make([][]*outChan, len(e.From.Outputs))
 					}
-					outs[from][s] = newOutChan(gates[sk{t, s}], idx)
+					oi := slices.Index(e.From.Outputs, e)
+					if outs[from][oi] == nil {
+						outs[from][oi] = make([]*outChan, t.Parallelism)
+					}
+					outs[from][oi][s] = newOutChan(gates[sk{t, s}], idx)
 					idx++
 				}
 			}
@@ -212,7 +217,7 @@ type subtask struct {
 	gchans    *gateChans // nil for sources
 	chanInput []int      // input edge of each gate channel
 	gate      *inputGate
-	outChans  []*outChan
+	outChans  [][]*outChan // by output edge, by target subtask
 
 	ops  []Operator
 	next []Collector // next[i]: what operator i emits to
@@ -325,8 +330,14 @@ func (st *subtask) build() error {
 	switch {
 	case t.Sink != nil:
 		st.out, err = newSinkOutput(st)
-	case t.Output != nil:
-		st.out = newExchangeOutput(st)
+	case len(t.Outputs) == 1:
+		st.out = newExchangeOutput(st, t.Outputs[0], st.outChans[0])
+	case len(t.Outputs) > 1:
+		fan := &fanOut{}
+		for i, e := range t.Outputs {
+			fan.outs = append(fan.outs, newExchangeOutput(st, e, st.outChans[i]))
+		}
+		st.out = fan
 	default:
 		err = fmt.Errorf("task %s has neither sink nor output", t.Name)
 	}

@@ -89,7 +89,7 @@ func aggPlan(par int) *planner.Physical {
 	sink := &planner.Task{Name: "sink", Parallelism: 1, Sink: &planner.SinkSpec{Schema: out, Mode: planner.Retract}}
 	e1 := &planner.Edge{From: src, To: at, Kind: planner.Hash, Keys: []int{0}}
 	e2 := &planner.Edge{From: at, To: sink, Kind: planner.Global, Mode: planner.Retract}
-	src.Output, at.Inputs, at.Output, sink.Inputs = e1, []*planner.Edge{e1}, e2, []*planner.Edge{e2}
+	src.Outputs, at.Inputs, at.Outputs, sink.Inputs = []*planner.Edge{e1}, []*planner.Edge{e1}, []*planner.Edge{e2}, []*planner.Edge{e2}
 	return &planner.Physical{Tasks: []*planner.Task{src, at, sink}, Edges: []*planner.Edge{e1, e2}}
 }
 
@@ -293,7 +293,7 @@ func TestIdleSinksTick(t *testing.T) {
 			} else {
 				snk := &planner.Task{Name: "sink", Parallelism: 2, Sink: &planner.SinkSpec{Table: sinkT, Schema: kvSchema}}
 				e := &planner.Edge{From: src, To: snk, Kind: planner.Rebalance}
-				src.Output, snk.Inputs = e, []*planner.Edge{e}
+				src.Outputs, snk.Inputs = []*planner.Edge{e}, []*planner.Edge{e}
 				plan.Tasks, plan.Edges = append(plan.Tasks, snk), []*planner.Edge{e}
 			}
 			ticks := make(chan struct{}, 1)
@@ -337,7 +337,7 @@ func TestExchanges(t *testing.T) {
 			src := &planner.Task{Name: "src", Parallelism: 2, Source: &planner.SourceSpec{Table: &catalog.Table{Name: "gen"}, Schema: kvSchema}, OutSchema: kvSchema}
 			snk := &planner.Task{Name: "sink", Parallelism: c.to, Sink: &planner.SinkSpec{Table: &catalog.Table{Name: "s"}, Schema: kvSchema}}
 			e := &planner.Edge{From: src, To: snk, Kind: c.kind, Keys: []int{0}}
-			src.Output, snk.Inputs = e, []*planner.Edge{e}
+			src.Outputs, snk.Inputs = []*planner.Edge{e}, []*planner.Edge{e}
 			plan := &planner.Physical{Tasks: []*planner.Task{src, snk}, Edges: []*planner.Edge{e}}
 			var mu sync.Mutex
 			seen := map[int64]int{}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/planner"
 )
 
 // TestUnalignedCrashRestoreExactlyOnce: with unaligned checkpoints the
@@ -193,5 +194,70 @@ func TestConcurrentCheckpointsCrashRestore(t *testing.T) {
 		if got := foldChanges(sys.committed); fmt.Sprint(got) != fmt.Sprint(want.sorted()) {
 			t.Fatalf("committed output differs (%d rows, want %d)", len(got), len(want))
 		}
+	}
+}
+
+// fanPlan is a source with two output edges (a source shared by two
+// statements): one hashes to an aggregation at parallelism par with its
+// sink chained ("a"), the other to an aggregation at parallelism 1 feeding
+// sink "b". Both fold to the same counts.
+func fanPlan(par int) *planner.Physical {
+	p := ckChainedPlan(par)
+	src, aggA := p.Tasks[0], p.Tasks[1]
+	aggA.Sink.Table, aggA.Sink.ID = &catalog.Table{Name: "a"}, "sink-a"
+	q := ckAggPlan(1)
+	aggB, sinkB := q.Tasks[1], q.Tasks[2]
+	aggB.Ops[0].(*planner.AggOp).ID = "agg-b"
+	sinkB.Sink.Table, sinkB.Sink.ID = &catalog.Table{Name: "b"}, "sink-b"
+	e := &planner.Edge{From: src, To: aggB, Kind: planner.Hash, Keys: []int{0}}
+	src.Outputs, aggB.Inputs = append(src.Outputs, e), []*planner.Edge{e}
+	p.Tasks = append(p.Tasks, aggB, sinkB)
+	p.Edges = append(p.Edges, e, q.Edges[1])
+	return p
+}
+
+// TestFanOutCrashRestoreExactlyOnce: a task with two output edges sends
+// every batch and barrier down both; with aligned and unaligned
+// checkpoints, a crash and a restore at another parallelism leave both
+// sinks with exactly the uninterrupted result.
+func TestFanOutCrashRestoreExactlyOnce(t *testing.T) {
+	const total, keys = 1200, 150
+	want := fmt.Sprint(expectedCounts(total, keys).sorted())
+	for _, c := range []struct {
+		unaligned       bool
+		par, restorePar int
+		crashAt         int64
+	}{{false, 2, 3, 3}, {true, 2, 1, 4}, {true, 3, 2, 2}} {
+		t.Run(fmt.Sprintf("unaligned=%v/p%d-to-p%d/crash-after-%d", c.unaligned, c.par, c.restorePar, c.crashAt), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("f0", 16), NumRetained: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			systems := map[string]*txnSystem{"a": {pending: map[string][]string{}}, "b": {pending: map[string][]string{}}}
+			metrics := &Metrics{}
+			ck := &CheckpointConfig{Backend: store, Unaligned: c.unaligned, Interval: 5 * time.Millisecond, FirstID: 1, FailAfter: c.crashAt, TolerableFailed: 1000}
+			cfg := JobConfig{Mem: mem, BatchSize: 7, ChannelCapacity: 8, Checkpoint: ck, Metrics: metrics,
+				NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
+					return &splitSource{sc: sc, total: total, keys: keys}, nil
+				},
+				NewSink: func(tb *catalog.Table, sc *SinkContext) (Sink, error) {
+					return &slowRSink{rtxnSink{txnSink{sys: systems[tb.Name], subtask: sc.Subtask}}, 200 * time.Microsecond}, nil
+				}}
+			if err := RunJob(context.Background(), fanPlan(c.par), cfg); !errors.Is(err, ErrInjectedCrash) {
+				t.Fatalf("attempt 1: want the injected crash, got %v", err)
+			}
+			ck.FailAfter, ck.Restore, ck.FirstID = 0, true, ck.LastID+1
+			if err := RunJob(context.Background(), fanPlan(c.restorePar), cfg); err != nil {
+				t.Fatalf("attempt 2 at p%d: %v", c.restorePar, err)
+			}
+			for name, sys := range systems {
+				if got := fmt.Sprint(foldChanges(sys.committed)); got != want {
+					t.Fatalf("sink %s: committed output differs from the uninterrupted result", name)
+				}
+			}
+		})
 	}
 }

@@ -27,6 +27,10 @@ type Planner struct {
 	// SinkCaps reports whether a table can be a sink and accepts updating
 	// input (which may depend on its format).
 	SinkCaps func(t *catalog.Table) (sink, updates bool)
+	// NoSourceReuse turns off sharing one source task between the
+	// statements of a statement set that read the same table with the same
+	// options (table.optimizer.reuse-source-enabled = false).
+	NoSourceReuse bool
 }
 
 // rel is a node of the logical plan: a chain from a source (no joins yet).

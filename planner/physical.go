@@ -75,7 +75,10 @@ type Task struct {
 	Ops         []Op
 	Sink        *SinkSpec
 	Inputs      []*Edge
-	Output      *Edge
+	// Outputs are the edges to the tasks that consume this task's output
+	// (several when a source is shared by the statements of a statement
+	// set); a task has Outputs or a Sink.
+	Outputs []*Edge
 	// OutSchema and OutMode describe what the last operator emits.
 	OutSchema catalog.Schema
 	OutMode   ChangelogMode

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/streamsql/streamsql/catalog"
@@ -45,6 +46,9 @@ func (p *Planner) PlanSelect(q *parser.Query) (*Physical, catalog.Schema, error)
 // PlanInserts plans one or more INSERT INTO statements as one job.
 func (p *Planner) PlanInserts(ins []*parser.Insert) (*Physical, error) {
 	b := &physBuilder{p: p}
+	if !p.NoSourceReuse && len(ins) > 1 {
+		b.shared = p.sharedScans(ins)
+	}
 	for _, in := range ins {
 		if err := p.planInsert(b, in); err != nil {
 			return nil, err
@@ -52,6 +56,53 @@ func (p *Planner) PlanInserts(ins []*parser.Insert) (*Physical, error) {
 	}
 	b.finish()
 	return b.plan, nil
+}
+
+// sharedScans returns the scans (by scanKey) that more than one statement
+// of a statement set reads: each becomes one source task feeding every
+// reader, as Flink's table.optimizer.reuse-source-enabled does, so a
+// source is read once (one socket connection, one pass over the files).
+// Statements that do not plan are skipped here; planInsert reports them.
+func (p *Planner) sharedScans(ins []*parser.Insert) map[string]*Task {
+	readers := map[string]int{}
+	for _, in := range ins {
+		r, err := p.buildQuery(in.Query)
+		if err != nil {
+			continue
+		}
+		for k := range scanKeys(r) {
+			readers[k]++
+		}
+	}
+	shared := map[string]*Task{}
+	for k, n := range readers {
+		if n > 1 {
+			shared[k] = nil
+		}
+	}
+	return shared
+}
+
+// scanKeys returns the keys of the table scans of r.
+func scanKeys(r *rel) map[string]bool {
+	keys := map[string]bool{}
+	for n := r; n != nil; n = n.input {
+		if n.kind == relScan && !n.values {
+			keys[scanKey(n)] = true
+		}
+	}
+	return keys
+}
+
+// scanKey identifies what a scan reads: the table and its options (an
+// OPTIONS hint makes another source).
+func scanKey(r *rel) string {
+	var sb strings.Builder
+	sb.WriteString(strings.ToLower(r.table.Name))
+	for _, o := range r.table.Options {
+		fmt.Fprintf(&sb, "|%d:%s=%d:%s", len(o.Key), o.Key, len(o.Value), o.Value)
+	}
+	return sb.String()
 }
 
 func (p *Planner) planInsert(b *physBuilder, in *parser.Insert) error {
@@ -169,7 +220,7 @@ func (p *Planner) planInsert(b *physBuilder, in *parser.Insert) error {
 			}
 			next := b.newTask(want)
 			next.OutSchema, next.OutMode = task.OutSchema, task.OutMode
-			b.connect(task, next, Rebalance, nil)
+			b.connect(b.skipReader(task), next, Rebalance, nil)
 			task = next
 		}
 	}
@@ -179,11 +230,12 @@ func (p *Planner) planInsert(b *physBuilder, in *parser.Insert) error {
 
 // physBuilder turns rel chains into tasks.
 type physBuilder struct {
-	p    *Planner
-	plan *Physical
-	seq  int
-	ids  idState // stable ids of stateful operators, sources and sinks (ids.go)
-	err  error   // first error of build (a UID hint that cannot be applied)
+	p      *Planner
+	shared map[string]*Task // scanKey -> the shared source task (nil until built)
+	plan   *Physical
+	seq    int
+	ids    idState // stable ids of stateful operators, sources and sinks (ids.go)
+	err    error   // first error of build (a UID hint that cannot be applied)
 }
 
 // id derives the id of a stateless operator from its place in the task
@@ -199,6 +251,9 @@ func (b *physBuilder) id(t *Task, desc string) string {
 	}
 	for _, e := range t.Inputs {
 		h.Write([]byte(e.From.Name))
+		if len(e.From.Outputs) > 1 { // a reader of a shared source
+			fmt.Fprintf(h, "|%s#%d", e.From.Source.ID, slices.Index(e.From.Outputs, e))
+		}
 	}
 	fmt.Fprintf(h, "|%s|%d", desc, len(t.Ops))
 	return hex.EncodeToString(h.Sum(nil))[:16]
@@ -215,7 +270,7 @@ func (b *physBuilder) newTask(par int) *Task {
 
 func (b *physBuilder) connect(from, to *Task, kind ExchangeKind, keys []int) {
 	e := &Edge{From: from, To: to, Kind: kind, Keys: keys, Mode: from.OutMode}
-	from.Output = e
+	from.Outputs = append(from.Outputs, e)
 	to.Inputs = append(to.Inputs, e)
 	b.plan.Edges = append(b.plan.Edges, e)
 }
@@ -224,22 +279,21 @@ func (b *physBuilder) connect(from, to *Task, kind ExchangeKind, keys []int) {
 func (b *physBuilder) build(r *rel) *Task {
 	switch r.kind {
 	case relScan:
-		par := b.p.Parallelism
-		if r.values {
-			par = 1
-		} else if b.p.SourceParallelism != nil {
-			par = b.p.SourceParallelism(r.table, par)
+		if b.shared != nil && !r.values {
+			if src, ok := b.shared[scanKey(r)]; ok {
+				// A shared source task has no chained operators: each
+				// reader starts its own task behind a forward edge.
+				if src == nil {
+					src = b.scanTask(r)
+					b.shared[scanKey(r)] = src
+				}
+				t := b.newTask(src.Parallelism)
+				t.OutSchema, t.OutMode = r.schema, r.mode
+				b.connect(src, t, Forward, nil)
+				return t
+			}
 		}
-		t := b.newTask(par)
-		spec := &SourceSpec{Values: r.values}
-		if !r.values {
-			spec.Table = r.table
-			spec.Schema = r.table.Schema
-		}
-		spec.ID = b.sourceID(r)
-		t.Source = spec
-		t.OutSchema, t.OutMode = r.schema, r.mode
-		return t
+		return b.scanTask(r)
 	case relCalc, relTableFunc:
 		t := b.build(r.input)
 		var op Op
@@ -264,13 +318,51 @@ func (b *physBuilder) build(r *rel) *Task {
 			par, kind = 1, Global
 		}
 		t := b.newTask(par)
-		b.connect(in, t, kind, r.agg.Keys)
+		b.connect(b.skipReader(in), t, kind, r.agg.Keys)
 		t.Ops = append(t.Ops, r.agg)
 		r.agg.ID = b.aggID(r)
 		t.OutSchema, t.OutMode = r.schema, r.mode
 		return t
 	}
 	panic("unknown rel")
+}
+
+// skipReader returns t, or the shared source behind t when t is a reader
+// of it that does nothing (no operator yet) and is about to be connected
+// by an exchange: the empty task and its forward edge are dropped.
+func (b *physBuilder) skipReader(t *Task) *Task {
+	if t.Source != nil || len(t.Ops) > 0 || t.Sink != nil || len(t.Outputs) > 0 || len(t.Inputs) != 1 || t.Inputs[0].Kind != Forward {
+		return t
+	}
+	e := t.Inputs[0]
+	src := e.From
+	if src.Source == nil || b.shared == nil {
+		return t
+	}
+	src.Outputs = slices.DeleteFunc(src.Outputs, func(x *Edge) bool { return x == e })
+	b.plan.Edges = slices.DeleteFunc(b.plan.Edges, func(x *Edge) bool { return x == e })
+	b.plan.Tasks = slices.DeleteFunc(b.plan.Tasks, func(x *Task) bool { return x == t })
+	return src
+}
+
+// scanTask starts a task with the source of scan r.
+func (b *physBuilder) scanTask(r *rel) *Task {
+	par := b.p.Parallelism
+	if r.values {
+		par = 1
+	} else if b.p.SourceParallelism != nil {
+		par = b.p.SourceParallelism(r.table, par)
+	}
+	t := b.newTask(par)
+	spec := &SourceSpec{Values: r.values}
+	if !r.values {
+		spec.Table = r.table
+		spec.Schema = r.table.Schema
+	}
+	spec.ID = b.sourceID(r)
+	t.Source = spec
+	t.OutSchema, t.OutMode = r.schema, r.mode
+	return t
 }
 
 func setID(op Op, id string) {
@@ -342,8 +434,8 @@ func Explain(ph *Physical) string {
 				fmt.Fprintf(&sb, "  Sink: client(fields=[%s]) %s\n", strings.Join(t.Sink.Schema.Names(), ", "), t.Sink.Mode)
 			}
 		}
-		if t.Output != nil {
-			fmt.Fprintf(&sb, "  -> %s to Task %d %s\n", exchangeDesc(t.Output), t.Output.To.Index+1, t.Output.Mode)
+		for _, e := range t.Outputs {
+			fmt.Fprintf(&sb, "  -> %s to Task %d %s\n", exchangeDesc(e), e.To.Index+1, e.Mode)
 		}
 	}
 	return sb.String()

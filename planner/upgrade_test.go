@@ -122,8 +122,8 @@ func TestIDsUniqueInJob(t *testing.T) {
 		}
 		seen[op.ID] = true
 	}
-	if len(seen) != 6 {
-		t.Errorf("%d operators, want 2 sources, 2 aggregations, 2 sinks: %s", len(seen), OperatorsMeta(ph))
+	if len(seen) != 5 {
+		t.Errorf("%d operators, want 1 shared source, 2 aggregations, 2 sinks: %s", len(seen), OperatorsMeta(ph))
 	}
 	ids := aggIDs(ph)
 	if ids[1] != ids[0]+"#1" {
@@ -269,12 +269,32 @@ func TestUIDHintPins(t *testing.T) {
 	}
 }
 
+// TestSourceReadTwice: two INSERTs of a statement set reading one table
+// share its source (one id, one task with two outputs); with
+// NoSourceReuse each reads on its own, under distinct ids.
 func TestSourceReadTwice(t *testing.T) {
 	c := upgradeCatalog(t)
-	ph := mustPlan(t, c, "EXECUTE STATEMENT SET BEGIN INSERT INTO pr SELECT word FROM words; INSERT INTO pr SELECT word FROM words; END")
+	const set = "EXECUTE STATEMENT SET BEGIN INSERT INTO pr SELECT word FROM words; INSERT INTO pr SELECT word FROM words; END"
+	ph := mustPlan(t, c, set)
 	ops := Operators(ph)
-	if len(ops) != 2 || ops[0].ID == ops[1].ID || ops[0].ID != hashID("source", "words") {
+	if len(ops) != 1 || ops[0].ID != hashID("source", "words") {
 		t.Errorf("sources %+v", ops)
+	}
+	if src := ph.Tasks[0]; src.Source == nil || len(src.Outputs) != 2 || len(src.Ops) != 0 {
+		t.Errorf("the shared source task: %s", Explain(ph))
+	}
+	st, err := parser.Parse(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Planner{Catalog: c, Parallelism: 2, MaxParallelism: 128, NoSourceReuse: true}
+	ph, err = p.PlanInserts(st.(*parser.StatementSet).Inserts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops = Operators(ph)
+	if len(ops) != 2 || ops[0].ID == ops[1].ID || ops[0].ID != hashID("source", "words") {
+		t.Errorf("sources without reuse %+v", ops)
 	}
 }
 

@@ -56,7 +56,7 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 		dir = checkpointRootOf(from)
 	}
 	opts := checkpoint.Options{Dir: dir, JobID: jobID, NumRetained: o.Int("state.checkpoints.num-retained"),
-		AllowFallback: strings.EqualFold(o.Get(checkpoint.FallbackOption), "true"),
+		AllowFallback: o.Bool(checkpoint.FallbackOption),
 		Logf:          func(format string, args ...any) { fmt.Fprintf(s.cfg.Log, format+"\n", args...) }}
 	c := &ckptSetup{retain: strings.EqualFold(o.Get("execution.checkpointing.externalized-checkpoint-retention"), "RETAIN_ON_CANCELLATION")}
 	c.cfg = &exec.CheckpointConfig{
@@ -66,10 +66,9 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 		MinPause:        o.Duration("execution.checkpointing.min-pause"),
 		TolerableFailed: o.Int("execution.checkpointing.tolerable-failed-checkpoints"),
 		MaxConcurrent:   o.Int("execution.checkpointing.max-concurrent-checkpoints"),
-		Unaligned: strings.EqualFold(o.Get("execution.checkpointing.unaligned.enabled"), "true") ||
-			strings.EqualFold(o.Get("execution.checkpointing.unaligned"), "true"),
-		AlignedTimeout: o.Duration("execution.checkpointing.aligned-checkpoint-timeout"),
-		FirstID:        1,
+		Unaligned:       o.Bool("execution.checkpointing.unaligned.enabled") || o.Bool("execution.checkpointing.unaligned"),
+		AlignedTimeout:  o.Duration("execution.checkpointing.aligned-checkpoint-timeout"),
+		FirstID:         1,
 		Meta: map[string]string{
 			"job_name":        name,
 			"sql":             st.SQL(),

@@ -201,6 +201,7 @@ func (s *Session) Planner() *planner.Planner {
 		MaxParallelism:    s.Options.Int("pipeline.max-parallelism"),
 		SourceParallelism: connectors.SourceParallelism,
 		SinkParallelism:   connectors.SinkParallelism,
+		NoSourceReuse:     !s.Options.Bool("table.optimizer.reuse-source-enabled"),
 		CanRead: func(t *catalog.Table) bool {
 			src, _, _, ok := catalog.ConnectorCaps(t.Connector())
 			return ok && src

@@ -22,7 +22,7 @@ const IgnoreUnclaimedOption = "execution.savepoint.ignore-unclaimed-state"
 
 // ignoreUnclaimed reports whether IgnoreUnclaimedOption is 'true'.
 func (s *Session) ignoreUnclaimed() bool {
-	return strings.EqualFold(strings.TrimSpace(s.Options.Get(IgnoreUnclaimedOption)), "true")
+	return s.Options.Bool(IgnoreUnclaimedOption)
 }
 
 // explainUpgrade is EXPLAIN UPGRADE FROM SAVEPOINT 'path' <statement>: the
