@@ -52,6 +52,9 @@ type OpContext struct {
 	Metrics       *Metrics
 	// StateTTL is table.exec.state.ttl (0: keep state forever).
 	StateTTL time.Duration
+
+	wakeups *wakeups // processing-time wake-ups of the subtask (see WakeAt)
+	opIndex int
 }
 
 // Operator is the API every operator of a task chain implements (v2),

@@ -241,6 +241,7 @@ type subtask struct {
 	// state this subtask took over at a restore at lower parallelism: their
 	// keys are deleted by every checkpoint, so no stale state survives.
 	takenOver map[string][]int
+	wakeups   *wakeups // nil: no operator with processing-time timers
 }
 
 func (st *subtask) checkpointing() bool { return st.coord != nil }
@@ -310,10 +311,12 @@ func (l *link) EmitWatermark(wm int64) error { return l.op.ProcessWatermark(wm, 
 
 func (st *subtask) build() error {
 	t := st.task
-	for _, spec := range t.Ops {
+	wk := &wakeups{clock: st.cfg.Clock, at: make([]int64, len(t.Ops))}
+	for i, spec := range t.Ops {
 		oc := &OpContext{OpID: spec.OpID(), Subtask: st.index, Parallelism: t.Parallelism,
 			KeyGroups: st.keyGroups(), Checkpointing: st.checkpointing(), Mem: st.cfg.Mem,
-			BatchSize: st.cfg.BatchSize, Clock: st.cfg.Clock, Metrics: st.cfg.Metrics, StateTTL: st.cfg.StateTTL}
+			BatchSize: st.cfg.BatchSize, Clock: st.cfg.Clock, Metrics: st.cfg.Metrics, StateTTL: st.cfg.StateTTL,
+			wakeups: wk, opIndex: i}
 		op, err := newOperator(spec, oc)
 		if err != nil {
 			return err
@@ -322,6 +325,9 @@ func (st *subtask) build() error {
 			op = st.cfg.WrapOperator(t.Name, st.index, op)
 		}
 		st.ops = append(st.ops, op)
+		if _, ok := op.(ProcessingTimeOperator); ok {
+			st.wakeups = wk
+		}
 		if err := op.Open(oc); err != nil {
 			return fmt.Errorf("%s: %w", spec.Describe(), err)
 		}
@@ -545,7 +551,14 @@ func (st *subtask) stopSource() error {
 var errStopSource = errors.New("source stopped for a savepoint")
 
 // pollCtl handles pending coordinator messages without waiting.
+// Processing-time timers that are due fire here too (between a source's
+// batches).
 func (st *subtask) pollCtl() error {
+	if st.wakeups.due() {
+		if err := st.fireProcessingTime(); err != nil {
+			return err
+		}
+	}
 	if st.ctl == nil {
 		return nil
 	}
@@ -929,7 +942,9 @@ func (st *subtask) runInputs() error {
 		alignTimer, alignC, alignAt = nil, nil, 0
 		return g.alignmentTimedOut()
 	}
+	defer st.wakeups.disarm()
 	for !st.done {
+		procC := st.wakeups.timer()
 		if d := g.alignDeadline(); d != alignAt {
 			if alignTimer != nil {
 				alignTimer.Stop()
@@ -973,6 +988,11 @@ func (st *subtask) runInputs() error {
 			if err := g.step(); err != nil {
 				return err
 			}
+			if st.wakeups.due() {
+				if err := st.fireProcessingTime(); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		select {
@@ -992,6 +1012,11 @@ func (st *subtask) runInputs() error {
 			}
 		case <-alignC:
 			if err := timedOut(); err != nil {
+				return err
+			}
+		case <-procC:
+			st.wakeups.disarm()
+			if err := st.fireProcessingTime(); err != nil {
 				return err
 			}
 		}
