@@ -146,7 +146,7 @@ var SessionOptions = []OptionDef{
 	{Key: "execution.checkpointing.min-pause", Default: func() string { return "0 ms" },
 		Description: "minimal pause between the end of a checkpoint and the start of the next", Check: durationOrZero},
 	{Key: "execution.checkpointing.max-concurrent-checkpoints", Default: func() string { return "1" },
-		Description: "periodic checkpoints in flight at once (savepoints and the final checkpoint are not counted)", Check: intAtLeast(1)},
+		Description: "periodic checkpoints in flight at once (savepoints and the final checkpoint are not counted); 1 with unaligned checkpoints, as in Flink", Check: intAtLeast(1)},
 	{Key: "table.exec.state.ttl", Default: func() string { return "0 ms" },
 		Description: "keyed state (group aggregation) not updated for longer than this (processing time) is dropped without a retraction, as in Flink; 0 keeps it forever",
 		Check:       durationOrZero},

@@ -92,7 +92,9 @@ type CheckpointConfig struct {
 	AlignedTimeout time.Duration
 	// MaxConcurrent is execution.checkpointing.max-concurrent-checkpoints
 	// (0 means 1): periodic checkpoints in flight at once. Savepoints and
-	// the final checkpoint are not limited by it.
+	// the final checkpoint are not limited by it. With Unaligned it is 1:
+	// as in Flink, unaligned checkpoints do not run concurrently (their
+	// channel state would be recorded for several barriers at once).
 	MaxConcurrent int
 	// Fault, when set, is called at the named protocol steps of every
 	// checkpoint (tests inject failures with it): an error aborts the
@@ -352,7 +354,7 @@ func (c *coordinator) run(ctx context.Context) (err error) {
 				lockstepDue = true
 			}
 		case <-tick:
-			if !allEnded && !c.stopping && len(c.pending) < max(c.cfg.MaxConcurrent, 1) && time.Since(c.lastEnd) >= c.cfg.MinPause {
+			if !allEnded && !c.stopping && len(c.pending) < c.cfg.maxConcurrent() && time.Since(c.lastEnd) >= c.cfg.MinPause {
 				c.trigger(trigger{})
 			}
 		case req := <-requests:
@@ -603,4 +605,13 @@ func (c *coordinator) abort(id int64, cause error) error {
 		return fmt.Errorf("checkpoint failed %d times in a row (execution.checkpointing.tolerable-failed-checkpoints = %d): %w", c.failures, c.cfg.TolerableFailed, cause)
 	}
 	return nil
+}
+
+// maxConcurrent is the number of periodic checkpoints that may be pending
+// at once (see MaxConcurrent).
+func (c *CheckpointConfig) maxConcurrent() int {
+	if c.Unaligned {
+		return 1
+	}
+	return max(c.MaxConcurrent, 1)
 }

@@ -159,3 +159,17 @@ func TestCoordinatorScripts(t *testing.T) {
 		return strings.Join(out, "\n") + "\n"
 	})
 }
+
+// TestUnalignedCheckpointsDoNotRunConcurrently: as in Flink, unaligned
+// checkpoints run one at a time whatever max-concurrent-checkpoints says.
+func TestUnalignedCheckpointsDoNotRunConcurrently(t *testing.T) {
+	for _, c := range []struct {
+		unaligned bool
+		max, want int
+	}{{false, 0, 1}, {false, 3, 3}, {true, 3, 1}, {true, 1, 1}} {
+		cfg := &CheckpointConfig{Unaligned: c.unaligned, MaxConcurrent: c.max}
+		if got := cfg.maxConcurrent(); got != c.want {
+			t.Errorf("unaligned=%v max=%d: %d in flight, want %d", c.unaligned, c.max, got, c.want)
+		}
+	}
+}
