@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/decimal128"
@@ -279,17 +279,22 @@ func (a *decSumAcc) decode(src []byte, g int32) (int, error) {
 // gives equal bytes whatever Go's map order.
 func appendMultiset[T scalar](dst []byte, m map[T]int64) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(m)))
+	// Encodings go into one scratch buffer (not one allocation per entry)
+	// and are written sorted, so equal multisets give equal bytes.
 	type ent struct {
-		enc []byte
-		c   int64
+		off, end int
+		c        int64
 	}
+	var scratch []byte
 	ents := make([]ent, 0, len(m))
 	for v, c := range m {
-		ents = append(ents, ent{appendScalar(nil, v), c})
+		off := len(scratch)
+		scratch = appendScalar(scratch, v)
+		ents = append(ents, ent{off, len(scratch), c})
 	}
-	sort.Slice(ents, func(i, j int) bool { return bytes.Compare(ents[i].enc, ents[j].enc) < 0 })
+	slices.SortFunc(ents, func(a, b ent) int { return bytes.Compare(scratch[a.off:a.end], scratch[b.off:b.end]) })
 	for _, e := range ents {
-		dst = binary.AppendVarint(append(dst, e.enc...), e.c)
+		dst = binary.AppendVarint(append(dst, scratch[e.off:e.end]...), e.c)
 	}
 	return dst
 }

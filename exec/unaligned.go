@@ -32,6 +32,7 @@ type unalignedSnap struct {
 	id    int64
 	buf   *checkpoint.Buffer
 	state []byte
+	ipc   bytes.Buffer // one batch's IPC stream, reused
 }
 
 // channelStateID is the operator id under which channel state is stored.
@@ -62,8 +63,9 @@ func (st *subtask) onChannelState(ch int, b Batch) error {
 			u.state = append(u.state, byte(op))
 		}
 	}
-	var w bytes.Buffer
-	iw := ipc.NewWriter(&w, ipc.WithSchema(b.Rec.Schema()), ipc.WithAllocator(st.cfg.Mem))
+	w := &u.ipc
+	w.Reset()
+	iw := ipc.NewWriter(w, ipc.WithSchema(b.Rec.Schema()), ipc.WithAllocator(st.cfg.Mem))
 	if err := iw.Write(b.Rec); err != nil {
 		return fmt.Errorf("recording channel state: %w", err)
 	}

@@ -291,14 +291,13 @@ func appendJSONString(dst, b []byte, p int) ([]byte, int, *jsonErr) {
 				p++
 				continue
 			}
-			if r, size := utf8.DecodeRune(b[p:]); r != utf8.RuneError || size > 1 {
-				p += size
-				continue
+			n, ok := seqLen(b[p:])
+			if !ok {
+				dst = append(dst, b[start:p]...)
+				dst = append(dst, replacement...)
+				start = p + n
 			}
-			dst = append(dst, b[start:p]...)
-			dst = append(dst, replacement...)
-			p += illFormedLen(b[p:])
-			start = p
+			p += n
 		}
 		dst = append(dst, b[start:p]...)
 		if p >= len(b) {
@@ -484,15 +483,13 @@ func appendJSONQuoted(dst []byte, s string) []byte {
 	for k := 0; k < len(s); k++ {
 		c := s[k]
 		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[k:])
-			if r != utf8.RuneError || size > 1 {
-				k += size - 1
-				continue
+			n, ok := seqLen(s[k:])
+			if !ok {
+				dst = append(dst, s[start:k]...)
+				dst = append(dst, replacement...)
+				start = k + n
 			}
-			dst = append(dst, s[start:k]...)
-			dst = append(dst, replacement...)
-			k += illFormedLen(s[k:]) - 1
-			start = k + 1
+			k += n - 1
 			continue
 		}
 		if c >= 0x20 && c != '"' && c != '\\' {

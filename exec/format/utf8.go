@@ -25,14 +25,13 @@ func AppendValidUTF8(dst, b []byte) []byte {
 			p++
 			continue
 		}
-		if r, size := utf8.DecodeRune(b[p:]); r != utf8.RuneError || size > 1 {
-			p += size
-			continue
+		n, ok := seqLen(b[p:])
+		if !ok {
+			dst = append(dst, b[start:p]...)
+			dst = append(dst, replacement...)
+			start = p + n
 		}
-		dst = append(dst, b[start:p]...)
-		dst = append(dst, replacement...)
-		p += illFormedLen(b[p:])
-		start = p
+		p += n
 	}
 	return append(dst, b[start:]...)
 }
@@ -55,11 +54,12 @@ func ValidUTF8(s string) string {
 	return string(AppendValidUTF8(nil, []byte(s)))
 }
 
-// illFormedLen returns the length (>= 1) of the maximal ill-formed
-// subsequence at the start of b, which is not a valid UTF-8 sequence: the
+// seqLen looks at the sequence starting at b[0], a byte >= 0x80: ok is
+// true when it is a well-formed UTF-8 sequence of n bytes; otherwise n
+// (>= 1) is the length of the maximal ill-formed subsequence there (the
 // lead byte plus the continuation bytes that still fit a well-formed
-// sequence, up to the first byte that does not.
-func illFormedLen[T text](b T) int {
+// sequence, up to the first byte that does not), which becomes one U+FFFD.
+func seqLen[T text](b T) (n int, ok bool) {
 	c := b[0]
 	var need int         // continuation bytes a sequence with this lead has
 	lo, hi := 0x80, 0xBF // the range of the second byte
@@ -79,9 +79,9 @@ func illFormedLen[T text](b T) int {
 	case c >= 0xF1 && c <= 0xF3:
 		need = 3
 	default: // 80..C1, F5..FF: never a lead byte
-		return 1
+		return 1, false
 	}
-	n := 1
+	n = 1
 	for k := 0; k < need && n < len(b); k++ {
 		x := int(b[n])
 		if x < lo || x > hi {
@@ -90,5 +90,5 @@ func illFormedLen[T text](b T) int {
 		n++
 		lo, hi = 0x80, 0xBF
 	}
-	return n
+	return n, n == need+1
 }

@@ -82,3 +82,24 @@ func TestDecodersValidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestSeqLenAgreesWithDecodeRune: seqLen calls a sequence well-formed
+// exactly when utf8.DecodeRune decodes it, with the same length, for every
+// lead byte >= 0x80 followed by every pair of next bytes (and a fixed
+// fourth).
+func TestSeqLenAgreesWithDecodeRune(t *testing.T) {
+	for c := 0x80; c <= 0xFF; c++ {
+		for x := 0; x <= 0xFF; x++ {
+			for y := 0; y <= 0xFF; y += 3 {
+				for _, b := range [][]byte{{byte(c), byte(x), byte(y), 0x80}, {byte(c), byte(x)}, {byte(c)}} {
+					n, ok := seqLen(b)
+					r, size := utf8.DecodeRune(b)
+					valid := r != utf8.RuneError || size > 1
+					if ok != valid || (ok && n != size) || n < 1 || n > len(b) {
+						t.Fatalf("% x: seqLen %d %v, DecodeRune %U %d", b, n, ok, r, size)
+					}
+				}
+			}
+		}
+	}
+}
