@@ -19,12 +19,16 @@
 // (coordinator.go) triggers checkpoints in the sources and tells every
 // subtask when one completes or aborts; aligned, at-least-once and
 // unaligned barrier handling is the gate's (unaligned.go: channel state).
+// Event time reaches operators as ProcessWatermark (the minimum over input
+// channels); processing time as OnProcessingTime, when the job's Clock
+// passes a time the operator asked for with OpContext.WakeAt (proctime.go).
 //
 // # Ownership rule
 //
 // A message carrying a record hands over exactly one reference. The receiver
 // releases it or forwards it; it calls Retain only to keep it longer (the
-// broadcast exchange retains once per extra receiver). Operators own the
+// broadcast exchange and a task with several output edges retain once per
+// extra receiver). Operators own the
 // batch passed to Process and pass ownership of what they emit to their
 // Collector. Sinks do not own what Write receives. Kernels (package
 // exec/expr) read typed slices and never touch reference counts. When RunJob
@@ -36,7 +40,10 @@
 // Each task of the plan runs Parallelism subtasks, one goroutine each, under
 // one errgroup: the first failure cancels the job's context, which every
 // blocking send and receive observes. Stateless operators are fused into the
-// task's chain and called directly. Hash exchanges route each row to the
+// task's chain and called directly. A task ends in a sink or in one or
+// more output edges (a source shared by a statement set's INSERTs feeds
+// each reader; every batch and signal goes down every edge in the same
+// order). Hash exchanges route each row to the
 // subtask owning its key group (hash mod max parallelism, then
 // keyGroup*parallelism/maxParallelism, as Flink) so that state can later be
 // redistributed by key group.
