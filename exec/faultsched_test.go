@@ -223,6 +223,7 @@ func (s *schedule) String() string {
 		planGlobalSink: "src -> HASH(k) -> agg(k) -> GLOBAL -> sink(p1)",
 		planChained:    "src -> HASH(k) -> agg(k)+sink",
 		planTwoLevel:   "src -> HASH(k) -> agg(k)+calc(s % 7919) -> HASH -> agg(b)+sink",
+		planFanOut:     "src -> {HASH(k) -> agg(k)+sink a, HASH(k) -> agg(k)(p1) -> GLOBAL -> sink b(p1)}",
 	}[s.plan]
 	mode := "aligned"
 	if s.unaligned {
@@ -249,6 +250,10 @@ const (
 	// planTwoLevel: then GROUP BY s % schedBuckets, COUNT(*), SUM(k) over
 	// that changelog, with the sink chained (see twoLevelPlan).
 	planTwoLevel
+	// planFanOut: a source with two output edges (a source shared by two
+	// statements), each into the aggregation and a sink (see fanPlan); the
+	// committed output holds every row twice.
+	planFanOut
 )
 
 func (p schedPlan) build(par int) *planner.Physical {
@@ -257,6 +262,8 @@ func (p schedPlan) build(par int) *planner.Physical {
 		return ckChainedPlan(par)
 	case planTwoLevel:
 		return twoLevelPlan(par)
+	case planFanOut:
+		return fanPlan(par)
 	}
 	return ckAggPlan(par)
 }
@@ -269,6 +276,13 @@ const schedBuckets = 7919
 // want is the folded output of the uninterrupted job, from expectedCounts.
 func (p schedPlan) want() []string {
 	rows := expectedCounts(schedRows, schedKeys).sorted()
+	if p == planFanOut { // both sinks write every row
+		twice := make([]string, 0, 2*len(rows))
+		for _, r := range rows {
+			twice = append(twice, r, r)
+		}
+		return twice
+	}
 	if p != planTwoLevel {
 		return rows
 	}
@@ -327,7 +341,7 @@ func twoLevelPlan(par int) *planner.Physical {
 // certainly exists (so that a restart restores and a restore fault fires).
 func genSchedule(seed uint64) *schedule {
 	r := rand.New(rand.NewPCG(seed, 0x5eed5eed))
-	s := &schedule{seed: seed, plan: schedPlan(r.IntN(3)), par: 1 + r.IntN(3),
+	s := &schedule{seed: seed, plan: schedPlan(r.IntN(4)), par: 1 + r.IntN(3),
 		maxPar: []int{7, 16, 16, 32, 128}[r.IntN(5)], chanCap: 1 + r.IntN(4), retain: 1 + r.IntN(3),
 		unaligned: r.IntN(3) == 0}
 	par := s.par
@@ -337,6 +351,8 @@ func genSchedule(seed uint64) *schedule {
 			return 2 * par
 		case planTwoLevel:
 			return 3 * par
+		case planFanOut:
+			return 2*par + 2
 		}
 		return 2*par + 1
 	}
@@ -1071,8 +1087,12 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 				defer r.mu.Unlock()
 				return &schedSource{r: r, attempt: r.attempt, sc: sc, fresh: true}, nil
 			},
-			NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
-				return &schedSink{rtxnSink: rtxnSink{txnSink{sys: r.sys, subtask: sc.Subtask}}, r: r}, nil
+			NewSink: func(tb *catalog.Table, sc *SinkContext) (Sink, error) {
+				sub := sc.Subtask
+				if tb.Name == "b" { // planFanOut's second sink: its own transactions
+					sub += 100
+				}
+				return &schedSink{rtxnSink: rtxnSink{txnSink{sys: r.sys, subtask: sub}}, r: r}, nil
 			},
 			WrapOperator: func(_ string, sub int, op Operator) Operator {
 				if _, ok := op.(*groupAgg); ok {
