@@ -480,7 +480,7 @@ func parseExpr(src *source, from, to int) (*Expr, *Error) {
 	if err := r.parseFuncArgs(); err != nil {
 		return nil, err
 	}
-	return &Expr{Node: e[0], Ctx: &QueryContext{impl: r.q}}, nil
+	return &Expr{Node: e[0], Ctx: &QueryContext{impl: r.q}, Text: src.text[from:to]}, nil
 }
 
 // parseExprRange parses tokens [i, j) as a comma-separated expression list
