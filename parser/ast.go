@@ -345,6 +345,13 @@ type queryContextImpl interface {
 	nodePos(n ast.Node) (Pos, bool)
 	tokenBefore(n ast.Node) (string, Pos, bool)
 	nullSafeEqual(e *ast.BinaryOperationExpr) (distinct bool, at Pos, ok bool)
+	aggFilter(n ast.Node) (ast.ExprNode, Pos, bool)
+}
+
+// AggFilter returns the condition of agg(...) FILTER (WHERE cond) written
+// after the aggregate call a, and where FILTER is.
+func (c *QueryContext) AggFilter(a ast.Node) (cond ast.ExprNode, at Pos, ok bool) {
+	return c.impl.aggFilter(a)
 }
 
 // CastType returns the Flink type written in a CAST (TiDB's grammar only
