@@ -9,12 +9,64 @@ import (
 
 // Table is a table declared with CREATE TABLE: a schema bound to a connector.
 type Table struct {
-	Name       string
-	Schema     Schema
+	Name string
+	// Schema holds the physical columns: what the connector reads and
+	// writes (INSERT INTO writes only these, as in Flink).
+	Schema Schema
+	// Computed are the computed columns (`c AS expr`), evaluated after the
+	// scan; FullSchema interleaves them with Schema in declaration order.
+	Computed   []ComputedColumn
 	Watermark  *Watermark
 	PrimaryKey []string
 	// Options are the WITH (...) pairs in declaration order; keys are as written.
 	Options []Option
+}
+
+// ComputedColumn is `Name AS <ExprSQL>` of CREATE TABLE.
+type ComputedColumn struct {
+	Name    string
+	Type    Type // inferred from the expression over the physical columns
+	ExprSQL string
+	// Expr is the parsed expression (a *parser.Expr, opaque here so that
+	// catalog does not depend on the parser).
+	Expr any
+	// Position is the column's index in FullSchema (declaration order).
+	Position int
+}
+
+// FullSchema returns every column a query sees, in declaration order:
+// physical and computed. Without computed columns it is Schema itself.
+func (t *Table) FullSchema() Schema {
+	if len(t.Computed) == 0 {
+		return t.Schema
+	}
+	out := make(Schema, 0, len(t.Schema)+len(t.Computed))
+	p, c := 0, 0
+	for len(out) < len(t.Schema)+len(t.Computed) {
+		if c < len(t.Computed) && t.Computed[c].Position == len(out) {
+			out = append(out, Column{Name: t.Computed[c].Name, Type: t.Computed[c].Type})
+			c++
+			continue
+		}
+		if p < len(t.Schema) {
+			out = append(out, t.Schema[p])
+			p++
+			continue
+		}
+		out = append(out, Column{Name: t.Computed[c].Name, Type: t.Computed[c].Type})
+		c++
+	}
+	return out
+}
+
+// ComputedAt returns the computed column at index i of FullSchema, if any.
+func (t *Table) ComputedAt(i int) (*ComputedColumn, bool) {
+	for k := range t.Computed {
+		if t.Computed[k].Position == i {
+			return &t.Computed[k], true
+		}
+	}
+	return nil, false
 }
 
 // Option is one connector option.

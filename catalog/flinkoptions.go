@@ -66,7 +66,6 @@ var ignoredOptions = []ignoredOption{
 	{"table.exec.uid.format", anyValue, "operator ids are derived from the plan's structure (see the UID hint)"},
 	{"table.exec.disabled-operators", anyValue, whyOptimizer},
 	{"table.dml-sync", boolCheck, "INSERT returns once the job is submitted"},
-	{"table.local-time-zone", anyValue, "TIMESTAMP(3) has no time zone and there is no TIMESTAMP_LTZ type"},
 	{"table.sql-dialect", enumOf("default"), "only Flink's default dialect is parsed"},
 	{"table.generated-code.max-length", intAtLeast(1), "no code is generated"},
 	{"table.display.max-column-width", intAtLeast(1), "the shell has no such setting"},

@@ -134,6 +134,9 @@ var SessionOptions = []OptionDef{
 		Description: "rows per Arrow record batch", Check: intAtLeast(1)},
 	{Key: "execution.batch-linger", Default: func() string { return "200 ms" },
 		Description: "flush a partial batch after this long", Check: durationCheck},
+	{Key: "table.local-time-zone", Default: func() string { return "UTC" },
+		Description: "zone of TIMESTAMP_LTZ values and of CURRENT_DATE/LOCALTIMESTAMP (an IANA name such as Europe/Berlin, or GMT+08:00); UTC unless set (Flink's default is the system zone; streamsql's is deterministic)",
+		Check:       func(v string) error { _, err := LoadZone(v); return err }},
 	{Key: "execution.runtime-mode", Default: func() string { return "streaming" },
 		Description: "only streaming is supported", Check: enumOf("streaming")},
 	// Checkpointing and recovery (Flink's keys).

@@ -48,10 +48,22 @@ func (b *Base) Position() Pos { return b.Pos }
 func (b *Base) SQL() string   { return b.Text }
 
 // TypeName is a SQL type as written, e.g. DECIMAL(10, 2). Name is upper-case.
+// A ROW<name type, ...> (or ROW(name type, ...)) has Name "ROW" and its
+// fields in Fields.
 type TypeName struct {
-	Name string
-	Args []int
-	Pos  Pos
+	Name    string
+	Args    []int
+	Pos     Pos
+	Fields  []FieldDef
+	NotNull bool // a ROW field declared NOT NULL
+}
+
+// FieldDef is one field of a ROW type as written.
+type FieldDef struct {
+	Name    string
+	Type    TypeName
+	Pos     Pos
+	Comment string
 }
 
 // Option is one 'key' = 'value' pair of a WITH (...) clause or a SET.
@@ -93,6 +105,8 @@ type WatermarkDef struct {
 type Expr struct {
 	Node ast.ExprNode
 	Ctx  *QueryContext
+	// Text is the expression's original text.
+	Text string
 }
 
 // CreateTable is CREATE TABLE [IF NOT EXISTS] name (cols, [WATERMARK FOR ...],
@@ -331,6 +345,13 @@ type queryContextImpl interface {
 	nodePos(n ast.Node) (Pos, bool)
 	tokenBefore(n ast.Node) (string, Pos, bool)
 	nullSafeEqual(e *ast.BinaryOperationExpr) (distinct bool, at Pos, ok bool)
+	aggFilter(n ast.Node) (ast.ExprNode, Pos, bool)
+}
+
+// AggFilter returns the condition of agg(...) FILTER (WHERE cond) written
+// after the aggregate call a, and where FILTER is.
+func (c *QueryContext) AggFilter(a ast.Node) (cond ast.ExprNode, at Pos, ok bool) {
+	return c.impl.aggFilter(a)
 }
 
 // CastType returns the Flink type written in a CAST (TiDB's grammar only

@@ -68,6 +68,21 @@ func (c *cursor) acceptOp(op string) bool {
 	return false
 }
 
+// acceptCloser consumes closer (")" or ">"). A ">>" token (two nested ROW
+// types ending together) is split: its first half is consumed.
+func (c *cursor) acceptCloser(closer string) bool {
+	if c.acceptOp(closer) {
+		return true
+	}
+	if closer == ">" && c.isOp(">>") {
+		// copy on write: the token slice may be shared with the source
+		t := c.toks[c.i]
+		c.toks = append(append(c.toks[:c.i:c.i], token{kind: tOp, start: t.start + 1, end: t.end}), c.toks[c.i+1:]...)
+		return true
+	}
+	return false
+}
+
 func (c *cursor) errorf(t token, format string, args ...any) *Error {
 	return &Error{Pos: c.src.pos(t.start), Msg: fmt.Sprintf(format, args...)}
 }

@@ -309,7 +309,9 @@ func parseOptions(c *cursor) ([]Option, *Error) {
 
 // parseType parses a type as written: NAME [(n [, m])], plus the multi-word
 // forms DOUBLE PRECISION, CHARACTER VARYING and
-// TIMESTAMP[(p)] WITH[OUT] [LOCAL] TIME ZONE. Names are not validated here.
+// TIMESTAMP[(p)] WITH[OUT] [LOCAL] TIME ZONE, and the nested ROW<name type
+// [NOT NULL] [COMMENT '...'], ...> (also written ROW(...)). Names are not
+// validated here.
 func parseType(c *cursor) (TypeName, *Error) {
 	t := c.peek()
 	if t.kind != tIdent {
@@ -323,6 +325,9 @@ func parseType(c *cursor) (TypeName, *Error) {
 	case (tn.Name == "CHARACTER" || tn.Name == "CHAR") && c.isWord("VARYING"):
 		c.next()
 		tn.Name = "VARCHAR"
+	}
+	if tn.Name == "ROW" && (c.isOp("<") || c.isOp("(")) {
+		return parseRowType(c, tn)
 	}
 	if c.isOp("(") {
 		c.next()
@@ -352,11 +357,58 @@ func parseType(c *cursor) (TypeName, *Error) {
 			tn.Name += "_LTZ"
 		case c.acceptWords("WITHOUT", "TIME", "ZONE"):
 		case c.isWord("WITH") && c.isWordN(1, "TIME"):
-			return TypeName{}, c.errorf(c.peek(), "TIMESTAMP WITH TIME ZONE is not supported")
+			return TypeName{}, c.errorf(c.peek(), "TIMESTAMP WITH TIME ZONE is not supported; use TIMESTAMP_LTZ (TIMESTAMP WITH LOCAL TIME ZONE)")
 		}
 	}
 	if c.isOp("<") {
-		return TypeName{}, c.errorf(c.peek(), "nested type %s<...> is not supported", tn.Name)
+		return TypeName{}, c.errorf(c.peek(), "nested type %s<...> is not supported (only ROW<...>)", tn.Name)
 	}
 	return tn, nil
+}
+
+// parseRowType parses the fields of ROW<...> or ROW(...); the cursor is at
+// the '<' or '('.
+func parseRowType(c *cursor, tn TypeName) (TypeName, *Error) {
+	closer := ">"
+	if c.isOp("(") {
+		closer = ")"
+	}
+	c.next()
+	for {
+		if len(tn.Fields) == 0 && c.acceptCloser(closer) {
+			return TypeName{}, c.errorf(c.toks[c.i-1], "a ROW type needs at least one field")
+		}
+		name, nt, err := c.ident("a field name")
+		if err != nil {
+			return TypeName{}, err
+		}
+		for _, f := range tn.Fields {
+			if strings.EqualFold(f.Name, name) {
+				return TypeName{}, c.errorf(nt, "duplicate field %s in ROW type", name)
+			}
+		}
+		ft, err := parseType(c)
+		if err != nil {
+			return TypeName{}, err
+		}
+		fd := FieldDef{Name: name, Type: ft, Pos: c.src.pos(nt.start)}
+		if c.isWord("NOT") && c.isWordN(1, "NULL") {
+			c.i += 2
+			fd.Type.NotNull = true
+		} else if c.isWord("NULL") {
+			c.next()
+		}
+		if c.isWord("COMMENT") && c.peekN(1).kind == tString {
+			c.next()
+			fd.Comment, _, _ = c.stringLit("a comment")
+		}
+		tn.Fields = append(tn.Fields, fd)
+		if c.acceptOp(",") {
+			continue
+		}
+		if c.acceptCloser(closer) {
+			return tn, nil
+		}
+		return TypeName{}, c.unexpected(`"," or "` + closer + `"`)
+	}
 }

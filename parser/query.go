@@ -192,6 +192,7 @@ type rewriter struct {
 	repl      map[int]replacement
 	q         *qctx
 	funcs     []pendingFunc
+	filters   []pendingFilter
 }
 
 // qctx implements QueryContext.
@@ -205,6 +206,26 @@ type qctx struct {
 	refs     []*TableRef
 	// pos maps TiDB's expression nodes to their offset in the original text.
 	pos map[ast.Node]int
+	// filters maps the original offset of an aggregate's name to its
+	// FILTER (WHERE ...) condition, and where FILTER is written.
+	filters map[int]aggFilter
+}
+
+type aggFilter struct {
+	cond ast.ExprNode
+	at   int
+}
+
+func (q *qctx) aggFilter(n ast.Node) (ast.ExprNode, Pos, bool) {
+	off, ok := q.pos[n]
+	if !ok {
+		return nil, Pos{}, false
+	}
+	f, ok := q.filters[off]
+	if !ok {
+		return nil, Pos{}, false
+	}
+	return f.cond, q.src.pos(f.at), true
 }
 
 func (q *qctx) tableRef(tn *ast.TableName) (*TableRef, bool) {
@@ -480,7 +501,7 @@ func parseExpr(src *source, from, to int) (*Expr, *Error) {
 	if err := r.parseFuncArgs(); err != nil {
 		return nil, err
 	}
-	return &Expr{Node: e[0], Ctx: &QueryContext{impl: r.q}}, nil
+	return &Expr{Node: e[0], Ctx: &QueryContext{impl: r.q}, Text: src.text[from:to]}, nil
 }
 
 // parseExprRange parses tokens [i, j) as a comma-separated expression list
@@ -509,6 +530,19 @@ func (r *rewriter) parseExprRange(i, j, from, to int) ([]ast.ExprNode, *Error) {
 }
 
 func (r *rewriter) parseFuncArgs() *Error {
+	for _, pf := range r.filters {
+		e, err := r.parseExprRange(pf.argFrom, pf.argTo, pf.argOrig, pf.argStop)
+		if err != nil {
+			return err
+		}
+		if len(e) != 1 {
+			return r.src.errAt(pf.argOrig, "FILTER (WHERE ...) takes one condition")
+		}
+		if r.q.filters == nil {
+			r.q.filters = map[int]aggFilter{}
+		}
+		r.q.filters[pf.aggOff] = aggFilter{cond: e[0], at: pf.at}
+	}
 	for _, pf := range r.funcs {
 		if pf.empty {
 			continue
@@ -726,6 +760,16 @@ func (r *rewriter) analyze() *Error {
 			r.replace(k, k+3, "<=>")
 		case r.tablePosition(k) && r.isTableName(k) && !r.isOp(k+1, "("):
 			err = r.rewriteTableRef(k)
+		case w == "REGEXP" && r.isOp(k+1, "(") && !r.isOp(k-1, "."):
+			// Flink's REGEXP(str, pattern) function; TiDB knows only the operator
+			r.replace(k, k, "`REGEXP`")
+		case w == "EXTRACT" && r.isOp(k+1, "(") && r.word(k+3) == "FROM" && r.codeTok(k+2).kind == tIdent:
+			// EXTRACT(unit FROM x): TiDB lacks Flink's DOW, DOY, EPOCH, ...
+			r.replace(k, k+3, fmt.Sprintf("%s('%s', ", ExtractFunc, r.word(k+2)))
+		case (w == "FLOOR" || w == "CEIL" || w == "CEILING") && r.isOp(k+1, "("):
+			r.rewriteFloorTo(k)
+		case w == "FILTER" && r.isOp(k+1, "(") && r.word(k+2) == "WHERE" && r.isOp(k-1, ")"):
+			err = r.rewriteAggFilter(k)
 		case mysqlOnlyReserved[w] && !r.isOp(k+1, "("):
 			r.replace(k, k, "`"+r.src.tokText(t)+"`")
 		case windowOnlyFuncs[w] && r.isOp(k+1, "(") && r.matchParen(k+1) > 0 && r.word(r.matchParen(k+1)+1) != "OVER":
@@ -741,6 +785,80 @@ func (r *rewriter) analyze() *Error {
 		}
 	}
 	return r.rewriteHints()
+}
+
+// Names of the calls the pre-lexer writes for Flink's time syntax.
+const (
+	// ExtractFunc is EXTRACT(unit FROM x): __ssql_extract('UNIT', x).
+	ExtractFunc = "__ssql_extract"
+	// FloorToFunc and CeilToFunc are FLOOR(x TO unit) and CEIL(x TO unit):
+	// __ssql_floor(x, 'UNIT').
+	FloorToFunc = "__ssql_floor"
+	CeilToFunc  = "__ssql_ceil"
+)
+
+// rewriteFloorTo handles FLOOR(x TO unit) and CEIL(x TO unit) (TiDB has
+// only FLOOR(x)); FLOOR(x) stays as it is.
+func (r *rewriter) rewriteFloorTo(k int) {
+	closeK := r.matchParen(k + 1)
+	if closeK < 0 || closeK < k+4 {
+		return
+	}
+	depth := 0
+	for i := k + 2; i < closeK; i++ {
+		switch {
+		case r.isOp(i, "("):
+			depth++
+		case r.isOp(i, ")"):
+			depth--
+		case depth == 0 && r.word(i) == "TO" && i+2 == closeK && r.codeTok(i+1).kind == tIdent:
+			fn := FloorToFunc
+			if r.word(k) != "FLOOR" {
+				fn = CeilToFunc
+			}
+			r.replace(k, k, fn)
+			r.replace(i, i+1, fmt.Sprintf(", '%s'", r.word(i+1)))
+			return
+		}
+	}
+}
+
+// rewriteAggFilter handles agg(...) FILTER (WHERE cond): the clause is
+// removed from the text given to TiDB and cond is parsed on its own;
+// QueryContext.AggFilter finds it from the aggregate's node.
+func (r *rewriter) rewriteAggFilter(k int) *Error {
+	closeK := r.matchParen(k + 1)
+	if closeK < 0 {
+		return nil
+	}
+	// the aggregate's name: the token before the '(' matching the ')' before FILTER
+	open := -1
+	for i := k - 1; i >= 0; i-- {
+		if r.matchParen(i) == k-1 {
+			open = i
+			break
+		}
+	}
+	if open < 1 || r.codeTok(open-1).kind != tIdent {
+		return r.src.errAt(r.codeTok(k).start, "FILTER (WHERE ...) must follow an aggregate function call")
+	}
+	if closeK == k+3 {
+		return r.src.errAt(r.codeTok(closeK).start, "FILTER (WHERE ...) needs a condition")
+	}
+	r.replace(k, closeK, "")
+	r.filters = append(r.filters, pendingFilter{aggOff: r.codeTok(open - 1).start,
+		argFrom: r.code[k+3], argTo: r.code[closeK], argOrig: r.codeTok(k + 3).start, argStop: r.codeTok(closeK).start,
+		at: r.codeTok(k).start})
+	return nil
+}
+
+// pendingFilter is a FILTER (WHERE cond) whose condition is parsed after
+// the main text.
+type pendingFilter struct {
+	aggOff           int // original offset of the aggregate's name
+	argFrom, argTo   int // token indexes of the condition
+	argOrig, argStop int
+	at               int // offset of FILTER
 }
 
 // windowOnlyFuncs are the functions TiDB parses only with OVER (...).

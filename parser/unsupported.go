@@ -17,8 +17,6 @@ func (r *rewriter) unsupported(k int) *Error {
 	switch {
 	case w == "GROUPING" && r.word(k+1) == "SETS":
 		return at("GROUPING SETS are not supported yet")
-	case w == "FILTER" && r.isOp(k+1, "(") && r.word(k+2) == "WHERE" && r.isOp(k-1, ")"):
-		return at("aggregate FILTER (WHERE ...) is not supported yet; write the condition into the argument instead, e.g. COUNT(CASE WHEN cond THEN 1 END) or SUM(CASE WHEN cond THEN x END)")
 	case w == "SIMILAR" && r.word(k+1) == "TO":
 		if r.word(k-1) == "NOT" {
 			return r.src.errAt(r.codeTok(k-1).start, "NOT SIMILAR TO is not supported yet; use NOT LIKE")

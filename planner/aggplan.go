@@ -14,7 +14,7 @@ import (
 //
 //	in -> Calc(keys..., agg args...) -> GroupAggregate -> Calc(HAVING, select list)
 func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.QueryContext) (*rel, error) {
-	pre := &exprBuilder{ctx: ctx, in: in, clause: "GROUP BY"}
+	pre := &exprBuilder{p: p, ctx: ctx, in: in, clause: "GROUP BY"}
 	var preProjs []Expr
 	var preSchema catalog.Schema
 	var keyStrs []string
@@ -71,7 +71,7 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 					err = aggErr(ctx, a, "%s takes exactly one argument", strings.ToUpper(fn))
 					return
 				}
-				ab := &exprBuilder{ctx: ctx, in: in, clause: strings.ToUpper(fn)}
+				ab := &exprBuilder{p: p, ctx: ctx, in: in, clause: strings.ToUpper(fn)}
 				arg, e := ab.build(a.Args[0])
 				if e != nil {
 					err = e
@@ -143,7 +143,7 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 			if fn == "count" && len(a.Args) == 1 && isStarArg(a.Args[0]) {
 				k = "COUNT(*)"
 			} else {
-				ab := &exprBuilder{ctx: ctx, in: in}
+				ab := &exprBuilder{p: p, ctx: ctx, in: in}
 				arg, err := ab.build(a.Args[0])
 				if err != nil {
 					return nil, true, err
@@ -160,7 +160,7 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 		switch n.(type) {
 		case ast.ValueExpr, *ast.ParenthesesExpr:
 		default:
-			ab := &exprBuilder{ctx: ctx, in: in}
+			ab := &exprBuilder{p: p, ctx: ctx, in: in}
 			e, err := ab.build(n)
 			if err != nil {
 				if _, isCol := n.(*ast.ColumnNameExpr); isCol {
@@ -185,7 +185,7 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 		if err := havingAlias(sel, in, ctx); err != nil {
 			return nil, err
 		}
-		hb := &exprBuilder{ctx: ctx, in: aggRel, hook: hook, clause: "HAVING"}
+		hb := &exprBuilder{p: p, ctx: ctx, in: aggRel, hook: hook, clause: "HAVING"}
 		cond, err := hb.build(sel.Having.Expr)
 		if err != nil {
 			return nil, err

@@ -31,6 +31,9 @@ type Planner struct {
 	// statements of a statement set that read the same table with the same
 	// options (table.optimizer.reuse-source-enabled = false).
 	NoSourceReuse bool
+	// TimeZone is table.local-time-zone: the zone TIMESTAMP_LTZ values are
+	// shown and converted in ("" means UTC).
+	TimeZone string
 }
 
 // rel is a node of the logical plan: a chain from a source (no joins yet).
@@ -203,7 +206,7 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 		}
 	}
 	if sel.Where != nil {
-		b := &exprBuilder{ctx: ctx, in: in, clause: "WHERE"}
+		b := &exprBuilder{p: p, ctx: ctx, in: in, clause: "WHERE"}
 		cond, err := b.build(sel.Where)
 		if err != nil {
 			return nil, err
@@ -345,7 +348,7 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 			}
 			continue
 		}
-		b := &exprBuilder{ctx: ctx, in: in, hook: hook, clause: "SELECT"}
+		b := &exprBuilder{p: p, ctx: ctx, in: in, hook: hook, clause: "SELECT"}
 		e, err := b.build(f.Expr)
 		if err != nil {
 			return nil, err
@@ -509,7 +512,10 @@ func (p *Planner) buildTableName(tn *ast.TableName, ctx *parser.QueryContext) (*
 				return nil, err
 			}
 		}
-		r := &rel{kind: relScan, table: t, schema: t.Schema, mode: InsertOnly, describ: "TableSourceScan(table=[" + t.Name + "])"}
+		r, err := p.scanWithComputed(t)
+		if err != nil {
+			return nil, at("%v", err)
+		}
 		return r.qualify(name), nil
 	}
 	if v, ok := p.Catalog.View(name); ok {
@@ -562,7 +568,7 @@ func (p *Planner) buildTableFunc(left *rel, tf *parser.TableFunc, ctx *parser.Qu
 	if len(args) < 1 || len(args) > 2 {
 		return nil, &parser.Error{Pos: tf.Pos, Msg: "SPLIT takes (string[, delimiter])"}
 	}
-	b := &exprBuilder{ctx: ctx, in: left, clause: "LATERAL TABLE"}
+	b := &exprBuilder{p: p, ctx: ctx, in: left, clause: "LATERAL TABLE"}
 	var eargs []Expr
 	for i, a := range args {
 		e, err := b.build(a)

@@ -35,7 +35,16 @@ func (c *ColRef) String() string     { return fmt.Sprintf("$%d:%s", c.Index, c.N
 //	KindDouble:    float64
 //	KindDecimal:   decimal128.Num (unscaled value at T.Scale)
 //	KindString:    string
-//	KindTimestamp: int64 (milliseconds since the epoch, wall-clock, no time zone)
+//	KindTimestamp: int64 (since the epoch in the units of T.TimeUnit():
+//	               milliseconds for TIMESTAMP(0..3); wall-clock, no time zone)
+//	KindTimestampLTZ: int64 (an instant, units as KindTimestamp)
+//	KindTinyInt:   int8
+//	KindSmallInt:  int16
+//	KindFloat:     float32
+//	KindDate:      int32 (days since 1970-01-01)
+//	KindTime:      int32 (milliseconds of the day)
+//	KindIntervalDT: int64 (milliseconds)
+//	KindIntervalYM: int32 (months)
 type Literal struct {
 	Value any
 	T     catalog.Type

@@ -19,6 +19,7 @@ import (
 
 // exprBuilder translates TiDB expression nodes over the columns of in.
 type exprBuilder struct {
+	p      *Planner // for session settings (time zone); may be nil
 	ctx    *parser.QueryContext
 	in     *rel
 	clause string
@@ -278,9 +279,9 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		if !ok {
 			return nil, b.errAt(x, "CAST", "unsupported CAST target type")
 		}
-		t, err := catalog.ParseTypeName(tn.Name, tn.Args)
+		t, err := ResolveTypeName(tn)
 		if err != nil {
-			return nil, &parser.Error{Pos: tn.Pos, Msg: err.Error()}
+			return nil, err
 		}
 		resolve, word := ResolveCast, "CAST"
 		if b.ctx.IsTryCast(x) {

@@ -323,11 +323,26 @@ func resolveCastFn(fn string, arg Expr, to catalog.Type) (Expr, error) {
 
 // CanCast reports whether CAST from one type to another is supported.
 func CanCast(from, to catalog.Type) bool {
+	if from.Kind == catalog.KindRow || to.Kind == catalog.KindRow {
+		return from.Kind == catalog.KindNull || from.Equal(to) || (from.Kind == catalog.KindRow && to.Kind == catalog.KindString)
+	}
 	if from.Kind == catalog.KindNull || from.Kind == to.Kind {
 		return to.Kind != catalog.KindNull || from.Kind == catalog.KindNull
 	}
+	if from.IsInterval() || to.IsInterval() {
+		return to.Kind == catalog.KindString && from.IsInterval()
+	}
 	if from.Kind == catalog.KindString || to.Kind == catalog.KindString {
 		return to.Kind != catalog.KindNull
+	}
+	if from.IsDatetime() && to.IsDatetime() {
+		switch {
+		case from.Kind == catalog.KindDate:
+			return to.IsTimestamp()
+		case from.Kind == catalog.KindTime:
+			return to.Kind == catalog.KindTimestamp
+		}
+		return true // TIMESTAMP and TIMESTAMP_LTZ to any
 	}
 	numOrBool := func(t catalog.Type) bool { return t.IsNumeric() || t.Kind == catalog.KindBoolean }
 	return numOrBool(from) && numOrBool(to)
@@ -342,7 +357,7 @@ func castCanBeNull(from, to catalog.Type) bool {
 	switch from.Kind {
 	case catalog.KindBoolean:
 		return to.Precision-to.Scale < 1
-	case catalog.KindInt, catalog.KindBigInt, catalog.KindDecimal:
+	case catalog.KindTinyInt, catalog.KindSmallInt, catalog.KindInt, catalog.KindBigInt, catalog.KindDecimal:
 		return intDigits(from) > to.Precision-to.Scale
 	}
 	return true
@@ -351,6 +366,10 @@ func castCanBeNull(from, to catalog.Type) bool {
 // intDigits is the number of integer digits a numeric type can hold.
 func intDigits(t catalog.Type) int {
 	switch t.Kind {
+	case catalog.KindTinyInt:
+		return 3
+	case catalog.KindSmallInt:
+		return 5
 	case catalog.KindInt:
 		return 10
 	case catalog.KindBigInt:
@@ -409,6 +428,12 @@ func merge2(a, b catalog.Type) (catalog.Type, bool) {
 		if a.Kind == catalog.KindDouble || b.Kind == catalog.KindDouble {
 			return catalog.Double, true
 		}
+		if a.Kind == catalog.KindFloat || b.Kind == catalog.KindFloat {
+			if a.Kind == catalog.KindDecimal || b.Kind == catalog.KindDecimal {
+				return catalog.Double, true
+			}
+			return catalog.Float, true
+		}
 		if a.Kind == catalog.KindDecimal || b.Kind == catalog.KindDecimal {
 			da, db := asDecimal(a), asDecimal(b)
 			s := max(da.Scale, db.Scale)
@@ -425,7 +450,22 @@ func merge2(a, b catalog.Type) (catalog.Type, bool) {
 		if a.Kind == catalog.KindBigInt || b.Kind == catalog.KindBigInt {
 			return catalog.BigInt, true
 		}
-		return catalog.Int, true
+		if a.Kind == catalog.KindInt || b.Kind == catalog.KindInt {
+			return catalog.Int, true
+		}
+		if a.Kind == catalog.KindSmallInt || b.Kind == catalog.KindSmallInt {
+			return catalog.SmallInt, true
+		}
+		return catalog.TinyInt, true
+	case a.IsTimestamp() && b.IsTimestamp() && a.Kind == b.Kind:
+		a.Precision = max(a.Precision, b.Precision)
+		return a, true
+	case a.Kind == catalog.KindTimestamp && b.Kind == catalog.KindDate, a.Kind == catalog.KindDate && b.Kind == catalog.KindTimestamp:
+		return catalog.TimestampP(max(a.Precision, b.Precision)), true
+	case a.Kind == catalog.KindTime && b.Kind == catalog.KindTime:
+		return catalog.Type{Kind: catalog.KindTime, Precision: max(a.Precision, b.Precision)}, true
+	case a.Kind == catalog.KindRow && b.Kind == catalog.KindRow:
+		return a, a.Equal(b)
 	case a.Kind == b.Kind:
 		return a, true
 	}
@@ -435,6 +475,10 @@ func merge2(a, b catalog.Type) (catalog.Type, bool) {
 // asDecimal returns the DECIMAL type that holds every value of an exact type.
 func asDecimal(t catalog.Type) catalog.Type {
 	switch t.Kind {
+	case catalog.KindTinyInt:
+		return catalog.Decimal(3, 0).WithNotNull(t.NotNull)
+	case catalog.KindSmallInt:
+		return catalog.Decimal(5, 0).WithNotNull(t.NotNull)
 	case catalog.KindInt:
 		return catalog.Decimal(10, 0).WithNotNull(t.NotNull)
 	case catalog.KindBigInt:

@@ -8,10 +8,15 @@ import (
 	"github.com/streamsql/streamsql/parser"
 )
 
+// IsRowtimeType reports whether t can be an event-time attribute (a
+// WATERMARK FOR column): TIMESTAMP(3) or TIMESTAMP_LTZ(3), as in Flink.
+func IsRowtimeType(t catalog.Type) bool { return t.IsTimestamp() && t.Precision == 3 }
+
 // WatermarkDelay checks a WATERMARK FOR expression and returns the bounded
 // delay it declares. Supported, as the strategies Flink users write:
 // `ts` (ascending timestamps) and `ts - INTERVAL 'n' unit` (bounded
-// out-of-orderness), where ts is a TIMESTAMP(3) column of schema.
+// out-of-orderness), where ts is a TIMESTAMP(3) or TIMESTAMP_LTZ(3) column
+// of schema (physical or computed).
 func WatermarkDelay(schema catalog.Schema, e *parser.Expr) (delayMillis int64, err error) {
 	n := unparen(e.Node)
 	col := func(x ast.ExprNode) error {
@@ -23,8 +28,8 @@ func WatermarkDelay(schema catalog.Schema, e *parser.Expr) (delayMillis int64, e
 		if i < 0 {
 			return e.Ctx.Errorf(c.Name.Name.O, "column '%s' in the watermark expression is not a column of the table", c.Name.Name.O)
 		}
-		if schema[i].Type.Kind != catalog.KindTimestamp {
-			return e.Ctx.Errorf(c.Name.Name.O, "watermark expression must be TIMESTAMP(3), but '%s' is %s", c.Name.Name.O, schema[i].Type)
+		if !IsRowtimeType(schema[i].Type) {
+			return e.Ctx.Errorf(c.Name.Name.O, "watermark expression must be TIMESTAMP(3) or TIMESTAMP_LTZ(3), but '%s' is %s", c.Name.Name.O, schema[i].Type)
 		}
 		return nil
 	}

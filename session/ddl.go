@@ -13,12 +13,15 @@ import (
 func (s *Session) createTable(x *parser.CreateTable) (*Result, error) {
 	t := &catalog.Table{Name: x.Name, PrimaryKey: x.PrimaryKey}
 	for _, c := range x.Columns {
-		if c.Computed != nil || c.Metadata {
-			return nil, &parser.Error{Pos: c.Pos, Msg: fmt.Sprintf("column '%s': computed and metadata columns are not supported yet", c.Name)}
+		if c.Metadata {
+			return nil, &parser.Error{Pos: c.Pos, Msg: fmt.Sprintf("column '%s': metadata columns are not supported yet", c.Name)}
 		}
-		typ, err := catalog.ParseTypeName(c.Type.Name, c.Type.Args)
+		if c.Computed != nil {
+			continue
+		}
+		typ, err := planner.ResolveTypeName(c.Type)
 		if err != nil {
-			return nil, &parser.Error{Pos: c.Type.Pos, Msg: err.Error()}
+			return nil, err
 		}
 		typ.NotNull = c.NotNull
 		if t.Schema.Index(c.Name) >= 0 {
@@ -26,8 +29,20 @@ func (s *Session) createTable(x *parser.CreateTable) (*Result, error) {
 		}
 		t.Schema = append(t.Schema, catalog.Column{Name: c.Name, Type: typ})
 	}
+	// Computed columns refer to physical columns only (as in Flink).
+	for i, c := range x.Columns {
+		if c.Computed == nil {
+			continue
+		}
+		typ, err := s.Planner().ComputedColumnType(t.Schema, c.Name, c.Computed)
+		if err != nil {
+			return nil, err
+		}
+		t.Computed = append(t.Computed, catalog.ComputedColumn{Name: c.Name, Type: typ.Nullable().WithNotNull(typ.NotNull),
+			ExprSQL: strings.TrimSpace(c.Computed.Text), Expr: c.Computed, Position: i})
+	}
 	if len(t.Schema) == 0 {
-		return nil, &parser.Error{Pos: x.NamePos, Msg: "a table needs at least one column"}
+		return nil, &parser.Error{Pos: x.NamePos, Msg: "a table needs at least one physical column"}
 	}
 	for ki, k := range x.PrimaryKey {
 		i := t.Schema.Index(k)
@@ -45,21 +60,22 @@ func (s *Session) createTable(x *parser.CreateTable) (*Result, error) {
 		t.Schema[i].Type.NotNull = true
 	}
 	if w := x.Watermark; w != nil {
-		i := t.Schema.Index(w.Column)
+		full := t.FullSchema()
+		i := full.Index(w.Column)
 		if i < 0 {
 			return nil, &parser.Error{Pos: w.Pos, Msg: fmt.Sprintf("watermark column '%s' is not a column of the table", w.Column)}
 		}
-		if t.Schema[i].Type.Kind != catalog.KindTimestamp {
-			return nil, &parser.Error{Pos: w.Pos, Msg: fmt.Sprintf("watermark column '%s' must be TIMESTAMP(3), not %s", w.Column, t.Schema[i].Type)}
+		if !planner.IsRowtimeType(full[i].Type) {
+			return nil, &parser.Error{Pos: w.Pos, Msg: fmt.Sprintf("watermark column '%s' must be TIMESTAMP(3) or TIMESTAMP_LTZ(3), not %s", w.Column, full[i].Type)}
 		}
 		text := ""
 		if w.Expr != nil {
-			if _, err := planner.WatermarkDelay(t.Schema, w.Expr); err != nil {
+			if _, err := planner.WatermarkDelay(full, w.Expr); err != nil {
 				return nil, err
 			}
 			text = exprText(x.Text, w)
 		}
-		t.Watermark = &catalog.Watermark{Column: t.Schema[i].Name, ExprSQL: text}
+		t.Watermark = &catalog.Watermark{Column: full[i].Name, ExprSQL: text}
 	}
 	for _, o := range x.Options {
 		t.Options = append(t.Options, catalog.Option{Key: o.Key, Value: o.Value})
@@ -154,7 +170,11 @@ func ShowCreateTable(t *catalog.Table) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "CREATE TABLE `%s` (\n", t.Name)
 	var lines []string
-	for _, c := range t.Schema {
+	for i, c := range t.FullSchema() {
+		if cc, ok := t.ComputedAt(i); ok {
+			lines = append(lines, fmt.Sprintf("  `%s` AS %s", c.Name, cc.ExprSQL))
+			continue
+		}
 		lines = append(lines, fmt.Sprintf("  `%s` %s", c.Name, c.Type))
 	}
 	if t.Watermark != nil {
@@ -181,7 +201,11 @@ func ShowCreateTable(t *catalog.Table) string {
 func (s *Session) describe(x *parser.Describe) (*Result, error) {
 	r := &Result{Kind: ResultTable, Columns: []string{"name", "type", "null", "key", "extras", "watermark"}}
 	if t, found := s.Catalog.Table(x.Name); found {
-		for _, c := range t.Schema {
+		for ci, c := range t.FullSchema() {
+			extras := ""
+			if cc, ok := t.ComputedAt(ci); ok {
+				extras = "AS " + cc.ExprSQL
+			}
 			null := "TRUE"
 			if c.Type.NotNull {
 				null = "FALSE"
@@ -196,7 +220,7 @@ func (s *Session) describe(x *parser.Describe) (*Result, error) {
 			if t.Watermark != nil && strings.EqualFold(t.Watermark.Column, c.Name) {
 				wm = t.Watermark.ExprSQL
 			}
-			r.Rows = append(r.Rows, []string{c.Name, c.Type.Nullable().String(), null, key, "", wm})
+			r.Rows = append(r.Rows, []string{c.Name, c.Type.Nullable().String(), null, key, extras, wm})
 		}
 		return r, nil
 	}

@@ -199,6 +199,7 @@ func (s *Session) Planner() *planner.Planner {
 		Catalog:           s.Catalog,
 		Parallelism:       s.Options.Int("parallelism.default"),
 		MaxParallelism:    s.Options.Int("pipeline.max-parallelism"),
+		TimeZone:          s.Options.Get("table.local-time-zone"),
 		SourceParallelism: connectors.SourceParallelism,
 		SinkParallelism:   connectors.SinkParallelism,
 		NoSourceReuse:     !s.Options.Bool("table.optimizer.reuse-source-enabled"),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -18,11 +19,25 @@ import (
 // compileCast builds CAST(arg AS to) for an argument of type from. With try,
 // values that cannot be converted become NULL instead of failing.
 func compileCast(from, to catalog.Type, arg Evaluator, try bool) (Evaluator, error) {
+	return compileCastIn(from, to, arg, try, time.UTC)
+}
+
+// compileCastIn is compileCast with the session time zone (casts from and
+// to TIMESTAMP_LTZ).
+func compileCastIn(from, to catalog.Type, arg Evaluator, try bool, loc *time.Location) (Evaluator, error) {
 	if from.Kind == catalog.KindNull {
 		return &nullNode{dt: to.ArrowType()}, nil
 	}
 	bad := func() (Evaluator, error) {
 		return nil, fmt.Errorf("cannot cast %s to %s", from.Nullable(), to.Nullable())
+	}
+	if ev, ok, err := compileTimeCast(from, to, arg, try, loc); ok || err != nil {
+		return ev, err
+	}
+	if isNewNumeric(from.Kind) || isNewNumeric(to.Kind) {
+		if ev := compileNumCast(from, to, arg); ev != nil {
+			return ev, nil
+		}
 	}
 	if to.Kind == catalog.KindString {
 		if from.Kind == catalog.KindString {
@@ -31,13 +46,14 @@ func compileCast(from, to catalog.Type, arg Evaluator, try bool) (Evaluator, err
 			}
 			return arg, nil
 		}
-		return &formatNode{arg: arg, from: from, maxLen: to.Length}, nil
+		return &formatNode{arg: arg, from: from, maxLen: to.Length, loc: loc}, nil
 	}
 	if from.Kind == catalog.KindString {
 		switch to.Kind {
 		case catalog.KindBoolean, catalog.KindInt, catalog.KindBigInt, catalog.KindDouble,
-			catalog.KindDecimal, catalog.KindTimestamp:
-			return &parseNode{arg: arg, to: to, try: try}, nil
+			catalog.KindDecimal, catalog.KindTimestamp, catalog.KindTimestampLTZ, catalog.KindDate,
+			catalog.KindTime:
+			return &parseNode{arg: arg, to: to, try: try, loc: loc}, nil
 		}
 		return bad()
 	}
@@ -289,6 +305,7 @@ type formatNode struct {
 	arg    Evaluator
 	from   catalog.Type
 	maxLen int
+	loc    *time.Location
 }
 
 func (c *formatNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
@@ -301,32 +318,26 @@ func (c *formatNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, 
 	bits, off, allNullA := bitsOf(a)
 	so := newStrOut(mem, n, 0)
 	var scratch []byte
-	scale := int32(c.from.Scale)
+	view := format.NewColumn(a)
+	if c.from.IsDatetime() {
+		view.SetPrecision(c.from.Precision)
+	}
+	view.SetZone(c.loc)
+	isBool := c.from.Kind == catalog.KindBoolean
 	for i := 0; i < n; i++ {
 		if allNullA || !isValid(bits, off, i) {
 			so.appendEmpty()
 			continue
 		}
 		scratch = scratch[:0]
-		switch c.from.Kind {
-		case catalog.KindBoolean:
+		if isBool { // Flink 1.15+: TRUE/FALSE
 			if a.(*array.Boolean).Value(i) {
 				scratch = append(scratch, "TRUE"...)
 			} else {
 				scratch = append(scratch, "FALSE"...)
 			}
-		case catalog.KindInt:
-			scratch = strconv.AppendInt(scratch, int64(a.(*array.Int32).Value(i)), 10)
-		case catalog.KindBigInt:
-			scratch = strconv.AppendInt(scratch, a.(*array.Int64).Value(i), 10)
-		case catalog.KindDouble:
-			scratch = format.AppendJavaDouble(scratch, a.(*array.Float64).Value(i))
-		case catalog.KindDecimal:
-			scratch = format.AppendDecimal(scratch, a.(*array.Decimal128).Value(i), scale)
-		case catalog.KindTimestamp:
-			scratch = format.AppendTimestamp(scratch, int64(a.(*array.Timestamp).Value(i)), format.StyleSQL)
-		case catalog.KindString:
-			scratch = append(scratch, a.(*array.String).Value(i)...)
+		} else {
+			scratch = view.Append(scratch, i, format.StyleSQL)
 		}
 		if c.maxLen > 0 {
 			scratch = truncRunes(scratch, c.maxLen)
@@ -353,6 +364,7 @@ type parseNode struct {
 	arg Evaluator
 	to  catalog.Type
 	try bool
+	loc *time.Location // TIMESTAMP_LTZ: the text is wall-clock time in loc
 }
 
 func (c *parseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
@@ -380,13 +392,16 @@ func (c *parseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, e
 	var i64 []int64
 	var f64 []float64
 	var dec []decimal128.Num
+	upm := c.to.UnitsPerMilli()
 	switch c.to.Kind {
 	case catalog.KindBoolean:
 		buf, out = allocBits(mem, n)
 	case catalog.KindInt:
 		buf, i32 = allocFixed[int32](mem, n)
-	case catalog.KindBigInt, catalog.KindTimestamp:
+	case catalog.KindBigInt, catalog.KindTimestamp, catalog.KindTimestampLTZ:
 		buf, i64 = allocFixed[int64](mem, n)
+	case catalog.KindDate, catalog.KindTime:
+		buf, i32 = allocFixed[int32](mem, n)
 	case catalog.KindDouble:
 		buf, f64 = allocFixed[float64](mem, n)
 	case catalog.KindDecimal:
@@ -411,8 +426,25 @@ func (c *parseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, e
 			}
 		case catalog.KindBigInt:
 			i64[i], perr = format.CastInt(s, 64)
-		case catalog.KindTimestamp:
-			i64[i], perr = format.CastTimestamp(s)
+		case catalog.KindTimestamp, catalog.KindTimestampLTZ:
+			var ms int64
+			var sub int32
+			if ms, sub, perr = format.CastTimestampNanos(s); perr == nil {
+				if c.to.Kind == catalog.KindTimestampLTZ {
+					ms = localToUTCMillis(ms, c.loc)
+				}
+				i64[i] = truncUnits(format.UnitsOf(ms, sub, upm), c.to)
+			}
+		case catalog.KindDate:
+			var d int64
+			if d, perr = format.CastDate(s); perr == nil {
+				i32[i] = int32(d)
+			}
+		case catalog.KindTime:
+			var t int64
+			if t, perr = format.CastTime(s); perr == nil {
+				i32[i] = int32(truncMillis(t, c.to.Precision))
+			}
 		case catalog.KindDouble:
 			f64[i], perr = format.CastDouble(s)
 		case catalog.KindDecimal:

@@ -47,7 +47,7 @@ func b2u(b bool) byte {
 }
 
 type ordered interface {
-	~int32 | ~int64 | ~float64
+	~int8 | ~int16 | ~int32 | ~int64 | ~float32 | ~float64
 }
 
 // cmpVV writes a op b into the bitmap out (zeroed).
@@ -124,11 +124,13 @@ func compileCompare(c *planner.Call, args []Evaluator) (Evaluator, error) {
 	}
 	switch at.Kind {
 	case catalog.KindBoolean, catalog.KindInt, catalog.KindBigInt, catalog.KindDouble,
-		catalog.KindDecimal, catalog.KindString, catalog.KindTimestamp:
+		catalog.KindDecimal, catalog.KindString, catalog.KindTimestamp, catalog.KindTinyInt,
+		catalog.KindSmallInt, catalog.KindFloat, catalog.KindDate, catalog.KindTime,
+		catalog.KindTimestampLTZ, catalog.KindIntervalDT, catalog.KindIntervalYM:
 	default:
 		return nil, fmt.Errorf("function %s: cannot compare values of type %s", c.Fn, at)
 	}
-	n := &cmpNode{op: cmpOps[c.Fn], kind: at.Kind, l: newOperand(args[0]), r: newOperand(args[1])}
+	n := &cmpNode{op: cmpOps[c.Fn], kind: storageKind(at.Kind), l: newOperand(args[0]), r: newOperand(args[1])}
 	if n.l.c != nil && n.r.c == nil { // keep the constant on the right
 		n.l, n.r = n.r, n.l
 		n.op = flipOp[n.op]
@@ -154,9 +156,28 @@ func (n *cmpNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, err
 	return makeArray(arrow.FixedWidthTypes.Boolean, rows, valid, buf), nil
 }
 
+// storageKind maps a kind to the kind whose storage it shares, for
+// kernels that only read values (DATE, TIME and INTERVAL YEAR TO MONTH
+// are int32; TIMESTAMP_LTZ and INTERVAL DAY TO SECOND int64).
+func storageKind(k catalog.Kind) catalog.Kind {
+	switch k {
+	case catalog.KindDate, catalog.KindTime, catalog.KindIntervalYM:
+		return catalog.KindInt
+	case catalog.KindTimestampLTZ, catalog.KindTimestamp, catalog.KindIntervalDT:
+		return catalog.KindBigInt
+	}
+	return k
+}
+
 // compareArrays compares two arrays row by row.
 func compareArrays(op int, kind catalog.Kind, a, b arrow.Array, out []byte) {
 	switch kind {
+	case catalog.KindTinyInt:
+		cmpVV(op, values[int8](a), values[int8](b), out)
+	case catalog.KindSmallInt:
+		cmpVV(op, values[int16](a), values[int16](b), out)
+	case catalog.KindFloat:
+		cmpVV(op, values[float32](a), values[float32](b), out)
 	case catalog.KindInt:
 		cmpVV(op, values[int32](a), values[int32](b), out)
 	case catalog.KindBigInt:
@@ -200,6 +221,12 @@ func cmpBool(a, b bool) int {
 // compareScalar compares every row of a with the single row of s.
 func compareScalar(op int, kind catalog.Kind, a, s arrow.Array, out []byte) {
 	switch kind {
+	case catalog.KindTinyInt:
+		cmpVS(op, values[int8](a), values[int8](s)[0], out)
+	case catalog.KindSmallInt:
+		cmpVS(op, values[int16](a), values[int16](s)[0], out)
+	case catalog.KindFloat:
+		cmpVS(op, values[float32](a), values[float32](s)[0], out)
 	case catalog.KindInt:
 		cmpVS(op, values[int32](a), values[int32](s)[0], out)
 	case catalog.KindBigInt:

@@ -3,6 +3,7 @@ package expr
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -187,12 +188,54 @@ func literalArray(l *planner.Literal) (arrow.Array, error) {
 		// Like every decoder, literals hold valid UTF-8 (a script file
 		// in another encoding could carry any bytes).
 		b.(*array.StringBuilder).Append(format.ValidUTF8(v))
-	case catalog.KindTimestamp:
+	case catalog.KindTimestamp, catalog.KindTimestampLTZ:
 		v, ok := l.Value.(int64)
 		if !ok {
 			return bad()
 		}
 		b.(*array.TimestampBuilder).Append(arrow.Timestamp(v))
+	case catalog.KindTinyInt:
+		v, ok := l.Value.(int8)
+		if !ok {
+			return bad()
+		}
+		b.(*array.Int8Builder).Append(v)
+	case catalog.KindSmallInt:
+		v, ok := l.Value.(int16)
+		if !ok {
+			return bad()
+		}
+		b.(*array.Int16Builder).Append(v)
+	case catalog.KindFloat:
+		v, ok := l.Value.(float32)
+		if !ok {
+			return bad()
+		}
+		b.(*array.Float32Builder).Append(v)
+	case catalog.KindDate:
+		v, ok := l.Value.(int32)
+		if !ok {
+			return bad()
+		}
+		b.(*array.Date32Builder).Append(arrow.Date32(v))
+	case catalog.KindTime:
+		v, ok := l.Value.(int32)
+		if !ok {
+			return bad()
+		}
+		b.(*array.Time32Builder).Append(arrow.Time32(v))
+	case catalog.KindIntervalDT:
+		v, ok := l.Value.(int64)
+		if !ok {
+			return bad()
+		}
+		b.(*array.DurationBuilder).Append(arrow.Duration(v))
+	case catalog.KindIntervalYM:
+		v, ok := l.Value.(int32)
+		if !ok {
+			return bad()
+		}
+		b.(*array.MonthIntervalBuilder).Append(arrow.MonthInterval(v))
 	default:
 		return bad()
 	}
@@ -355,12 +398,30 @@ func compileCall(c *planner.Call) (Evaluator, error) {
 	case "abs", "floor", "ceil", "round", "power", "sqrt", "exp", "ln", "log10":
 		return compileMath(c, args)
 	case "cast", "try_cast":
-		if err := nargs(c, 1, 1); err != nil {
+		if err := nargs(c, 1, 2); err != nil {
 			return nil, err
 		}
-		return compileCast(c.Args[0].Type(), c.T, args[0], c.Fn == "try_cast")
+		loc, err := zoneArg(c, 1)
+		if err != nil {
+			return nil, err
+		}
+		return compileCastIn(c.Args[0].Type(), c.T, args[0], c.Fn == "try_cast", loc)
 	}
 	return nil, fmt.Errorf("unknown function %q", c.Fn)
+}
+
+// zoneArg reads the session time zone that the planner passes as the
+// constant STRING argument i of calls that depend on it (UTC when absent).
+func zoneArg(c *planner.Call, i int) (*time.Location, error) {
+	if len(c.Args) <= i {
+		return time.UTC, nil
+	}
+	l, ok := c.Args[i].(*planner.Literal)
+	if !ok {
+		return nil, fmt.Errorf("function %s: the time zone argument must be a constant", c.Fn)
+	}
+	name, _ := l.Value.(string)
+	return catalog.LoadZone(name)
 }
 
 // canFail reports whether evaluating e can raise a run-time error (so it must

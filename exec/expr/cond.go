@@ -210,7 +210,13 @@ func compileIn(c *planner.Call, args []Evaluator) (Evaluator, error) {
 		for i, a := range args[1:] {
 			consts[i] = constArr(a)
 		}
-		switch t.Kind {
+		switch storageKind(t.Kind) {
+		case catalog.KindTinyInt:
+			return newInSet[int8](args[0], consts, not), nil
+		case catalog.KindSmallInt:
+			return newInSet[int16](args[0], consts, not), nil
+		case catalog.KindFloat:
+			return newInSet[float32](args[0], consts, not), nil
 		case catalog.KindInt:
 			return newInSet[int32](args[0], consts, not), nil
 		case catalog.KindBigInt, catalog.KindTimestamp:
@@ -233,7 +239,7 @@ func compileIn(c *planner.Call, args []Evaluator) (Evaluator, error) {
 	}
 	var ev Evaluator
 	for i, a := range args[1:] {
-		eq := &cmpNode{op: opEq, kind: t.Kind, l: newOperand(args[0]), r: newOperand(a)}
+		eq := &cmpNode{op: opEq, kind: storageKind(t.Kind), l: newOperand(args[0]), r: newOperand(a)}
 		if eq.l.c != nil && eq.r.c == nil {
 			eq.l, eq.r = eq.r, eq.l
 		}

@@ -95,10 +95,43 @@ func gather(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32,
 		}
 	}
 	switch dt.ID() {
-	case arrow.INT32:
+	case arrow.INT8:
+		return gatherFixed[int8](dt, srcs, which, rows, vbuf, mem)
+	case arrow.INT16:
+		return gatherFixed[int16](dt, srcs, which, rows, vbuf, mem)
+	case arrow.FLOAT32:
+		return gatherFixed[float32](dt, srcs, which, rows, vbuf, mem)
+	case arrow.INT32, arrow.DATE32, arrow.TIME32, arrow.INTERVAL_MONTHS:
 		return gatherFixed[int32](dt, srcs, which, rows, vbuf, mem)
-	case arrow.INT64:
+	case arrow.INT64, arrow.DURATION:
 		return gatherFixed[int64](dt, srcs, which, rows, vbuf, mem)
+	case arrow.STRUCT:
+		st := dt.(*arrow.StructType)
+		kids := make([]arrow.ArrayData, st.NumFields())
+		ks := make([]arrow.Array, len(srcs))
+		for f := range kids {
+			for k, src := range srcs {
+				ks[k] = src.(*array.Struct).Field(f)
+			}
+			ka := gather(st.Field(f).Type, ks, which, rows, mem)
+			kids[f] = ka.Data()
+			kids[f].Retain()
+			ka.Release()
+		}
+		nulls := 0
+		if vbuf != nil {
+			nulls = n - bitutil.CountSetBits(vbuf.Bytes(), 0, n)
+		}
+		d := array.NewData(dt, n, []*memory.Buffer{vbuf}, kids, nulls, 0)
+		if vbuf != nil {
+			vbuf.Release()
+		}
+		for _, k := range kids {
+			k.Release()
+		}
+		a := array.MakeFromData(d)
+		d.Release()
+		return a
 	case arrow.FLOAT64:
 		return gatherFixed[float64](dt, srcs, which, rows, vbuf, mem)
 	case arrow.TIMESTAMP:
@@ -201,9 +234,15 @@ func broadcast(a arrow.Array, n int, mem memory.Allocator) arrow.Array {
 		return allNull(a.DataType(), n, mem)
 	}
 	switch a.DataType().ID() {
-	case arrow.INT32:
+	case arrow.INT8:
+		return fill(a.DataType(), values[int8](a)[0], n, mem)
+	case arrow.INT16:
+		return fill(a.DataType(), values[int16](a)[0], n, mem)
+	case arrow.FLOAT32:
+		return fill(a.DataType(), values[float32](a)[0], n, mem)
+	case arrow.INT32, arrow.DATE32, arrow.TIME32, arrow.INTERVAL_MONTHS:
 		return fill(a.DataType(), values[int32](a)[0], n, mem)
-	case arrow.INT64:
+	case arrow.INT64, arrow.DURATION:
 		return fill(a.DataType(), values[int64](a)[0], n, mem)
 	case arrow.FLOAT64:
 		return fill(a.DataType(), values[float64](a)[0], n, mem)

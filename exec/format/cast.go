@@ -111,3 +111,37 @@ func CastTimestamp(s string) (int64, error) {
 	}
 	return ms, nil
 }
+
+var (
+	errCastDate = errors.New("not a DATE (expected yyyy-MM-dd)")
+	errCastTime = errors.New("not a TIME (expected HH:mm:ss[.SSS])")
+)
+
+// CastTimestampNanos is CastTimestamp that also returns the nanoseconds
+// below the millisecond (for TIMESTAMP(p) with p > 3).
+func CastTimestampNanos(s string) (int64, int32, error) {
+	ms, sub, st := scanTimestampNanos(s, tsCast)
+	if st != stOK {
+		return 0, 0, errCastTimestamp
+	}
+	return ms, sub, nil
+}
+
+// CastDate parses yyyy-M-d (Flink's lenient CAST to DATE) into days since
+// the epoch.
+func CastDate(s string) (int64, error) {
+	d, st := scanDate(s, true)
+	if st != stOK {
+		return 0, errCastDate
+	}
+	return d, nil
+}
+
+// CastTime parses H:m[:s[.fraction]] into milliseconds of the day.
+func CastTime(s string) (int64, error) {
+	ms, st := scanTime(s, true)
+	if st != stOK {
+		return 0, errCastTime
+	}
+	return ms, nil
+}

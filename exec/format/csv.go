@@ -254,6 +254,7 @@ func (d *CSVDecoder) Decode(line []byte) (bool, error) {
 type CSVEncoder struct {
 	opts CSVOptions
 	cols []Column
+	tmp  []byte
 }
 
 // NewCSVEncoder returns an encoder with the given options.
@@ -280,11 +281,15 @@ func (e *CSVEncoder) AppendRow(dst []byte, i int) []byte {
 			}
 			continue
 		}
-		if c.kind != ckString {
+		switch c.kind {
+		case ckString:
+			dst = e.appendString(dst, c.str.Value(i))
+		case ckStruct:
+			e.tmp = c.Append(e.tmp[:0], i, StyleFormatSQL)
+			dst = e.appendString(dst, string(e.tmp))
+		default:
 			dst = c.Append(dst, i, StyleFormatSQL)
-			continue
 		}
-		dst = e.appendString(dst, c.str.Value(i))
 	}
 	return append(dst, '\n')
 }

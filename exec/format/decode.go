@@ -59,17 +59,26 @@ type slot struct {
 // colOut is one column's typed builder.
 type colOut struct {
 	name  string
+	typ   catalog.Type
 	kind  catalog.Kind
 	prec  int32
 	scale int32
+	upm   int64 // TIMESTAMP: storage units per millisecond
 	b     array.Builder
 	bo    *array.BooleanBuilder
+	i8    *array.Int8Builder
+	i16   *array.Int16Builder
 	i32   *array.Int32Builder
 	i64   *array.Int64Builder
+	f32   *array.Float32Builder
 	f64   *array.Float64Builder
 	dec   *array.Decimal128Builder
 	str   *array.StringBuilder
 	ts    *array.TimestampBuilder
+	date  *array.Date32Builder
+	tm    *array.Time32Builder
+	st    *array.StructBuilder
+	child *rowDecoder // ROW: its fields
 }
 
 // rowDecoder holds the scratch of the record being decoded and commits it
@@ -86,25 +95,57 @@ func newRowDecoder(schema catalog.Schema, rb *array.RecordBuilder) (rowDecoder, 
 	if int(rb.Schema().NumFields()) != len(schema) {
 		return rowDecoder{}, fmt.Errorf("record builder has %d fields, schema has %d", rb.Schema().NumFields(), len(schema))
 	}
+	bs := make([]array.Builder, len(schema))
+	for i := range schema {
+		bs[i] = rb.Field(i)
+	}
+	return newRowDecoderOn(schema, bs)
+}
+
+func newRowDecoderOn(schema catalog.Schema, bs []array.Builder) (rowDecoder, error) {
 	r := rowDecoder{cols: make([]colOut, len(schema)), slots: make([]slot, len(schema))}
 	for i, c := range schema {
-		o := colOut{name: c.Name, kind: c.Type.Kind, prec: int32(c.Type.Precision), scale: int32(c.Type.Scale), b: rb.Field(i)}
+		o := colOut{name: c.Name, typ: c.Type, kind: c.Type.Kind, prec: int32(c.Type.Precision), scale: int32(c.Type.Scale), b: bs[i]}
 		ok := true
 		switch c.Type.Kind {
 		case catalog.KindBoolean:
 			o.bo, ok = o.b.(*array.BooleanBuilder)
+		case catalog.KindTinyInt:
+			o.i8, ok = o.b.(*array.Int8Builder)
+		case catalog.KindSmallInt:
+			o.i16, ok = o.b.(*array.Int16Builder)
 		case catalog.KindInt:
 			o.i32, ok = o.b.(*array.Int32Builder)
 		case catalog.KindBigInt:
 			o.i64, ok = o.b.(*array.Int64Builder)
+		case catalog.KindFloat:
+			o.f32, ok = o.b.(*array.Float32Builder)
 		case catalog.KindDouble:
 			o.f64, ok = o.b.(*array.Float64Builder)
 		case catalog.KindDecimal:
 			o.dec, ok = o.b.(*array.Decimal128Builder)
 		case catalog.KindString:
 			o.str, ok = o.b.(*array.StringBuilder)
-		case catalog.KindTimestamp:
+		case catalog.KindTimestamp, catalog.KindTimestampLTZ:
 			o.ts, ok = o.b.(*array.TimestampBuilder)
+			o.upm = c.Type.UnitsPerMilli()
+		case catalog.KindDate:
+			o.date, ok = o.b.(*array.Date32Builder)
+		case catalog.KindTime:
+			o.tm, ok = o.b.(*array.Time32Builder)
+		case catalog.KindRow:
+			o.st, ok = o.b.(*array.StructBuilder)
+			if ok {
+				kids := make([]array.Builder, len(c.Type.Fields))
+				for k := range kids {
+					kids[k] = o.st.FieldBuilder(k)
+				}
+				child, err := newRowDecoderOn(catalog.Schema(c.Type.Fields), kids)
+				if err != nil {
+					return rowDecoder{}, fmt.Errorf("column %q: %w", c.Name, err)
+				}
+				o.child = &child
+			}
 		default:
 			return rowDecoder{}, fmt.Errorf("column %q: type %s cannot be decoded", c.Name, c.Type)
 		}
@@ -116,10 +157,22 @@ func newRowDecoder(schema catalog.Schema, rb *array.RecordBuilder) (rowDecoder, 
 	return r, nil
 }
 
+func (r *rowDecoder) setFormat(iso, json bool) {
+	r.isoTS, r.json = iso, json
+	for i := range r.cols {
+		if r.cols[i].child != nil {
+			r.cols[i].child.setFormat(iso, json)
+		}
+	}
+}
+
 func (r *rowDecoder) reset() {
 	r.scratch = r.scratch[:0]
 	for i := range r.slots {
 		r.slots[i].null = true
+		if c := r.cols[i].child; c != nil {
+			c.reset()
+		}
 	}
 }
 
@@ -133,6 +186,14 @@ func (r *rowDecoder) parse(i int, text []byte) string {
 	switch c.kind {
 	case catalog.KindBoolean:
 		s.b, reason = parseBool(text)
+	case catalog.KindTinyInt:
+		var st status
+		s.i, st = parseInt(text, math.MinInt8, math.MaxInt8)
+		reason = intReason(st, "TINYINT")
+	case catalog.KindSmallInt:
+		var st status
+		s.i, st = parseInt(text, math.MinInt16, math.MaxInt16)
+		reason = intReason(st, "SMALLINT")
 	case catalog.KindInt:
 		var st status
 		s.i, st = parseInt(text, math.MinInt32, math.MaxInt32)
@@ -141,7 +202,7 @@ func (r *rowDecoder) parse(i int, text []byte) string {
 		var st status
 		s.i, st = parseInt(text, math.MinInt64, math.MaxInt64)
 		reason = intReason(st, "BIGINT")
-	case catalog.KindDouble:
+	case catalog.KindFloat, catalog.KindDouble:
 		var st status
 		s.f, st = parseDouble(text)
 		reason = doubleReason(st)
@@ -150,7 +211,48 @@ func (r *rowDecoder) parse(i int, text []byte) string {
 		s.d, st = parseDecimal(text, c.prec, c.scale)
 		reason = decimalReason(st, c.prec, c.scale)
 	case catalog.KindTimestamp:
-		s.i, reason = parseTimestamp(text, r.isoTS, r.json)
+		var sub int32
+		s.i, sub, reason = parseTimestampNanos(text, r.isoTS, r.json, c.typ)
+		s.i = UnitsOf(s.i, sub, c.upm)
+	case catalog.KindTimestampLTZ:
+		form := tsZ
+		if r.isoTS {
+			form = tsISO
+		}
+		ms, sub, st := scanTimestampNanos(text, form)
+		switch st {
+		case stOK:
+			s.i = UnitsOf(ms, sub, c.upm)
+		case stRange:
+			reason = "invalid " + c.typ.String() + ": date or time field out of range"
+		default:
+			reason = "invalid " + c.typ.String() + ": expected 'yyyy-MM-dd HH:mm:ss[.SSS][Z]' (UTC)"
+			if r.isoTS {
+				reason = "invalid " + c.typ.String() + ": expected 'yyyy-MM-ddTHH:mm:ss[.SSS]Z' (ISO-8601, UTC)"
+			}
+		}
+	case catalog.KindDate:
+		var st status
+		s.i, st = scanDate(text, false)
+		switch st {
+		case stRange:
+			reason = "invalid DATE: date field out of range"
+		case stOK:
+		default:
+			reason = "invalid DATE: expected 'yyyy-MM-dd'"
+		}
+	case catalog.KindTime:
+		var st status
+		s.i, st = scanTime(text, false)
+		switch st {
+		case stRange:
+			reason = "invalid TIME: time field out of range"
+		case stOK:
+		default:
+			reason = "invalid TIME: expected 'HH:mm:ss[.SSS]'"
+		}
+	case catalog.KindRow:
+		reason = "cannot read " + c.typ.String() + " from text (only the JSON format reads ROW columns, from nested objects)"
 	case catalog.KindString:
 		s.sOff = len(r.scratch)
 		r.scratch = appendText(r.scratch, text)
@@ -179,16 +281,29 @@ func (r *rowDecoder) commit() {
 		switch c.kind {
 		case catalog.KindBoolean:
 			c.bo.Append(s.b)
+		case catalog.KindTinyInt:
+			c.i8.Append(int8(s.i))
+		case catalog.KindSmallInt:
+			c.i16.Append(int16(s.i))
 		case catalog.KindInt:
 			c.i32.Append(int32(s.i))
 		case catalog.KindBigInt:
 			c.i64.Append(s.i)
+		case catalog.KindFloat:
+			c.f32.Append(float32(s.f))
 		case catalog.KindDouble:
 			c.f64.Append(s.f)
 		case catalog.KindDecimal:
 			c.dec.Append(s.d)
-		case catalog.KindTimestamp:
+		case catalog.KindTimestamp, catalog.KindTimestampLTZ:
 			c.ts.Append(arrow.Timestamp(s.i))
+		case catalog.KindDate:
+			c.date.Append(arrow.Date32(s.i))
+		case catalog.KindTime:
+			c.tm.Append(arrow.Time32(s.i))
+		case catalog.KindRow:
+			c.st.Append(true)
+			c.child.commit()
 		case catalog.KindString:
 			c.str.BinaryBuilder.Append(r.scratch[s.sOff : s.sOff+s.sN])
 		}

@@ -21,29 +21,45 @@ import (
 // a STRING column takes a JSON string as is, and any other value as its JSON
 // text.
 type JSONDecoder struct {
-	opts   JSONOptions
-	row    rowDecoder
+	opts JSONOptions
+	row  rowDecoder
+	root *jsonLevel
+	tmp  []byte
+}
+
+// jsonLevel is the key lookup of one object: the record's, or a ROW
+// column's nested object.
+type jsonLevel struct {
 	byName map[string]int
 	byFold map[string]int
 	seen   []bool
-	tmp    []byte
+	kids   []*jsonLevel // by column: the level of a ROW column's fields
 }
 
-// NewJSONDecoder returns a decoder appending to rb.
+func newJSONLevel(r *rowDecoder) *jsonLevel {
+	lv := &jsonLevel{byName: map[string]int{}, byFold: map[string]int{}, seen: make([]bool, len(r.cols)), kids: make([]*jsonLevel, len(r.cols))}
+	for i, c := range r.cols {
+		lv.byName[c.name] = i
+		if _, dup := lv.byFold[strings.ToLower(c.name)]; !dup {
+			lv.byFold[strings.ToLower(c.name)] = i
+		}
+		if c.child != nil {
+			lv.kids[i] = newJSONLevel(c.child)
+		}
+	}
+	return lv
+}
+
+// NewJSONDecoder returns a decoder appending to rb. ROW columns read
+// nested JSON objects, their fields by name as the record's columns.
 func NewJSONDecoder(schema catalog.Schema, opts JSONOptions, rb *array.RecordBuilder) (*JSONDecoder, error) {
 	r, err := newRowDecoder(schema, rb)
 	if err != nil {
 		return nil, err
 	}
-	r.isoTS = opts.ISOTimestamps
-	r.json = true
-	d := &JSONDecoder{opts: opts, row: r, byName: map[string]int{}, byFold: map[string]int{}, seen: make([]bool, len(schema))}
-	for i, c := range schema {
-		d.byName[c.Name] = i
-		if _, dup := d.byFold[strings.ToLower(c.Name)]; !dup {
-			d.byFold[strings.ToLower(c.Name)] = i
-		}
-	}
+	r.setFormat(opts.ISOTimestamps, true)
+	d := &JSONDecoder{opts: opts, row: r}
+	d.root = newJSONLevel(&d.row)
 	return d, nil
 }
 
@@ -66,45 +82,63 @@ func (d *JSONDecoder) Decode(line []byte) (bool, error) {
 	}
 	r := &d.row
 	r.reset()
-	for i := range d.seen {
-		d.seen[i] = false
-	}
 	if line[p] != '{' {
 		return false, d.syntax(line, p, "expected a JSON object")
+	}
+	p, err := d.object(r, d.root, line, p, "")
+	if err != nil {
+		return false, err
+	}
+	p = skipSpace(line, p)
+	if p != len(line) {
+		return false, d.syntax(line, p, "unexpected text after the object")
+	}
+	r.commit()
+	return true, nil
+}
+
+// object parses the object at line[p] ('{') into r's slots; prefix names
+// the enclosing ROW columns in errors ("person.").
+func (d *JSONDecoder) object(r *rowDecoder, lv *jsonLevel, line []byte, p int, prefix string) (int, error) {
+	for i := range lv.seen {
+		lv.seen[i] = false
 	}
 	p++
 	first := true
 	for {
 		p = skipSpace(line, p)
 		if p >= len(line) {
-			return false, d.syntax(line, p, "unexpected end of line inside the object")
+			return p, d.syntax(line, p, "unexpected end of line inside the object")
 		}
 		if line[p] == '}' && first {
 			p++
 			break
 		}
 		if line[p] != '"' {
-			return false, d.syntax(line, p, "expected a quoted key")
+			return p, d.syntax(line, p, "expected a quoted key")
 		}
 		// key
 		keyStart := len(d.tmp)
 		var je *jsonErr
 		d.tmp, p, je = appendJSONString(d.tmp[:keyStart], line, p)
 		if je != nil {
-			return false, d.syntax(line, je.pos, je.reason)
+			return p, d.syntax(line, je.pos, je.reason)
 		}
 		key := d.tmp[keyStart:]
-		col, ok := d.byName[string(key)]
+		col, ok := lv.byName[string(key)]
 		if !ok {
-			col, ok = d.byFold[strings.ToLower(string(key))]
+			col, ok = lv.byFold[strings.ToLower(string(key))]
 		}
 		p = skipSpace(line, p)
 		if p >= len(line) || line[p] != ':' {
-			return false, d.syntax(line, p, "expected ':' after a key")
+			return p, d.syntax(line, p, "expected ':' after a key")
 		}
 		p = skipSpace(line, p+1)
 		if p >= len(line) {
-			return false, d.syntax(line, p, "expected a value")
+			return p, d.syntax(line, p, "expected a value")
+		}
+		colName := func() string {
+			return prefix + r.cols[col].name
 		}
 		// value
 		start := p
@@ -114,7 +148,7 @@ func (d *JSONDecoder) Decode(line []byte) (bool, error) {
 			if !ok {
 				_, p, je = appendJSONString(d.tmp[:0], line, p)
 				if je != nil {
-					return false, d.syntax(line, je.pos, je.reason)
+					return p, d.syntax(line, je.pos, je.reason)
 				}
 				break
 			}
@@ -122,27 +156,35 @@ func (d *JSONDecoder) Decode(line []byte) (bool, error) {
 				off := len(r.scratch)
 				r.scratch, p, je = appendJSONString(r.scratch, line, p)
 				if je != nil {
-					return false, d.syntax(line, je.pos, je.reason)
+					return p, d.syntax(line, je.pos, je.reason)
 				}
 				r.setString(col, off)
 			} else {
 				d.tmp, p, je = appendJSONString(d.tmp[:0], line, p)
 				if je != nil {
-					return false, d.syntax(line, je.pos, je.reason)
+					return p, d.syntax(line, je.pos, je.reason)
 				}
 				if reason := r.parse(col, d.tmp); reason != "" {
-					return false, &FieldError{Column: r.cols[col].name, Value: shorten(d.tmp), Reason: reason}
+					return p, &FieldError{Column: colName(), Value: shorten(d.tmp), Reason: reason}
 				}
+			}
+		case c == '{' && ok && r.cols[col].child != nil:
+			child := r.cols[col].child
+			child.reset()
+			r.slots[col].null = false
+			var err error
+			if p, err = d.object(child, lv.kids[col], line, p, colName()+"."); err != nil {
+				return p, err
 			}
 		case c == '{' || c == '[':
 			end, je := skipComposite(line, p)
 			if je != nil {
-				return false, d.syntax(line, je.pos, je.reason)
+				return p, d.syntax(line, je.pos, je.reason)
 			}
 			p = end
 			if ok {
 				if r.cols[col].kind != catalog.KindString {
-					return false, &FieldError{Column: r.cols[col].name, Value: shorten(line[start:p]),
+					return p, &FieldError{Column: colName(), Value: shorten(line[start:p]),
 						Reason: "cannot read a JSON " + map[byte]string{'{': "object", '[': "array"}[c] + " as " + typeName(&r.cols[col])}
 				}
 				r.parse(col, line[start:p])
@@ -156,36 +198,39 @@ func (d *JSONDecoder) Decode(line []byte) (bool, error) {
 			case "null":
 				if ok {
 					r.slots[col].null = true
+					if ch := r.cols[col].child; ch != nil {
+						ch.reset()
+					}
 				}
 			case "true", "false":
 				if ok {
 					if k := r.cols[col].kind; k != catalog.KindBoolean && k != catalog.KindString {
-						return false, &FieldError{Column: r.cols[col].name, Value: string(tok), Reason: "cannot read a JSON boolean as " + typeName(&r.cols[col])}
+						return p, &FieldError{Column: colName(), Value: string(tok), Reason: "cannot read a JSON boolean as " + typeName(&r.cols[col])}
 					}
 					r.parse(col, tok)
 				}
 			default:
 				if !validNumber(tok) {
-					return false, d.syntax(line, start, "invalid value")
+					return p, d.syntax(line, start, "invalid value")
 				}
 				if ok {
 					switch r.cols[col].kind {
-					case catalog.KindBoolean, catalog.KindTimestamp:
-						return false, &FieldError{Column: r.cols[col].name, Value: string(tok), Reason: "cannot read a JSON number as " + typeName(&r.cols[col])}
+					case catalog.KindBoolean, catalog.KindTimestamp, catalog.KindTimestampLTZ, catalog.KindDate, catalog.KindTime, catalog.KindRow:
+						return p, &FieldError{Column: colName(), Value: string(tok), Reason: "cannot read a JSON number as " + typeName(&r.cols[col])}
 					}
 					if reason := r.parse(col, tok); reason != "" {
-						return false, &FieldError{Column: r.cols[col].name, Value: shorten(tok), Reason: reason}
+						return p, &FieldError{Column: colName(), Value: shorten(tok), Reason: reason}
 					}
 				}
 			}
 		}
 		if ok {
-			d.seen[col] = true
+			lv.seen[col] = true
 		}
 		first = false
 		p = skipSpace(line, p)
 		if p >= len(line) {
-			return false, d.syntax(line, p, "unexpected end of line inside the object")
+			return p, d.syntax(line, p, "unexpected end of line inside the object")
 		}
 		if line[p] == ',' {
 			p++
@@ -195,32 +240,19 @@ func (d *JSONDecoder) Decode(line []byte) (bool, error) {
 			p++
 			break
 		}
-		return false, d.syntax(line, p, "expected ',' or '}'")
-	}
-	p = skipSpace(line, p)
-	if p != len(line) {
-		return false, d.syntax(line, p, "unexpected text after the object")
+		return p, d.syntax(line, p, "expected ',' or '}'")
 	}
 	if d.opts.FailOnMissingField {
-		for i, s := range d.seen {
+		for i, s := range lv.seen {
 			if !s {
-				return false, &FieldError{Column: r.cols[i].name, Reason: "missing field ('json.fail-on-missing-field' is true)"}
+				return p, &FieldError{Column: prefix + r.cols[i].name, Reason: "missing field ('json.fail-on-missing-field' is true)"}
 			}
 		}
 	}
-	r.commit()
-	return true, nil
+	return p, nil
 }
 
-func typeName(c *colOut) string {
-	switch c.kind {
-	case catalog.KindDecimal:
-		return fmt.Sprintf("DECIMAL(%d, %d)", c.prec, c.scale)
-	case catalog.KindTimestamp:
-		return "TIMESTAMP(3)"
-	}
-	return catalog.Type{Kind: c.kind}.String()
-}
+func typeName(c *colOut) string { return c.typ.Nullable().String() }
 
 func (d *JSONDecoder) syntax(line []byte, pos int, reason string) error {
 	return &FieldError{Reason: fmt.Sprintf("invalid JSON: %s at character %d", reason, pos+1), Value: shorten(line)}
@@ -432,30 +464,45 @@ func (e *JSONEncoder) AppendRow(dst []byte, i int, op string) []byte {
 		}
 		sep = true
 		dst = append(dst, e.names[j]...)
-		if null {
-			dst = append(dst, "null"...)
-			continue
-		}
-		switch c.kind {
-		case ckString:
-			dst = appendJSONQuoted(dst, c.str.Value(i))
-		case ckTimestamp:
-			dst = append(dst, '"')
-			dst = AppendTimestamp(dst, c.i64[i], e.style)
-			dst = append(dst, '"')
-		case ckFloat64:
-			start := len(dst)
-			dst = AppendJavaDouble(dst, c.f64[i])
-			if d := dst[start]; d == 'N' || d == 'I' || d == '-' && len(dst) > start+1 && dst[start+1] == 'I' {
-				// not a JSON number: quote it
-				v := string(dst[start:])
-				dst = append(append(append(dst[:start], '"'), v...), '"')
-			}
-		default:
-			dst = c.Append(dst, i, e.style)
-		}
+		dst = e.appendValue(dst, c, i, null)
 	}
 	return append(dst, '}', '\n')
+}
+
+// appendValue appends one JSON value (a ROW as a nested object).
+func (e *JSONEncoder) appendValue(dst []byte, c *Column, i int, null bool) []byte {
+	if null {
+		return append(dst, "null"...)
+	}
+	switch c.kind {
+	case ckString:
+		return appendJSONQuoted(dst, c.str.Value(i))
+	case ckTimestamp, ckInstant, ckDate, ckTime, ckDuration, ckMonths:
+		dst = append(dst, '"')
+		dst = c.Append(dst, i, e.style)
+		return append(dst, '"')
+	case ckFloat64, ckFloat32:
+		start := len(dst)
+		dst = c.Append(dst, i, e.style)
+		if d := dst[start]; d == 'N' || d == 'I' || d == '-' && len(dst) > start+1 && dst[start+1] == 'I' {
+			// not a JSON number: quote it
+			v := string(dst[start:])
+			dst = append(append(append(dst[:start], '"'), v...), '"')
+		}
+		return dst
+	case ckStruct:
+		dst = append(dst, '{')
+		for k := range c.fields {
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONQuoted(dst, c.names[k])
+			dst = append(dst, ':')
+			dst = e.appendValue(dst, &c.fields[k], i, c.fields[k].IsNull(i))
+		}
+		return append(dst, '}')
+	}
+	return c.Append(dst, i, e.style)
 }
 
 // Encode writes every row of rec (append-only: no "op").

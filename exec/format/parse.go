@@ -2,7 +2,10 @@ package format
 
 import (
 	"errors"
+	"strings"
+
 	"fmt"
+	"github.com/streamsql/streamsql/catalog"
 	"math"
 	"math/big"
 	"strconv"
@@ -299,6 +302,7 @@ const (
 	tsSQL  tsForm = iota // yyyy-MM-dd HH:mm[:ss[.f]] (CSV, JSON 'SQL')
 	tsISO                // yyyy-MM-ddTHH:mm[:ss[.f]][Z] (JSON 'ISO-8601')
 	tsCast               // yyyy-M-d[( |T)H:m[:s[.f]]] (CAST)
+	tsZ                  // tsSQL with an optional Z (TIMESTAMP_LTZ in CSV and JSON 'SQL')
 )
 
 // scanTimestamp parses a TIMESTAMP(3) text into milliseconds since the epoch
@@ -306,6 +310,14 @@ const (
 // truncated to milliseconds. stRange: well-formed, but a field is out of
 // range (month 13, February 30, hour 24, ...).
 func scanTimestamp[T text](b T, form tsForm) (int64, status) {
+	ms, _, st := scanTimestampNanos(b, form)
+	return ms, st
+}
+
+// scanTimestampNanos is scanTimestamp that also returns the nanoseconds
+// below the millisecond (0..999999) of a fraction with more than 3 digits.
+func scanTimestampNanos[T text](b T, form tsForm) (int64, int32, status) {
+	var sub int32
 	b = trimSpace(b)
 	p := 0
 	minDigits := 2
@@ -330,20 +342,20 @@ func scanTimestamp[T text](b T, form tsForm) (int64, status) {
 	}
 	y, ok := num(4, 4)
 	if !ok || !sep('-') {
-		return 0, stBad
+		return 0, 0, stBad
 	}
 	mo, ok := num(minDigits, 2)
 	if !ok || !sep('-') {
-		return 0, stBad
+		return 0, 0, stBad
 	}
 	d, ok := num(minDigits, 2)
 	if !ok {
-		return 0, stBad
+		return 0, 0, stBad
 	}
 	var h, mi, sec, ms int64
 	if form != tsCast || p < len(b) {
 		switch form {
-		case tsSQL:
+		case tsSQL, tsZ:
 			ok = sep(' ')
 		case tsISO:
 			ok = sep('T')
@@ -351,45 +363,50 @@ func scanTimestamp[T text](b T, form tsForm) (int64, status) {
 			ok = sep(' ') || sep('T')
 		}
 		if !ok {
-			return 0, stBad
+			return 0, 0, stBad
 		}
 		if h, ok = num(minDigits, 2); !ok || !sep(':') {
-			return 0, stBad
+			return 0, 0, stBad
 		}
 		if mi, ok = num(minDigits, 2); !ok {
-			return 0, stBad
+			return 0, 0, stBad
 		}
 		if sep(':') {
 			if sec, ok = num(minDigits, 2); !ok {
-				return 0, stBad
+				return 0, 0, stBad
 			}
 			if sep('.') {
 				start := p
 				for p < len(b) && isDigit(b[p]) {
 					if p-start < 3 {
 						ms = ms*10 + int64(b[p]-'0')
+					} else if p-start < 9 {
+						sub = sub*10 + int32(b[p]-'0')
 					}
 					p++
 				}
 				if p == start || p-start > 9 {
-					return 0, stBad
+					return 0, 0, stBad
 				}
 				for k := p - start; k < 3; k++ {
 					ms *= 10
 				}
+				for k := max(p-start, 3); k < 9; k++ {
+					sub *= 10
+				}
 			}
 		}
-		if form == tsISO {
+		if form == tsISO || form == tsZ {
 			sep('Z')
 		}
 	}
 	if p != len(b) {
-		return 0, stBad
+		return 0, 0, stBad
 	}
 	if mo < 1 || mo > 12 || d < 1 || d > int64(daysIn(y, int(mo))) || h > 23 || mi > 59 || sec > 59 {
-		return 0, stRange
+		return 0, 0, stRange
 	}
-	return daysFromCivil(y, int(mo), int(d))*msPerDay + h*3600000 + mi*60000 + sec*1000 + ms, stOK
+	return daysFromCivil(y, int(mo), int(d))*msPerDay + h*3600000 + mi*60000 + sec*1000 + ms, sub, stOK
 }
 
 func daysIn(y int64, m int) int {
@@ -450,6 +467,24 @@ func parseTimestamp[T text](b T, iso, jsonHint bool) (int64, string) {
 	return 0, r
 }
 
+// parseTimestampNanos is parseTimestamp for TIMESTAMP(p) t, returning the
+// nanoseconds below the millisecond too.
+func parseTimestampNanos[T text](b T, iso, jsonHint bool, t catalog.Type) (int64, int32, string) {
+	form := tsSQL
+	if iso {
+		form = tsISO
+	}
+	ms, sub, st := scanTimestampNanos(b, form)
+	if st == stOK {
+		return ms, sub, ""
+	}
+	_, reason := parseTimestamp(b, iso, jsonHint)
+	if t.Precision != 3 {
+		reason = strings.Replace(reason, "TIMESTAMP(3)", t.String(), 1)
+	}
+	return 0, 0, reason
+}
+
 // Reasons of the CSV and JSON decoders.
 
 func intReason(st status, typ string) string {
@@ -496,4 +531,116 @@ func parseBool[T text](b T) (bool, string) {
 		return false, ""
 	}
 	return false, "invalid BOOLEAN (expected true or false)"
+}
+
+// scanDate parses yyyy-MM-dd (strict: two-digit fields; lenient for
+// CAST: one-digit month and day) into days since the epoch.
+func scanDate[T text](b T, lenient bool) (int64, status) {
+	b = trimSpace(b)
+	p := 0
+	minDigits := 2
+	if lenient {
+		minDigits = 1
+	}
+	num := func(lo, hi int) (int64, bool) {
+		start := p
+		var v int64
+		for p < len(b) && p-start < hi && isDigit(b[p]) {
+			v = v*10 + int64(b[p]-'0')
+			p++
+		}
+		return v, p-start >= lo
+	}
+	y, ok := num(4, 4)
+	if !ok || p >= len(b) || b[p] != '-' {
+		return 0, stBad
+	}
+	p++
+	mo, ok := num(minDigits, 2)
+	if !ok || p >= len(b) || b[p] != '-' {
+		return 0, stBad
+	}
+	p++
+	d, ok := num(minDigits, 2)
+	if !ok || p != len(b) {
+		return 0, stBad
+	}
+	if mo < 1 || mo > 12 || d < 1 || d > int64(daysIn(y, int(mo))) {
+		return 0, stRange
+	}
+	return daysFromCivil(y, int(mo), int(d)), stOK
+}
+
+// scanTime parses HH:mm[:ss[.fraction]] into milliseconds of the day
+// (fraction digits beyond milliseconds are dropped).
+func scanTime[T text](b T, lenient bool) (int64, status) {
+	b = trimSpace(b)
+	p := 0
+	minDigits := 2
+	if lenient {
+		minDigits = 1
+	}
+	num := func(lo, hi int) (int64, bool) {
+		start := p
+		var v int64
+		for p < len(b) && p-start < hi && isDigit(b[p]) {
+			v = v*10 + int64(b[p]-'0')
+			p++
+		}
+		return v, p-start >= lo
+	}
+	h, ok := num(minDigits, 2)
+	if !ok || p >= len(b) || b[p] != ':' {
+		return 0, stBad
+	}
+	p++
+	mi, ok := num(minDigits, 2)
+	if !ok {
+		return 0, stBad
+	}
+	var sec, ms int64
+	if p < len(b) && b[p] == ':' {
+		p++
+		if sec, ok = num(minDigits, 2); !ok {
+			return 0, stBad
+		}
+		if p < len(b) && b[p] == '.' {
+			p++
+			start := p
+			for p < len(b) && isDigit(b[p]) {
+				if p-start < 3 {
+					ms = ms*10 + int64(b[p]-'0')
+				}
+				p++
+			}
+			if p == start || p-start > 9 {
+				return 0, stBad
+			}
+			for k := p - start; k < 3; k++ {
+				ms *= 10
+			}
+		}
+	}
+	if p != len(b) {
+		return 0, stBad
+	}
+	if h > 23 || mi > 59 || sec > 59 {
+		return 0, stRange
+	}
+	return h*3600000 + mi*60000 + sec*1000 + ms, stOK
+}
+
+// ParseDate parses a DATE text (yyyy-MM-dd) into days since the epoch.
+func ParseDate(s string) (int64, error) {
+	d, st := scanDate(s, false)
+	if st != stOK {
+		return 0, errors.New("invalid DATE: expected 'yyyy-MM-dd'")
+	}
+	return d, nil
+}
+
+// UnitsOf converts a timestamp's milliseconds and sub-millisecond nanos to
+// its storage units (unitsPerMilli 1, 1000 or 1000000).
+func UnitsOf(ms int64, sub int32, unitsPerMilli int64) int64 {
+	return ms*unitsPerMilli + int64(sub)/(1e6/unitsPerMilli)
 }
