@@ -123,6 +123,36 @@ func init() {
 		},
 		Check: checkDatagen,
 	})
+	// nexmark: the event generator of the Flink Nexmark benchmark, with its
+	// option keys (nexmark-flink's NexmarkSourceOptions). The rate options
+	// set event time (dateTime), not the speed: events are emitted as fast
+	// as possible, as with Flink's default max-emit-speed.
+	registerConnector(&ConnectorSpec{
+		Name: "nexmark", Source: true,
+		Options: []OptionSpec{
+			{Key: "first-event.rate", Kind: ValInt, Min: 1, Max: 1e9, Default: "10000"},
+			{Key: "next-event.rate", Kind: ValInt, Min: 1, Max: 1e9, Default: "10000"},
+			{Key: "events.num", Kind: ValInt, Min: 0, Max: math.MaxInt64, Default: "0"},
+			{Key: "person.proportion", Kind: ValInt, Min: 0, Max: 1e6, Default: "1"},
+			{Key: "auction.proportion", Kind: ValInt, Min: 0, Max: 1e6, Default: "3"},
+			{Key: "bid.proportion", Kind: ValInt, Min: 0, Max: 1e6, Default: "46"},
+			{Key: "person.avg-size", Kind: ValMemory, Default: "200b"},
+			{Key: "auction.avg-size", Kind: ValMemory, Default: "500b"},
+			{Key: "bid.avg-size", Kind: ValMemory, Default: "100b"},
+			{Key: "bid.hot-ratio.auctions", Kind: ValInt, Min: 1, Max: 1e6, Default: "2"},
+			{Key: "bid.hot-ratio.bidders", Kind: ValInt, Min: 1, Max: 1e6, Default: "4"},
+			{Key: "auction.hot-ratio.sellers", Kind: ValInt, Min: 1, Max: 1e6, Default: "4"},
+			{Key: "rate.shape", Kind: ValEnum, Enum: []string{"SQUARE", "SINE"}, Default: "SQUARE"},
+			{Key: "rate.period", Kind: ValDuration, Default: "10 min"},
+			{Key: "rate.limited", Kind: ValBool, Default: "false"},
+			{Key: "max-emit-speed", Kind: ValBool, Default: "true"},
+			{Key: "keep-alive", Kind: ValBool, Default: "false"},
+			{Key: "stop-at", Kind: ValInt, Min: -1, Max: math.MaxInt64, Default: "-1"},
+			{Key: "seed", Kind: ValInt, Min: math.MinInt64, Max: math.MaxInt64, Default: "0"},
+			{Key: "scan.parallelism", Kind: ValInt, Min: 1, Max: 1 << 15},
+		},
+		Check: checkNexmark,
+	})
 	registerConnector(&ConnectorSpec{
 		Name: "filesystem", Source: true, Sink: true, SinkUpdates: true,
 		Options: []OptionSpec{
@@ -794,4 +824,29 @@ func ParseMemorySize(s string) (int64, error) {
 		return 0, fmt.Errorf("memory size '%s' is too large", s)
 	}
 	return n * u, nil
+}
+
+// checkNexmark: the proportions must make events; the options streamsql
+// accepts for Flink's files but does not act on may not ask for what it
+// cannot do.
+func checkNexmark(t *Table) error {
+	var sum int64
+	for _, k := range []string{"person.proportion", "auction.proportion", "bid.proportion"} {
+		v, ok := t.Option(k)
+		if !ok {
+			v = map[string]string{"person.proportion": "1", "auction.proportion": "3", "bid.proportion": "46"}[k]
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		sum += n
+	}
+	if sum == 0 {
+		return &OptionError{Key: "bid.proportion", Msg: "the person, auction and bid proportions are all 0: there is no event to generate"}
+	}
+	if v, ok := t.Option("rate.limited"); ok && strings.EqualFold(strings.TrimSpace(v), "true") {
+		return &OptionError{Key: "rate.limited", Msg: "'rate.limited' = 'true' is not supported: the nexmark source emits as fast as possible (event time follows 'first-event.rate')"}
+	}
+	if v, ok := t.Option("max-emit-speed"); ok && strings.EqualFold(strings.TrimSpace(v), "false") {
+		return &OptionError{Key: "max-emit-speed", Msg: "'max-emit-speed' = 'false' is not supported: the nexmark source emits as fast as possible (event time follows 'first-event.rate')"}
+	}
+	return nil
 }

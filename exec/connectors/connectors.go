@@ -29,6 +29,8 @@ func NewSource(t *catalog.Table, sc *exec.SourceContext) (exec.Source, error) {
 		return newFileSource(t, sc)
 	case "socket":
 		return newSocketSource(t, sc)
+	case "nexmark":
+		return newNexmark(t, sc)
 	}
 	return nil, fmt.Errorf("connector '%s' has no source implementation", t.Connector())
 }

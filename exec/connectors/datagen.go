@@ -278,15 +278,20 @@ func (g *Datagen) SeekTo(n int64) {
 // Version 1 held only k, the rows emitted of the split (Subtask,
 // Parallelism, the table's bound); it is still read.
 func (g *Datagen) SnapshotState() ([]byte, error) {
-	b := stateHeader(kindDatagen, g.sc.Subtask, g.sc.Parallelism)
-	b = binary.AppendUvarint(b, uint64(len(g.splits)))
-	for _, s := range g.splits {
+	return appendSplits(stateHeader(kindDatagen, g.sc.Subtask, g.sc.Parallelism), g.splits), nil
+}
+
+// appendSplits appends the uvarint number of splits and per split: uvarint
+// start, uvarint step, uvarint bound+1 (0: unbounded) and uvarint k.
+func appendSplits(b []byte, splits []genSplit) []byte {
+	b = binary.AppendUvarint(b, uint64(len(splits)))
+	for _, s := range splits {
 		b = binary.AppendUvarint(b, s.start)
 		b = binary.AppendUvarint(b, s.step)
 		b = binary.AppendUvarint(b, uint64(s.bound+1))
 		b = binary.AppendUvarint(b, uint64(s.k))
 	}
-	return b, nil
+	return b
 }
 
 // RestoreState implements exec.CheckpointedSource: the subtask continues
@@ -324,22 +329,29 @@ func (g *Datagen) RestoreSplits(states [][]byte, owned []bool) error {
 			return err
 		}
 	}
+	g.splits, g.cur = assignSplits(all, g.sc.Subtask, g.sc.Parallelism), 0
+	return nil
+}
+
+// assignSplits returns the share of subtask of parallelism p of all the
+// unfinished splits (see Datagen.RestoreSplits).
+func assignSplits(all []genSplit, subtask, p int) []genSplit {
 	var live []genSplit
 	for _, s := range all {
 		if s.remaining() != 0 {
 			live = append(live, s)
 		}
 	}
-	if len(live) > 0 && len(live) < g.sc.Parallelism {
-		live = cutSplits(live, (g.sc.Parallelism+len(live)-1)/len(live))
+	if len(live) > 0 && len(live) < p {
+		live = cutSplits(live, (p+len(live)-1)/len(live))
 	}
-	g.splits, g.cur = nil, 0
+	var mine []genSplit
 	for j, s := range live {
-		if j%g.sc.Parallelism == g.sc.Subtask {
-			g.splits = append(g.splits, s)
+		if j%p == subtask {
+			mine = append(mine, s)
 		}
 	}
-	return nil
+	return mine
 }
 
 // maxSplitStep bounds how finely cutSplits divides a sequence.
@@ -373,6 +385,12 @@ func (g *Datagen) readSplits(r *stateReader, dst []genSplit) ([]genSplit, error)
 		}
 		return append(dst, genSplit{start: uint64(r.subtask), step: uint64(r.parallelism), bound: g.total, k: k}), nil
 	}
+	return readSplitList(r, dst)
+}
+
+// readSplitList decodes what appendSplits wrote, which ends the state,
+// and appends the splits to dst.
+func readSplitList(r *stateReader, dst []genSplit) ([]genSplit, error) {
 	n := r.count(4)
 	for i := 0; i < n; i++ {
 		s := genSplit{start: r.uint(), step: r.uint(), bound: r.int() - 1, k: r.int()}

@@ -18,7 +18,7 @@ var (
 //
 //	byte 0: the encoding version of the connector's state (stateVersions)
 //	byte 1: the connector kind: 'G' datagen, 'F' file source, 'S' socket
-//	        source, 'K' file sink
+//	        source, 'K' file sink, 'N' nexmark source
 //
 // followed by uvarint subtask and uvarint parallelism of the subtask that
 // took it, then the connector's fields (see each SnapshotState/PreCommit).
@@ -36,16 +36,17 @@ const (
 	kindFileSource byte = 'F'
 	kindSocket     byte = 'S'
 	kindFileSink   byte = 'K'
+	kindNexmark    byte = 'N'
 )
 
 // stateVersions is the version each kind writes (and the newest it reads).
 var stateVersions = map[byte]byte{
-	kindDatagen: 2, kindFileSource: 2, kindSocket: stateVersion, kindFileSink: 2,
+	kindDatagen: 2, kindFileSource: 2, kindSocket: stateVersion, kindFileSink: 2, kindNexmark: 1,
 }
 
 var kindNames = map[byte]string{
 	kindDatagen: "datagen source", kindFileSource: "filesystem source",
-	kindSocket: "socket source", kindFileSink: "filesystem sink",
+	kindSocket: "socket source", kindFileSink: "filesystem sink", kindNexmark: "nexmark source",
 }
 
 func stateHeader(kind byte, subtask, parallelism int) []byte {

@@ -1,0 +1,385 @@
+package connectors
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/exec"
+)
+
+// nexSchema is the schema of Flink's Nexmark DDL (ddl_gen.sql).
+func nexSchema() catalog.Schema {
+	c := func(n string, t catalog.Type) catalog.Column { return catalog.Column{Name: n, Type: t} }
+	s, b, ts := catalog.String, catalog.BigInt, catalog.Timestamp
+	return catalog.Schema{
+		c("event_type", catalog.Int),
+		c("person", catalog.Row(c("id", b), c("name", s), c("emailAddress", s), c("creditCard", s), c("city", s), c("state", s), c("dateTime", ts), c("extra", s))),
+		c("auction", catalog.Row(c("id", b), c("itemName", s), c("description", s), c("initialBid", b), c("reserve", b), c("dateTime", ts), c("expires", ts), c("seller", b), c("category", b), c("extra", s))),
+		c("bid", catalog.Row(c("auction", b), c("bidder", b), c("price", b), c("channel", s), c("url", s), c("dateTime", ts), c("extra", s))),
+	}
+}
+
+func nexTable(kv ...string) *catalog.Table {
+	return table("datagen", nexSchema(), append([]string{"connector", "nexmark"}, kv...)...)
+}
+
+// nexEvents runs subtask i of p of tb with the given batch size and
+// returns its events rendered one per line, keyed by event time and kind.
+func nexEvents(t *testing.T, mem memory.Allocator, tb *catalog.Table, p, batch int) []string {
+	t.Helper()
+	var all []string
+	for i := 0; i < p; i++ {
+		sc := &exec.SourceContext{Subtask: i, Parallelism: p, Mem: mem, BatchSize: batch, Schema: tb.Schema, SkippedRecords: new(atomic.Int64)}
+		src, err := NewSource(tb, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = src.Run(context.Background(), func(r arrow.Record) error {
+			if r != nil {
+				all = append(all, nexRender(r)...)
+				r.Release()
+			}
+			return nil
+		})
+		src.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sortedCopy(all)
+}
+
+// nexRender renders each event: event_type then the fields of its ROW.
+func nexRender(r arrow.Record) []string {
+	out := make([]string, r.NumRows())
+	kinds := r.Column(0).(*array.Int32)
+	for i := range out {
+		k := int(kinds.Value(i))
+		st := r.Column(1 + k).(*array.Struct)
+		parts := []string{fmt.Sprint(k)}
+		for f := 0; f < st.NumField(); f++ {
+			parts = append(parts, st.Field(f).ValueStr(i))
+		}
+		for o := 1; o <= 3; o++ {
+			if o != 1+k && r.Column(o).IsValid(i) {
+				parts = append(parts, "OTHER ROW SET")
+			}
+		}
+		out[i] = strings.Join(parts, "|")
+	}
+	return out
+}
+
+// TestNexmarkDeterministic: the same events at every parallelism and batch
+// size, and for a given seed only; no leak.
+func TestNexmarkDeterministic(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	tb := nexTable("events.num", "3000")
+	ref := nexEvents(t, mem, tb, 1, 1024)
+	if len(ref) != 3000 {
+		t.Fatalf("%d events", len(ref))
+	}
+	for _, c := range []struct{ p, batch int }{{1, 1}, {3, 7}, {4, 1000}} {
+		if got := nexEvents(t, mem, tb, c.p, c.batch); strings.Join(got, "\n") != strings.Join(ref, "\n") {
+			t.Fatalf("p%d batch %d: the events differ", c.p, c.batch)
+		}
+	}
+	other := nexEvents(t, mem, nexTable("events.num", "3000", "seed", "1"), 1, 1024)
+	same := 0
+	for i := range other {
+		if other[i] == ref[i] {
+			same++
+		}
+	}
+	if same > 100 {
+		t.Fatalf("seed 1 gives %d of 3000 events identical to seed 0", same)
+	}
+}
+
+// TestNexmarkDistributions: the reference generator's shape, over 100,000
+// events at the default options: kinds 1/3/46 of 50; ids, times and the
+// hot auction, bidder and channel shares; prices as round(10^(6u) * 100).
+func TestNexmarkDistributions(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	const events = 100_000
+	tb := nexTable("events.num", fmt.Sprint(events))
+	sc := &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: 4096, Schema: tb.Schema, SkippedRecords: new(atomic.Int64)}
+	src, err := NewSource(tb, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var kinds [3]int
+	var n, hotBids, hotChannels, persons int
+	lastPerson, lastAuction := int64(999), int64(999)
+	minPrice, maxPrice := int64(math.MaxInt64), int64(0)
+	var logPriceSum float64
+	var bidSize, categories int
+	prevTime := int64(0)
+	err = src.Run(context.Background(), func(r arrow.Record) error {
+		defer r.Release()
+		kind := r.Column(0).(*array.Int32)
+		person, auction, bid := r.Column(1).(*array.Struct), r.Column(2).(*array.Struct), r.Column(3).(*array.Struct)
+		for i := 0; i < int(r.NumRows()); i++ {
+			k := kind.Value(i)
+			kinds[k]++
+			if want := []int32{0, 1, 1, 1}; n%50 < 4 && k != want[n%50] || n%50 >= 4 && k != 2 {
+				return fmt.Errorf("event %d is of kind %d", n, k)
+			}
+			var ts int64
+			switch k {
+			case 0:
+				id := person.Field(0).(*array.Int64).Value(i)
+				if id != lastPerson+1 {
+					return fmt.Errorf("person id %d after %d", id, lastPerson)
+				}
+				lastPerson = id
+				persons++
+				ts = int64(person.Field(6).(*array.Timestamp).Value(i))
+				if st := person.Field(5).(*array.String).Value(i); !strings.Contains("AZ,CA,ID,OR,WA,WY", st) {
+					return fmt.Errorf("state %q", st)
+				}
+			case 1:
+				id := auction.Field(0).(*array.Int64).Value(i)
+				if id != lastAuction+1 {
+					return fmt.Errorf("auction id %d after %d", id, lastAuction)
+				}
+				lastAuction = id
+				ts = int64(auction.Field(5).(*array.Timestamp).Value(i))
+				if exp := int64(auction.Field(6).(*array.Timestamp).Value(i)); exp <= ts {
+					return fmt.Errorf("auction %d expires at %d, created %d", id, exp, ts)
+				}
+				if c := auction.Field(8).(*array.Int64).Value(i); c < 10 || c > 14 {
+					return fmt.Errorf("category %d", c)
+				}
+				categories++
+			case 2:
+				a := bid.Field(0).(*array.Int64).Value(i)
+				if a > lastAuction+10 || a < 1000 {
+					return fmt.Errorf("bid %d for auction %d (last %d)", n, a, lastAuction)
+				}
+				if (a-1000)%100 == 0 {
+					hotBids++
+				}
+				p := bid.Field(2).(*array.Int64).Value(i)
+				minPrice, maxPrice = min(minPrice, p), max(maxPrice, p)
+				logPriceSum += math.Log10(float64(p) / 100)
+				switch bid.Field(3).(*array.String).Value(i) {
+				case "Google", "Facebook", "Baidu", "Apple":
+					hotChannels++
+				}
+				ts = int64(bid.Field(5).(*array.Timestamp).Value(i))
+				bidSize += 32 + bid.Field(6).(*array.String).ValueLen(i)
+			}
+			if want := DatagenBaseTime + int64(n)/10; ts != want || ts < prevTime {
+				return fmt.Errorf("event %d at %d, want %d (10,000 events per second of event time)", n, ts, want)
+			}
+			prevTime = ts
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bids := float64(kinds[2])
+	if kinds[0] != events/50 || kinds[1] != 3*events/50 || n != events {
+		t.Fatalf("kinds %v of %d", kinds, n)
+	}
+	// hot auctions: half the bids (hot-ratio 2) plus the random ones that
+	// happen to hit a multiple of 100
+	if f := float64(hotBids) / bids; f < 0.48 || f > 0.56 {
+		t.Errorf("%.3f of the bids go to a hot auction, want about 0.5", f)
+	}
+	if f := float64(hotChannels) / bids; f < 0.48 || f > 0.52 {
+		t.Errorf("%.3f of the bids use a hot channel, want 0.5", f)
+	}
+	if mean := logPriceSum / bids; minPrice < 100 || maxPrice > 100_000_000 || mean < 2.95 || mean > 3.05 {
+		t.Errorf("prices %d..%d, mean log10(price/100) %.3f, want 100..1e8 and about 3", minPrice, maxPrice, mean)
+	}
+	if avg := float64(bidSize) / bids; avg < 95 || avg > 105 {
+		t.Errorf("bids average %.1f bytes, want about 100 (bid.avg-size)", avg)
+	}
+}
+
+// TestNexmarkRestoreAndRescale: snapshots taken after each batch at p2
+// restore at p2 and at p3 and p1 to exactly the rest of the stream.
+func TestNexmarkRestoreAndRescale(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	tb := nexTable("events.num", "2000")
+	ref := nexEvents(t, mem, tb, 1, 1024)
+	run := func(p int, prev [][]byte, stop func(j int) int) (rows []string, states [][]byte) {
+		for j := 0; j < p; j++ {
+			sc := &exec.SourceContext{Subtask: j, Parallelism: p, Mem: mem, BatchSize: 50, Schema: tb.Schema, SkippedRecords: new(atomic.Int64)}
+			src := newCkSource(t, tb, sc)
+			if prev != nil {
+				if err := src.(exec.SplitSource).RestoreSplits(prev, owners(len(prev), j, p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			batches := 0
+			err := src.Run(context.Background(), func(r arrow.Record) error {
+				rows = append(rows, nexRender(r)...)
+				r.Release()
+				if batches++; batches == stop(j) {
+					return errStopRun
+				}
+				return nil
+			})
+			if err != nil && err != errStopRun {
+				t.Fatal(err)
+			}
+			st, err := src.SnapshotState()
+			if err != nil {
+				t.Fatal(err)
+			}
+			states = append(states, st)
+			src.Close()
+		}
+		return rows, states
+	}
+	r1, s1 := run(2, nil, func(j int) int { return 3 + 4*j })
+	r2, s2 := run(3, s1, func(j int) int { return 2 + j })
+	r3, _ := run(1, s2, func(int) int { return -1 })
+	all := sortedCopy(append(append(r1, r2...), r3...))
+	if strings.Join(all, "\n") != strings.Join(ref, "\n") {
+		t.Fatalf("%d events over the runs (%d+%d+%d), want the %d of one run", len(all), len(r1), len(r2), len(r3), len(ref))
+	}
+	// same parallelism: RestoreState continues each split
+	sc := &exec.SourceContext{Subtask: 1, Parallelism: 2, Mem: mem, BatchSize: 50, Schema: tb.Schema, SkippedRecords: new(atomic.Int64)}
+	src := newCkSource(t, tb, sc)
+	defer src.Close()
+	if err := src.RestoreState(s1[1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.RestoreState(s1[0]); err == nil || !strings.Contains(err.Error(), "nexmark source: cannot restore the state of subtask 0 of 2 into subtask 1 of 2") {
+		t.Fatalf("a state of another subtask: %v", err)
+	}
+}
+
+// TestNexmarkProjection: a table may declare a subset of the columns and
+// of the ROW fields, in any order (as an older DDL without channel/url);
+// unknown columns, fields and wrong types are refused, naming them.
+func TestNexmarkProjection(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	c := func(n string, t catalog.Type) catalog.Column { return catalog.Column{Name: n, Type: t} }
+	sub := catalog.Schema{
+		c("bid", catalog.Row(c("price", catalog.BigInt), c("auction", catalog.BigInt))),
+		c("event_type", catalog.Int),
+	}
+	tb := table("b", sub, "connector", "nexmark", "events.num", "100")
+	full := nexEvents(t, mem, nexTable("events.num", "100"), 1, 100)
+	sc := &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: 100, Schema: tb.Schema, SkippedRecords: new(atomic.Int64)}
+	src, err := NewSource(tb, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err = src.Run(context.Background(), func(r arrow.Record) error {
+		defer r.Release()
+		bid := r.Column(0).(*array.Struct)
+		kind := r.Column(1).(*array.Int32)
+		for i := 0; i < int(r.NumRows()); i++ {
+			if kind.Value(i) == 2 {
+				got = append(got, fmt.Sprintf("2|%d|%d", bid.Field(1).(*array.Int64).Value(i), bid.Field(0).(*array.Int64).Value(i)))
+			} else if bid.IsValid(i) {
+				t.Errorf("row %d: bid set for event type %d", i, kind.Value(i))
+			}
+		}
+		return nil
+	})
+	src.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, e := range full {
+		if f := strings.Split(e, "|"); f[0] == "2" {
+			want = append(want, strings.Join(f[:2], "|")+"|"+f[3])
+		}
+	}
+	want = sortedCopy(want)
+	if strings.Join(sortedCopy(got), "\n") != strings.Join(want, "\n") {
+		t.Fatalf("projected bids differ:\n%v\nwant\n%v", sortedCopy(got)[:3], want[:3])
+	}
+	for _, bad := range []struct {
+		s    catalog.Schema
+		want string
+	}{
+		{catalog.Schema{c("events", catalog.Int)}, "the table has column 'events'"},
+		{catalog.Schema{c("bid", catalog.Row(c("cost", catalog.BigInt)))}, "bid has no field 'cost'"},
+		{catalog.Schema{c("bid", catalog.Row(c("price", catalog.String)))}, "field bid.price must be BIGINT"},
+		{catalog.Schema{c("event_type", catalog.BigInt)}, "column 'event_type' must be INT"},
+	} {
+		tb := table("x", bad.s, "connector", "nexmark")
+		_, err := NewSource(tb, &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: 10, Schema: tb.Schema})
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: error %v, want %q", bad.s, err, bad.want)
+		}
+	}
+}
+
+// TestNexmarkKeepAlive: with keep-alive the source stays up after its last
+// event, heartbeating, until cancelled.
+func TestNexmarkKeepAlive(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	tb := nexTable("events.num", "10", "keep-alive", "true")
+	sc := &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: 100, Linger: time.Millisecond, Schema: tb.Schema, SkippedRecords: new(atomic.Int64)}
+	src, err := NewSource(tb, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	rows, beats := 0, 0
+	err = src.Run(ctx, func(r arrow.Record) error {
+		if r == nil {
+			if beats++; beats == 3 {
+				cancel()
+			}
+			return nil
+		}
+		rows += int(r.NumRows())
+		r.Release()
+		return nil
+	})
+	if err != context.Canceled || rows != 10 || beats < 3 {
+		t.Fatalf("err %v, %d rows, %d heartbeats", err, rows, beats)
+	}
+}
+
+// BenchmarkNexmarkSource: events per second of one subtask generating the
+// whole DDL's columns (the generator's share of every Nexmark query).
+func BenchmarkNexmarkSource(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	const events = 2_000_000
+	tb := nexTable("events.num", fmt.Sprint(events))
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		sc := &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: 1024, Schema: tb.Schema, SkippedRecords: new(atomic.Int64)}
+		src, err := NewSource(tb, sc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := src.Run(context.Background(), func(r arrow.Record) error { r.Release(); return nil }); err != nil {
+			b.Fatal(err)
+		}
+		src.Close()
+	}
+	b.ReportMetric(float64(events)*float64(b.N)/time.Since(start).Seconds(), "events/s")
+}
