@@ -1,0 +1,337 @@
+package nexmark
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"modernc.org/sqlite"
+
+	"github.com/streamsql/streamsql/parser"
+	"github.com/streamsql/streamsql/session"
+)
+
+// Golden tests of the Nexmark queries: each runs as the benchmark writes
+// it (only its blackhole sink becomes a JSON file sink) over a bounded
+// stream, and its folded output is compared with SQLite's answer over the
+// same events, exported as CSV by a separate job. REGEXP_EXTRACT and
+// SPLIT_INDEX are given to SQLite as Go functions (Flink's semantics,
+// written here independently of the engine).
+
+const goldenEvents = "50000"
+
+func init() {
+	sqlite.MustRegisterDeterministicScalarFunction("regexp_extract", 3, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		s, _ := args[0].(string)
+		re, err := regexp.Compile(args[1].(string))
+		if err != nil {
+			return nil, err
+		}
+		m := re.FindStringSubmatch(s)
+		idx := int(args[2].(int64))
+		if m == nil || idx >= len(m) {
+			return nil, nil
+		}
+		return m[idx], nil
+	})
+	sqlite.MustRegisterDeterministicScalarFunction("split_index", 3, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		s, _ := args[0].(string)
+		parts := strings.Split(s, args[1].(string))
+		idx := int(args[2].(int64))
+		if idx < 0 || idx >= len(parts) {
+			return nil, nil
+		}
+		return parts[idx], nil
+	})
+}
+
+// oracles are SQLite's versions of the queries over table bid(auction,
+// bidder, price, channel, url, dateTime, extra), dateTime as
+// 'yyyy-MM-dd HH:mm:ss.SSS' text. Decimal results are computed exactly
+// (integers) and rendered as rationals for comparison.
+var oracles = map[string]string{
+	"q0": `SELECT auction, bidder, price, dateTime, extra FROM bid`,
+	"q1": `SELECT auction, bidder, (price * 908) || '/1000', dateTime, extra FROM bid`,
+	"q2": `SELECT auction, price FROM bid WHERE auction % 123 = 0`,
+	"q14": `SELECT auction, bidder, (price * 908) || '/1000',
+	  CASE WHEN h >= 8 AND h <= 18 THEN 'dayTime' WHEN h <= 6 OR h >= 20 THEN 'nightTime' ELSE 'otherTime' END,
+	  dateTime, extra
+	FROM (SELECT *, CAST(substr(dateTime, 12, 2) AS INTEGER) AS h FROM bid)
+	WHERE price * 908 > 1000000000 AND price * 908 < 50000000000`,
+	"q15": `SELECT substr(dateTime, 1, 10),
+	  count(*), sum(price < 10000), sum(price >= 10000 AND price < 1000000), sum(price >= 1000000),
+	  count(DISTINCT bidder), count(DISTINCT CASE WHEN price < 10000 THEN bidder END),
+	  count(DISTINCT CASE WHEN price >= 10000 AND price < 1000000 THEN bidder END),
+	  count(DISTINCT CASE WHEN price >= 1000000 THEN bidder END),
+	  count(DISTINCT auction), count(DISTINCT CASE WHEN price < 10000 THEN auction END),
+	  count(DISTINCT CASE WHEN price >= 10000 AND price < 1000000 THEN auction END),
+	  count(DISTINCT CASE WHEN price >= 1000000 THEN auction END)
+	FROM bid GROUP BY substr(dateTime, 1, 10)`,
+	"q16": `SELECT channel, substr(dateTime, 1, 10), max(substr(dateTime, 12, 5)),
+	  count(*), sum(price < 10000), sum(price >= 10000 AND price < 1000000), sum(price >= 1000000),
+	  count(DISTINCT bidder), count(DISTINCT CASE WHEN price < 10000 THEN bidder END),
+	  count(DISTINCT CASE WHEN price >= 10000 AND price < 1000000 THEN bidder END),
+	  count(DISTINCT CASE WHEN price >= 1000000 THEN bidder END),
+	  count(DISTINCT auction), count(DISTINCT CASE WHEN price < 10000 THEN auction END),
+	  count(DISTINCT CASE WHEN price >= 10000 AND price < 1000000 THEN auction END),
+	  count(DISTINCT CASE WHEN price >= 1000000 THEN auction END)
+	FROM bid GROUP BY channel, substr(dateTime, 1, 10)`,
+	"q17": `SELECT auction, substr(dateTime, 1, 10),
+	  count(*), sum(price < 10000), sum(price >= 10000 AND price < 1000000), sum(price >= 1000000),
+	  min(price), max(price), sum(price) / count(*), sum(price)
+	FROM bid GROUP BY auction, substr(dateTime, 1, 10)`,
+	"q21": `SELECT auction, bidder, price, channel,
+	  CASE WHEN lower(channel) = 'apple' THEN '0' WHEN lower(channel) = 'google' THEN '1'
+	       WHEN lower(channel) = 'facebook' THEN '2' WHEN lower(channel) = 'baidu' THEN '3'
+	       ELSE regexp_extract(url, '(&|^)channel_id=([^&]*)', 2) END
+	FROM bid
+	WHERE regexp_extract(url, '(&|^)channel_id=([^&]*)', 2) IS NOT NULL
+	   OR lower(channel) IN ('apple', 'google', 'facebook', 'baidu')`,
+	"q22": `SELECT auction, bidder, price, channel, split_index(url, '/', 3), split_index(url, '/', 4), split_index(url, '/', 5) FROM bid`,
+}
+
+// runScript runs a script in a fresh session to its end.
+func runScript(t *testing.T, script string) {
+	t.Helper()
+	s := session.New(session.Config{})
+	defer s.Close()
+	stmts, err := parser.ParseScript(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, st := range stmts {
+		if _, err := s.Execute(ctx, st); err != nil {
+			t.Fatalf("%s: %v", st.SQL(), err)
+		}
+	}
+	if err := s.WaitJobs(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var blackhole = regexp.MustCompile(`'connector'\s*=\s*'blackhole'`)
+
+// queryOutput runs query with its sink written as JSON files under dir and
+// returns the folded rows.
+func queryOutput(t *testing.T, query, dir string, vars map[string]string, settings string) []string {
+	t.Helper()
+	script, err := Script(query, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !blackhole.MatchString(script) {
+		t.Fatalf("%s has no blackhole sink", query)
+	}
+	script = blackhole.ReplaceAllString(script, fmt.Sprintf("'connector' = 'filesystem', 'path' = '%s', 'format' = 'json'", dir))
+	runScript(t, settings+script)
+	return foldJSON(t, dir)
+}
+
+// foldJSON reads the committed part files of a JSON file sink and folds
+// the changelog into rows (fields in file order, numbers as rationals).
+func foldJSON(t *testing.T, dir string) []string {
+	t.Helper()
+	counts := map[string]int{}
+	files, _ := filepath.Glob(filepath.Join(dir, "part-*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if line == "" {
+				continue
+			}
+			dec := json.NewDecoder(strings.NewReader(line))
+			dec.UseNumber()
+			tok, _ := dec.Token() // {
+			_ = tok
+			op := "+I"
+			var vals []string
+			for dec.More() {
+				k, _ := dec.Token()
+				var v any
+				if err := dec.Decode(&v); err != nil {
+					t.Fatalf("%s: %v", line, err)
+				}
+				if k == "op" {
+					op = v.(string)
+					continue
+				}
+				vals = append(vals, canon(v))
+			}
+			row := strings.Join(vals, "|")
+			if op == "+I" || op == "+U" {
+				counts[row]++
+			} else {
+				counts[row]--
+			}
+		}
+	}
+	var rows []string
+	for r, n := range counts {
+		if n < 0 {
+			t.Fatalf("row retracted more often than added: %s", r)
+		}
+		for i := 0; i < n; i++ {
+			rows = append(rows, r)
+		}
+	}
+	sort.Strings(rows)
+	return rows
+}
+
+// canon renders a value for comparison: numbers (and "a/b" texts) as
+// exact rationals, NULL as NULL.
+func canon(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case json.Number:
+		if r, ok := new(big.Rat).SetString(x.String()); ok {
+			return r.RatString()
+		}
+		return x.String()
+	case int64:
+		return fmt.Sprint(x)
+	case float64:
+		return new(big.Rat).SetFloat64(x).RatString()
+	case string:
+		if i := strings.IndexByte(x, '/'); i > 0 && !strings.ContainsAny(x, " :") {
+			if r, ok := new(big.Rat).SetString(x); ok {
+				return r.RatString()
+			}
+		}
+		return x
+	case []byte:
+		return canon(string(x))
+	}
+	return fmt.Sprint(v)
+}
+
+// exportBids writes the bids of the stream as CSV with one more job.
+func exportBids(t *testing.T, dir string, vars map[string]string) [][]string {
+	t.Helper()
+	script, err := Script("q0", vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(script, "CREATE TABLE nexmark_q0")
+	script = script[:i] + fmt.Sprintf(`CREATE TABLE bids_csv (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, `+"`dateTime`"+` TIMESTAMP(3), extra VARCHAR)
+WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'csv');
+INSERT INTO bids_csv SELECT auction, bidder, price, channel, url, `+"`dateTime`"+`, extra FROM bid;
+`, dir)
+	runScript(t, script)
+	var rows [][]string
+	files, _ := filepath.Glob(filepath.Join(dir, "part-*"))
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := csv.NewReader(fh).ReadAll()
+		fh.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, recs...)
+	}
+	return rows
+}
+
+func sqliteAnswer(t *testing.T, bids [][]string, query string) []string {
+	t.Helper()
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE bid (auction INTEGER, bidder INTEGER, price INTEGER, channel TEXT, url TEXT, dateTime TEXT, extra TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, _ := db.Begin()
+	ins, _ := tx.Prepare(`INSERT INTO bid VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	for _, r := range bids {
+		if _, err := ins.Exec(r[0], r[1], r[2], r[3], r[4], r[5], r[6]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx.Commit()
+	res, err := db.Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	cols, _ := res.Columns()
+	var out []string
+	for res.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := res.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		parts := make([]string, len(vals))
+		for i, v := range vals {
+			parts[i] = canon(v)
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestNexmarkQueriesAgainstSQLite runs every query that SQLite can check.
+func TestNexmarkQueriesAgainstSQLite(t *testing.T) {
+	vars := map[string]string{"EVENTS_NUM": goldenEvents, "TPS": "10000"}
+	bids := exportBids(t, t.TempDir(), vars)
+	if len(bids) != 46000 {
+		t.Fatalf("%d bids exported, want 46000 of %s events", len(bids), goldenEvents)
+	}
+	for _, q := range Queries() {
+		oracle, ok := oracles[q]
+		if !ok {
+			continue
+		}
+		t.Run(q, func(t *testing.T) {
+			want := sqliteAnswer(t, bids, oracle)
+			for _, v := range []struct{ name, settings string }{
+				{"p1", "SET 'parallelism.default' = '1';\n"},
+				{"p3-batch7", "SET 'parallelism.default' = '3';\nSET 'execution.batch-size' = '7';\n"},
+			} {
+				got := queryOutput(t, q, t.TempDir(), vars, v.settings)
+				if d := diffRows(got, want); d != "" {
+					t.Errorf("%s %s differs from SQLite (%d rows, want %d): %s", q, v.name, len(got), len(want), d)
+				}
+			}
+		})
+	}
+}
+
+// diffRows describes the first difference of two sorted row lists.
+func diffRows(got, want []string) string {
+	for i := 0; i < len(got) || i < len(want); i++ {
+		switch {
+		case i >= len(got):
+			return "missing " + want[i]
+		case i >= len(want):
+			return "extra " + got[i]
+		case got[i] != want[i]:
+			return fmt.Sprintf("got %s\nwant %s", got[i], want[i])
+		}
+	}
+	return ""
+}
