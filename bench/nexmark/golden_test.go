@@ -17,6 +17,7 @@ import (
 
 	"modernc.org/sqlite"
 
+	"github.com/streamsql/streamsql/exec"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/session"
 )
@@ -100,11 +101,29 @@ var oracles = map[string]string{
 	"q22": `SELECT auction, bidder, price, channel, split_index(url, '/', 3), split_index(url, '/', 4), split_index(url, '/', 5) FROM bid`,
 }
 
-// runScript runs a script in a fresh session to its end.
-func runScript(t *testing.T, script string) {
+// runScript runs a script in a fresh session to its end. crashAfter > 0
+// runs it with a checkpoint after every source batch and a crash after
+// checkpoint crashAfter, restored by one restart (asserted).
+func runScript(t *testing.T, script string, crashAfter int64) {
 	t.Helper()
 	s := session.New(session.Config{})
 	defer s.Close()
+	if crashAfter > 0 {
+		script = fmt.Sprintf(`SET 'execution.checkpointing.interval' = '1 h';
+SET 'state.checkpoints.dir' = '%s';
+SET 'restart-strategy.type' = 'fixed-delay';
+SET 'restart-strategy.fixed-delay.attempts' = '1';
+SET 'restart-strategy.fixed-delay.delay' = '0 ms';
+`, t.TempDir()) + script
+		s.CheckpointTestHook = func(c *exec.CheckpointConfig) { c.TriggerEveryBatch, c.FailAfter = true, crashAfter }
+		defer func() {
+			for _, j := range s.Jobs() {
+				if j.Attempts != 2 || len(j.Failures) != 1 || !strings.Contains(j.Failures[0], "injected crash") {
+					t.Errorf("job %s: %d attempts, failures %q: the crash after checkpoint %d did not happen once", j.Name, j.Attempts, j.Failures, crashAfter)
+				}
+			}
+		}()
+	}
 	stmts, err := parser.ParseScript(script)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +143,7 @@ var blackhole = regexp.MustCompile(`'connector'\s*=\s*'blackhole'`)
 
 // queryOutput runs query with its sink written as JSON files under dir and
 // returns the folded rows.
-func queryOutput(t *testing.T, query, dir string, vars map[string]string, settings string) []string {
+func queryOutput(t *testing.T, query, dir string, vars map[string]string, settings string, crashAfter int64) []string {
 	t.Helper()
 	script, err := Script(query, vars)
 	if err != nil {
@@ -134,7 +153,7 @@ func queryOutput(t *testing.T, query, dir string, vars map[string]string, settin
 		t.Fatalf("%s has no blackhole sink", query)
 	}
 	script = blackhole.ReplaceAllString(script, fmt.Sprintf("'connector' = 'filesystem', 'path' = '%s', 'format' = 'json'", dir))
-	runScript(t, settings+script)
+	runScript(t, settings+script, crashAfter)
 	return foldJSON(t, dir)
 }
 
@@ -232,7 +251,7 @@ func exportBids(t *testing.T, dir string, vars map[string]string) [][]string {
 WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'csv');
 INSERT INTO bids_csv SELECT auction, bidder, price, channel, url, `+"`dateTime`"+`, extra FROM bid;
 `, dir)
-	runScript(t, script)
+	runScript(t, script, 0)
 	var rows [][]string
 	files, _ := filepath.Glob(filepath.Join(dir, "part-*"))
 	for _, f := range files {
@@ -308,11 +327,15 @@ func TestNexmarkQueriesAgainstSQLite(t *testing.T) {
 		}
 		t.Run(q, func(t *testing.T) {
 			want := sqliteAnswer(t, bids, oracle)
-			for _, v := range []struct{ name, settings string }{
-				{"p1", "SET 'parallelism.default' = '1';\n"},
-				{"p3-batch7", "SET 'parallelism.default' = '3';\nSET 'execution.batch-size' = '7';\n"},
+			for _, v := range []struct {
+				name, settings string
+				crashAfter     int64
+			}{
+				{"p1", "SET 'parallelism.default' = '1';\n", 0},
+				{"p3-batch7", "SET 'parallelism.default' = '3';\nSET 'execution.batch-size' = '7';\n", 0},
+				{"p2-crash", "SET 'parallelism.default' = '2';\nSET 'execution.batch-size' = '1000';\n", 9},
 			} {
-				got := queryOutput(t, q, t.TempDir(), vars, v.settings)
+				got := queryOutput(t, q, t.TempDir(), vars, v.settings, v.crashAfter)
 				if d := diffRows(got, want); d != "" {
 					t.Errorf("%s %s differs from SQLite (%d rows, want %d): %s", q, v.name, len(got), len(want), d)
 				}
