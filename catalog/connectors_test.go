@@ -25,8 +25,8 @@ func TestValidateTable(t *testing.T) {
 		wantErr string // substring; "" = valid
 	}{
 		{"ok datagen", tbl(s, "connector", "datagen", "rows-per-second", "5", "fields.id.kind", "sequence", "fields.id.start", "1", "fields.id.end", "10", "fields.name.length", "5"), "", ""},
-		{"no connector", tbl(s, "path", "x"), "", "has no 'connector' option (known connectors: blackhole, datagen, filesystem, print, socket)"},
-		{"unknown connector", tbl(s, "connector", "datagne"), "connector", "unknown connector 'datagne' (known connectors: blackhole, datagen, filesystem, print, socket); did you mean 'datagen'?"},
+		{"no connector", tbl(s, "path", "x"), "", "has no 'connector' option (known connectors: blackhole, datagen, filesystem, nexmark, print, socket)"},
+		{"unknown connector", tbl(s, "connector", "datagne"), "connector", "unknown connector 'datagne' (known connectors: blackhole, datagen, filesystem, nexmark, print, socket); did you mean 'datagen'?"},
 		{"unknown key", tbl(s, "connector", "datagen", "rows-per-secnd", "1"), "rows-per-secnd", "unsupported option 'rows-per-secnd' for connector 'datagen'; did you mean 'rows-per-second'?"},
 		{"unknown family key", tbl(s, "connector", "datagen", "fields.id.knd", "random"), "fields.id.knd", "did you mean 'fields.id.kind'?"},
 		{"bad int", tbl(s, "connector", "datagen", "rows-per-second", "fast"), "rows-per-second", "invalid value 'fast' for option 'rows-per-second': expected a non-negative integer"},
@@ -152,7 +152,7 @@ func TestCaps(t *testing.T) {
 	if TableSinkAcceptsUpdates(csv) || !TableSinkAcceptsUpdates(js) {
 		t.Fatal("filesystem updates depend on format")
 	}
-	if got := strings.Join(ConnectorNames(), ","); got != "blackhole,datagen,filesystem,print,socket" {
+	if got := strings.Join(ConnectorNames(), ","); got != "blackhole,datagen,filesystem,nexmark,print,socket" {
 		t.Fatal(got)
 	}
 }
