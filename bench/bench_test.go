@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamsql/streamsql/bench/nexmark"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/session"
 )
@@ -179,6 +180,35 @@ INSERT INTO o SELECT * FROM t;`
 			per := total / time.Duration(b.N)
 			b.ReportMetric(float64(per.Nanoseconds())/float64(n), "ns/line")
 			b.ReportMetric(float64(sb.Len())/per.Seconds()/1e6, "MB/s")
+		})
+	}
+}
+
+// BenchmarkNexmarkTumble: a 10 s tumbling window COUNT and SUM per 10,000
+// keys (price mod 10000) over the nexmark bid stream (Flink's DDL and
+// views), with a checkpoint every second (state in Pebble) and without.
+// BENCH_ROWS is the number of events (default 10 M).
+func BenchmarkNexmarkTumble(b *testing.B) {
+	for _, mode := range []string{"off", "1s"} {
+		b.Run(mode, func(b *testing.B) {
+			n := rows(10_000_000)
+			ddl, err := nexmark.DDL(map[string]string{"EVENTS_NUM": strconv.Itoa(n), "TPS": "100000"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			settings := ""
+			if mode == "1s" {
+				settings = "SET 'execution.checkpointing.interval' = '1 s';\nSET 'state.checkpoints.dir' = '" + b.TempDir() + "';\n"
+			}
+			q := settings + strings.ReplaceAll(ddl, "%", "%%") + `
+CREATE TABLE sink (k BIGINT, window_start TIMESTAMP(3), c BIGINT, s BIGINT) WITH ('connector' = 'blackhole');
+CREATE VIEW keyed AS SELECT MOD(price, 10000) AS k, price, ` + "`dateTime`" + ` FROM bid;
+INSERT INTO sink
+SELECT k, window_start, COUNT(*), SUM(price)
+FROM TABLE(TUMBLE(TABLE keyed, DESCRIPTOR(` + "`dateTime`" + `), INTERVAL '10' SECOND))
+GROUP BY k, window_start, window_end;
+-- %d events`
+			bench(b, 1, n, q)
 		})
 	}
 }

@@ -50,8 +50,18 @@ var varRef = regexp.MustCompile(`\$\{([A-Z_]+)\}`)
 // every ${VAR} replaced by vars[VAR] (else Defaults[VAR]); an unknown
 // variable is an error.
 func Script(query string, vars map[string]string) (string, error) {
+	return script([]string{"ddl_gen", "ddl_views", query}, vars)
+}
+
+// DDL is Script without a query: the nexmark table and its views.
+func DDL(vars map[string]string) (string, error) {
+	return script([]string{"ddl_gen", "ddl_views"}, vars)
+}
+
+func script(names []string, vars map[string]string) (string, error) {
+	query := names[len(names)-1]
 	var sb strings.Builder
-	for _, f := range []string{"ddl_gen", "ddl_views", query} {
+	for _, f := range names {
 		b, err := files.ReadFile(f + ".sql")
 		if err != nil {
 			return "", fmt.Errorf("nexmark: no query file %s.sql", f)
