@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
@@ -61,7 +60,7 @@ func newAccumulator(c planner.AggCall, retract bool) (accumulator, error) {
 	case "min", "max":
 		isMax := c.Fn == "max"
 		dt := c.T.ArrowType()
-		switch c.ArgType.Kind {
+		switch stateKind(c.ArgType.Kind) {
 		case catalog.KindBoolean:
 			return newMinMax(dt, isMax, retract, func(a, b bool) bool { return !a && b }), nil
 		case catalog.KindInt:
@@ -370,7 +369,7 @@ type distinctCount[T scalar] struct {
 }
 
 func newDistinctCount(t catalog.Type) (accumulator, error) {
-	switch t.Kind {
+	switch stateKind(t.Kind) {
 	case catalog.KindBoolean:
 		return &distinctCount[bool]{}, nil
 	case catalog.KindInt:
@@ -445,6 +444,7 @@ func (a *distinctCount[T]) result(slots []int32, mem memory.Allocator) arrow.Arr
 type distinctDouble struct {
 	distinctCount[int64]
 	keys []int64
+	f64  []float64 // FLOAT widened
 }
 
 // canonicalNaN is the bit pattern every NaN is counted as.
@@ -461,7 +461,8 @@ func doubleKey(v float64) int64 {
 }
 
 func (a *distinctDouble) update(gids []int32, col arrow.Array, ops []RowKind) {
-	vs := col.(*array.Float64).Float64Values()
+	vs := valuesOf[float64](col, a.f64)
+	a.f64 = vs
 	a.keys = a.keys[:0]
 	for _, v := range vs {
 		a.keys = append(a.keys, doubleKey(v))

@@ -239,6 +239,27 @@ func (a *groupAgg) encodeKeys(rec arrow.Record) {
 			case *array.Int32:
 				binary.LittleEndian.PutUint32(buf[p:], uint32(c.Value(i)))
 				p += 4
+			case *array.Int8:
+				binary.LittleEndian.PutUint32(buf[p:], uint32(int32(c.Value(i))))
+				p += 4
+			case *array.Int16:
+				binary.LittleEndian.PutUint32(buf[p:], uint32(int32(c.Value(i))))
+				p += 4
+			case *array.Date32:
+				binary.LittleEndian.PutUint32(buf[p:], uint32(c.Value(i)))
+				p += 4
+			case *array.Time32:
+				binary.LittleEndian.PutUint32(buf[p:], uint32(c.Value(i)))
+				p += 4
+			case *array.MonthInterval:
+				binary.LittleEndian.PutUint32(buf[p:], uint32(c.Value(i)))
+				p += 4
+			case *array.Duration:
+				binary.LittleEndian.PutUint64(buf[p:], uint64(c.Value(i)))
+				p += 8
+			case *array.Float32:
+				binary.LittleEndian.PutUint64(buf[p:], canonicalFloatBits(float64(c.Value(i))))
+				p += 8
 			case *array.Int64:
 				binary.LittleEndian.PutUint64(buf[p:], uint64(c.Value(i)))
 				p += 8
@@ -274,9 +295,9 @@ func (a *groupAgg) encodeKeys(rec arrow.Record) {
 
 func fixedWidth(dt arrow.DataType) int {
 	switch dt.ID() {
-	case arrow.INT32:
+	case arrow.INT32, arrow.INT8, arrow.INT16, arrow.DATE32, arrow.TIME32, arrow.INTERVAL_MONTHS:
 		return 4
-	case arrow.INT64, arrow.TIMESTAMP, arrow.FLOAT64:
+	case arrow.INT64, arrow.TIMESTAMP, arrow.FLOAT64, arrow.FLOAT32, arrow.DURATION:
 		return 8
 	case arrow.DECIMAL128:
 		return 16
@@ -526,6 +547,21 @@ func diffRows(old, nw arrow.Array, oi, ni []int32, changed []bool) {
 			changed[k] = o.Value(i) != nw.(*array.String).Value(j)
 		case *array.Timestamp:
 			changed[k] = o.Value(i) != nw.(*array.Timestamp).Value(j)
+		case *array.Int8:
+			changed[k] = o.Value(i) != nw.(*array.Int8).Value(j)
+		case *array.Int16:
+			changed[k] = o.Value(i) != nw.(*array.Int16).Value(j)
+		case *array.Float32:
+			x, y := o.Value(i), nw.(*array.Float32).Value(j)
+			changed[k] = x != y && !(x != x && y != y)
+		case *array.Date32:
+			changed[k] = o.Value(i) != nw.(*array.Date32).Value(j)
+		case *array.Time32:
+			changed[k] = o.Value(i) != nw.(*array.Time32).Value(j)
+		case *array.Duration:
+			changed[k] = o.Value(i) != nw.(*array.Duration).Value(j)
+		case *array.MonthInterval:
+			changed[k] = o.Value(i) != nw.(*array.MonthInterval).Value(j)
 		case *array.Boolean:
 			changed[k] = o.Value(i) != nw.(*array.Boolean).Value(j)
 		default:
@@ -592,6 +628,20 @@ func (k *typedKeys[T]) int64At(g int32) int64 {
 func valueAt[T scalar](col arrow.Array, row int) T {
 	var v any
 	switch a := col.(type) {
+	case *array.Int8:
+		v = int32(a.Value(row))
+	case *array.Int16:
+		v = int32(a.Value(row))
+	case *array.Float32:
+		v = float64(a.Value(row))
+	case *array.Date32:
+		v = int32(a.Value(row))
+	case *array.Time32:
+		v = int32(a.Value(row))
+	case *array.MonthInterval:
+		v = int32(a.Value(row))
+	case *array.Duration:
+		v = int64(a.Value(row))
 	case *array.Int32:
 		v = a.Value(row)
 	case *array.Int64:
@@ -612,7 +662,7 @@ func valueAt[T scalar](col arrow.Array, row int) T {
 
 func newKeyStore(t catalog.Type) (keyStore, error) {
 	dt := t.ArrowType()
-	switch t.Kind {
+	switch stateKind(t.Kind) {
 	case catalog.KindBoolean:
 		return &typedKeys[bool]{dt: dt}, nil
 	case catalog.KindInt:

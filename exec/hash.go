@@ -73,6 +73,34 @@ func hashColumn(col arrow.Array, out []uint64) {
 			}
 			out[i] = combine(out[i], uint64(vs[i]))
 		}
+	case *array.Int8:
+		hashInts(a, a.Int8Values(), out)
+	case *array.Int16:
+		hashInts(a, a.Int16Values(), out)
+	case *array.Date32:
+		hashInts(a, arrow.Int32Traits.CastFromBytes(arrow.Date32Traits.CastToBytes(a.Date32Values())), out)
+	case *array.Time32:
+		hashInts(a, arrow.Int32Traits.CastFromBytes(arrow.Time32Traits.CastToBytes(a.Time32Values())), out)
+	case *array.MonthInterval:
+		hashInts(a, arrow.Int32Traits.CastFromBytes(arrow.MonthIntervalTraits.CastToBytes(a.MonthIntervalValues())), out)
+	case *array.Duration:
+		vs := a.DurationValues()
+		for i := range out {
+			if nulls && a.IsNull(i) {
+				out[i] = combine(out[i], nullHash)
+				continue
+			}
+			out[i] = combine(out[i], uint64(vs[i]))
+		}
+	case *array.Float32:
+		vs := a.Float32Values()
+		for i := range out {
+			if nulls && a.IsNull(i) {
+				out[i] = combine(out[i], nullHash)
+				continue
+			}
+			out[i] = combine(out[i], canonicalFloatBits(float64(vs[i])))
+		}
 	case *array.Float64:
 		vs := a.Float64Values()
 		for i := range out {
@@ -115,6 +143,19 @@ func hashColumn(col arrow.Array, out []uint64) {
 		for i := range out {
 			out[i] = combine(out[i], nullHash)
 		}
+	}
+}
+
+// hashInts hashes small integers (TINYINT, SMALLINT, DATE, TIME, months)
+// as INT does: the value widened to 64 bits.
+func hashInts[T int8 | int16 | int32](col arrow.Array, vs []T, out []uint64) {
+	nulls := col.NullN() > 0
+	for i := range out {
+		if nulls && col.IsNull(i) {
+			out[i] = combine(out[i], nullHash)
+			continue
+		}
+		out[i] = combine(out[i], uint64(int64(vs[i])))
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	RegisterOperator(func(s *planner.CalcOp, ctx *OpContext) (Operator, error) { return newCalc(s, ctx.Mem) })
+	RegisterOperator(func(s *planner.CalcOp, ctx *OpContext) (Operator, error) { return newCalc(s, ctx.Mem, ctx.Clock) })
 	RegisterOperator(func(s *planner.TableFuncOp, ctx *OpContext) (Operator, error) { return newTableFunc(s, ctx.Mem) })
 	RegisterOperator(func(s *planner.AggOp, ctx *OpContext) (Operator, error) { return newAgg(s, ctx) })
 }
@@ -28,16 +28,20 @@ type calc struct {
 	schema *arrow.Schema
 }
 
-func newCalc(s *planner.CalcOp, mem memory.Allocator) (*calc, error) {
+func newCalc(s *planner.CalcOp, mem memory.Allocator, clock Clock) (*calc, error) {
 	c := &calc{spec: s, mem: mem, schema: s.Out.Arrow()}
+	var opts expr.Options
+	if clock != nil {
+		opts.Now = clock.Now // CURRENT_TIMESTAMP & co. read the job's clock
+	}
 	var err error
 	if s.Filter != nil {
-		if c.filter, err = expr.Compile(s.Filter); err != nil {
+		if c.filter, err = expr.CompileWith(s.Filter, opts); err != nil {
 			return nil, err
 		}
 	}
 	for _, p := range s.Projs {
-		ev, err := expr.Compile(p)
+		ev, err := expr.CompileWith(p, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -63,6 +63,9 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 				return
 			}
 			isStar := fn == "count" && len(a.Args) == 1 && isStarArg(a.Args[0])
+			if _, _, hasFilter := ctx.AggFilter(a); hasFilter && isStar {
+				isStar = false // COUNT(*) FILTER (WHERE c) counts CASE WHEN c THEN 1 END
+			}
 			if isStar {
 				call.Fn = "count_star"
 				call.T = catalog.BigInt.WithNotNull(true)
@@ -71,14 +74,10 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 					err = aggErr(ctx, a, "%s takes exactly one argument", strings.ToUpper(fn))
 					return
 				}
-				ab := &exprBuilder{p: p, ctx: ctx, in: in, clause: strings.ToUpper(fn)}
-				arg, e := ab.build(a.Args[0])
+				arg, e := p.aggArg(ctx, in, a, fn)
 				if e != nil {
 					err = e
 					return
-				}
-				if arg.Type().Kind == catalog.KindNull {
-					arg = &Literal{T: catalog.Int}
 				}
 				t, e := aggResultType(fn, arg.Type())
 				if e != nil {
@@ -140,11 +139,11 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 		if a, ok := n.(*ast.AggregateFuncExpr); ok {
 			var k string
 			fn := strings.ToLower(a.F)
-			if fn == "count" && len(a.Args) == 1 && isStarArg(a.Args[0]) {
+			_, _, hasFilter := ctx.AggFilter(a)
+			if fn == "count" && len(a.Args) == 1 && isStarArg(a.Args[0]) && !hasFilter {
 				k = "COUNT(*)"
 			} else {
-				ab := &exprBuilder{p: p, ctx: ctx, in: in}
-				arg, err := ab.build(a.Args[0])
+				arg, err := p.aggArg(ctx, in, a, fn)
 				if err != nil {
 					return nil, true, err
 				}
@@ -203,6 +202,62 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 		return p.distinct(out), nil
 	}
 	return out, nil
+}
+
+// aggArg builds the argument of aggregate call a over in. With FILTER
+// (WHERE cond) the argument becomes CASE WHEN cond THEN arg END (COUNT(*):
+// THEN 1): every aggregate ignores NULLs, so this is FILTER's semantics,
+// for DISTINCT aggregates too, and retractions stay exact.
+func (p *Planner) aggArg(ctx *parser.QueryContext, in *rel, a *ast.AggregateFuncExpr, fn string) (Expr, error) {
+	ab := &exprBuilder{p: p, ctx: ctx, in: in, clause: strings.ToUpper(fn)}
+	var arg Expr
+	if fn == "count" && len(a.Args) == 1 && isStarArg(a.Args[0]) {
+		arg = &Literal{Value: int32(1), T: catalog.Int.WithNotNull(true)}
+	} else {
+		var err error
+		if arg, err = ab.build(a.Args[0]); err != nil {
+			return nil, err
+		}
+	}
+	if arg.Type().Kind == catalog.KindNull {
+		arg = &Literal{T: catalog.Int}
+	}
+	if fn == "sum" || fn == "avg" {
+		// SUM and AVG of TINYINT and SMALLINT accumulate in INT, of FLOAT
+		// in DOUBLE (Flink keeps the input type; see docs/sql.md)
+		switch arg.Type().Kind {
+		case catalog.KindTinyInt, catalog.KindSmallInt:
+			arg = coerce(arg, catalog.Int)
+		case catalog.KindFloat:
+			arg = coerce(arg, catalog.Double)
+		}
+	}
+	cn, at, ok := ctx.AggFilter(a)
+	if !ok {
+		return arg, nil
+	}
+	fb := &exprBuilder{p: p, ctx: ctx, in: in, clause: "FILTER"}
+	cond, err := fb.build(cn)
+	if err != nil {
+		return nil, err
+	}
+	if cond.Type().Kind != catalog.KindBoolean && cond.Type().Kind != catalog.KindNull {
+		return nil, &parser.Error{Pos: at, Msg: fmt.Sprintf("FILTER (WHERE ...) condition must be BOOLEAN, got %s", cond.Type().Nullable())}
+	}
+	if _, bad := containsAggNode(cn); bad {
+		return nil, &parser.Error{Pos: at, Msg: "FILTER (WHERE ...) cannot contain an aggregate function"}
+	}
+	t := arg.Type()
+	if t.Kind == catalog.KindNull {
+		t = catalog.Int
+	}
+	return &Call{Fn: "case", Args: []Expr{coerce(cond, catalog.Boolean), coerce(arg, t), &Literal{T: t.Nullable()}}, T: t.Nullable()}, nil
+}
+
+func containsAggNode(n ast.ExprNode) (ast.ExprNode, bool) {
+	found := false
+	n.Accept(&aggFinder{found: &found})
+	return nil, found
 }
 
 // havingAlias reports a HAVING that names a select-list alias that is not

@@ -79,5 +79,12 @@ func (c *Call) String() string {
 	if c.Fn == "cast" {
 		return fmt.Sprintf("CAST(%s AS %s)", parts[0], c.T.Nullable())
 	}
+	if c.Fn == "field" && len(c.Args) == 2 {
+		if l, ok := c.Args[1].(*Literal); ok {
+			if k, ok := l.Value.(int32); ok && int(k) < len(c.Args[0].Type().Fields) {
+				return parts[0] + "." + c.Args[0].Type().Fields[k].Name
+			}
+		}
+	}
 	return fmt.Sprintf("%s(%s)", c.Fn, strings.Join(parts, ", "))
 }

@@ -113,6 +113,13 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		if x.Op == opcode.NullEQ {
 			return b.distinctFrom(x, l, r)
 		}
+		if (fn == "+" || fn == "-") && (l.Type().IsDatetime() || l.Type().IsInterval() || r.Type().IsDatetime() || r.Type().IsInterval()) {
+			e, err := b.resolveTimeArith(fn, l, r)
+			if err != nil {
+				return nil, &parser.Error{Pos: b.opPos(x), Msg: err.Error()}
+			}
+			return e, nil
+		}
 		return b.callAt(b.opPos(x), fn, l, r)
 	case *ast.UnaryOperationExpr:
 		v, err := b.build(x.V)
@@ -291,7 +298,7 @@ func (b *exprBuilder) build(n ast.ExprNode) (Expr, error) {
 		if err != nil {
 			return nil, b.errAt(x, word, "%v", err)
 		}
-		return e, nil
+		return b.withZone(e), nil
 	case *ast.FuncCallExpr:
 		return b.funcCall(x)
 	case *ast.AggregateFuncExpr:
@@ -349,15 +356,13 @@ var rankingFuncs = map[string]bool{
 func (b *exprBuilder) funcCall(x *ast.FuncCallExpr) (Expr, error) {
 	name := x.FnName.L
 	up := strings.ToUpper(name)
-	switch {
-	case name == ast.TimestampLiteral:
+	if name == ast.TimestampLiteral {
 		return b.timestampLiteral(x)
-	case name == ast.DateLiteral:
-		return nil, b.errAt(x, "DATE", "the DATE type is not supported yet; use TIMESTAMP '2024-01-01 00:00:00'")
-	case name == ast.TimeLiteral:
-		return nil, b.errAt(x, "TIME", "the TIME type is not supported yet")
-	case name == parser.IntervalFunc:
-		return nil, b.errAt(x, "INTERVAL", "INTERVAL values are supported only in WATERMARK FOR ... AS ts - INTERVAL '...' unit (interval arithmetic is not supported yet)")
+	}
+	if e, ok, err := b.timeCall(x); ok {
+		return e, err
+	}
+	switch {
 	case groupWindowFuncs[name]:
 		return nil, b.errAt(x, x.FnName.O, "group windows (%s) are not supported yet", up)
 	case name == "rollup" || name == "cube":
@@ -389,7 +394,7 @@ func (b *exprBuilder) funcCall(x *ast.FuncCallExpr) (Expr, error) {
 	case "pow":
 		name = "power"
 	case "date_add", "date_sub", "adddate", "subdate":
-		return nil, b.errAt(x, x.FnName.O, "INTERVAL arithmetic is not supported yet")
+		return nil, b.errAt(x, x.FnName.O, "%s is not a Flink function: write ts + INTERVAL '1' DAY or TIMESTAMPADD(DAY, 1, ts)", up)
 	}
 	e, err := ResolveCall(name, args)
 	if err != nil {
@@ -463,23 +468,32 @@ func (b *exprBuilder) distinctFrom(x *ast.BinaryOperationExpr, l, r Expr) (Expr,
 
 func (b *exprBuilder) column(x *ast.ColumnNameExpr) (Expr, error) {
 	cn := x.Name
+	// person.id and t.person.id are fields of a ROW column when no table
+	// of that name qualifies a column (TiDB parses them as table.column
+	// and db.table.column).
+	if cn.Schema.O == "" && cn.Table.O != "" {
+		if !b.hasQualifier(cn.Table.L) {
+			if e, ok, err := b.rowField(x, "", cn.Table.O, []string{cn.Name.O}); ok || err != nil {
+				return e, err
+			}
+		}
+	}
 	if cn.Schema.O != "" {
+		if b.hasQualifier(cn.Schema.L) {
+			if e, ok, err := b.rowField(x, cn.Schema.L, cn.Table.O, []string{cn.Name.O}); ok || err != nil {
+				return e, err
+			}
+		}
+		if e, ok, err := b.rowField(x, "", cn.Schema.O, []string{cn.Table.O, cn.Name.O}); ok || err != nil {
+			return e, err
+		}
 		return nil, b.errAt(x, cn.Schema.O, "catalog/database qualifiers are not supported")
 	}
 	q := cn.Table.L
 	name := cn.Name.O
-	found := -1
-	for i, c := range b.in.schema {
-		if !strings.EqualFold(c.Name, name) {
-			continue
-		}
-		if q != "" && b.in.quals[i] != q {
-			continue
-		}
-		if found >= 0 {
-			return nil, b.errAt(x, name, "column '%s' is ambiguous", name)
-		}
-		found = i
+	found, err := b.findColumn(x, q, name)
+	if err != nil {
+		return nil, err
 	}
 	if found < 0 {
 		full := name
@@ -497,6 +511,72 @@ func (b *exprBuilder) column(x *ast.ColumnNameExpr) (Expr, error) {
 	}
 	c := b.in.schema[found]
 	return &ColRef{Index: found, Name: c.Name, T: c.Type}, nil
+}
+
+func (b *exprBuilder) hasQualifier(q string) bool {
+	for _, x := range b.in.quals {
+		if x == q {
+			return true
+		}
+	}
+	return false
+}
+
+// findColumn returns the index of column name (qualified by q when not
+// ""), or -1; an ambiguous name is an error.
+func (b *exprBuilder) findColumn(x ast.Node, q, name string) (int, error) {
+	found := -1
+	for i, c := range b.in.schema {
+		if !strings.EqualFold(c.Name, name) {
+			continue
+		}
+		if q != "" && b.in.quals[i] != q {
+			continue
+		}
+		if found >= 0 {
+			return -1, b.errAt(x, name, "column '%s' is ambiguous", name)
+		}
+		found = i
+	}
+	return found, nil
+}
+
+// rowField resolves col.f1.f2... where col is a ROW column (qualified by q
+// when not ""). ok is false when col is not a ROW column.
+func (b *exprBuilder) rowField(x *ast.ColumnNameExpr, q, col string, path []string) (Expr, bool, error) {
+	i, err := b.findColumn(x, q, col)
+	if err != nil {
+		return nil, true, err
+	}
+	if i < 0 || b.in.schema[i].Type.Kind != catalog.KindRow {
+		return nil, false, nil
+	}
+	c := b.in.schema[i]
+	var e Expr = &ColRef{Index: i, Name: c.Name, T: c.Type}
+	at := col
+	for _, f := range path {
+		t := e.Type()
+		if t.Kind != catalog.KindRow {
+			return nil, true, b.errAt(x, f, "'%s' is %s, not a ROW: it has no field '%s'", at, t.Nullable(), f)
+		}
+		k := t.Field(f)
+		if k < 0 {
+			names := make([]string, len(t.Fields))
+			for j, fl := range t.Fields {
+				names[j] = fl.Name
+			}
+			msg := fmt.Sprintf("ROW column '%s' has no field '%s' (fields: %s)", at, f, strings.Join(names, ", "))
+			if s := catalog.Suggest(f, names); s != "" {
+				msg += fmt.Sprintf("; did you mean '%s'?", s)
+			}
+			return nil, true, b.errAt(x, f, "%s", msg)
+		}
+		ft := t.Fields[k].Type
+		ft.NotNull = ft.NotNull && t.NotNull
+		e = &Call{Fn: "field", Args: []Expr{e, &Literal{Value: int32(k), T: catalog.Int.WithNotNull(true)}}, T: ft}
+		at += "." + f
+	}
+	return e, true, nil
 }
 
 func (b *exprBuilder) literal(v *test_driver.ValueExpr) (Expr, error) {

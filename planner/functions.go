@@ -58,6 +58,7 @@ var FunctionNames = func() []string {
 		"POSITION", "POWER", "REPLACE", "ROUND", "RTRIM", "SQRT", "SUBSTR", "SUBSTRING",
 		"TRIM", "TRY_CAST", "UPPER",
 	}
+	names = append(names, TimeFunctionNames...)
 	sort.Strings(names)
 	return names
 }()
@@ -99,6 +100,9 @@ func ResolveCall(name string, args []Expr) (Expr, error) {
 	case "neg":
 		if err := arity(fn, args, 1, 1); err != nil {
 			return nil, err
+		}
+		if e, ok, err := narrowResult("-", args, func(w []Expr) (Expr, error) { return ResolveCall("neg", w) }); ok {
+			return e, err
 		}
 		t := args[0].Type()
 		if t.Kind == catalog.KindNull {
@@ -529,7 +533,61 @@ func roundDecimalType(t catalog.Type, r int) catalog.Type {
 	return catalog.Decimal(min(38, 1+p-s+r), r)
 }
 
+// narrowResult computes fn over TINYINT, SMALLINT and FLOAT operands in
+// INT or DOUBLE and casts the result back (exact: Java's arithmetic on
+// byte/short wraps like the narrowing cast, and float32 results are the
+// rounding of the float64 ones). ok is false when no operand is narrow.
+func narrowResult(fn string, args []Expr, resolve func([]Expr) (Expr, error)) (Expr, bool, error) {
+	narrowT, anyNarrow := catalog.Type{}, false
+	for _, a := range args {
+		switch a.Type().Kind {
+		case catalog.KindTinyInt, catalog.KindSmallInt, catalog.KindFloat:
+			anyNarrow = true
+		}
+	}
+	if !anyNarrow {
+		return nil, false, nil
+	}
+	ts := make([]catalog.Type, len(args))
+	for i, a := range args {
+		ts[i] = a.Type().Nullable()
+	}
+	ct, err := CommonType(ts...)
+	if err != nil {
+		return nil, true, typeErr(fn, args)
+	}
+	narrowT = ct
+	if fn == "%" && len(args) == 2 && args[1].Type().IsInteger() && args[0].Type().IsInteger() {
+		narrowT = args[1].Type().Nullable() // MOD has the second argument's type
+	}
+	var wide catalog.Type
+	switch narrowT.Kind {
+	case catalog.KindTinyInt, catalog.KindSmallInt:
+		wide = catalog.Int
+	case catalog.KindFloat:
+		wide = catalog.Double
+	default:
+		return nil, false, nil // a wider operand decides (INT, DOUBLE, DECIMAL)
+	}
+	wargs := make([]Expr, len(args))
+	for i, a := range args {
+		wargs[i] = a
+		if k := a.Type().Kind; k == catalog.KindTinyInt || k == catalog.KindSmallInt || k == catalog.KindFloat {
+			wargs[i] = coerce(a, wide)
+		}
+	}
+	e, err := resolve(wargs)
+	if err != nil {
+		return nil, true, typeErr(fn, args)
+	}
+	nn := e.Type().NotNull
+	return &Call{Fn: "cast", Args: []Expr{e}, T: narrowT.WithNotNull(nn)}, true, nil
+}
+
 func resolveArith(fn string, args []Expr) (Expr, error) {
+	if e, ok, err := narrowResult(fn, args, func(w []Expr) (Expr, error) { return resolveArith(fn, w) }); ok {
+		return e, err
+	}
 	a, b := nullAs(args[0].Type(), args[1].Type()), nullAs(args[1].Type(), args[0].Type())
 	if !a.IsNumeric() || !b.IsNumeric() {
 		return nil, typeErr(fn, args)
@@ -553,6 +611,9 @@ func resolveArith(fn string, args []Expr) (Expr, error) {
 }
 
 func resolveMod(args []Expr) (Expr, error) {
+	if e, ok, err := narrowResult("%", args, resolveMod); ok {
+		return e, err
+	}
 	a, b := nullAs(args[0].Type(), args[1].Type()), nullAs(args[1].Type(), args[0].Type())
 	if !a.IsNumeric() || !b.IsNumeric() {
 		return nil, typeErr("%", args)
@@ -582,9 +643,21 @@ func resolveCompare(fn string, args []Expr) (*Call, error) {
 	switch {
 	case a.IsNumeric() && b.IsNumeric():
 		ct, _ = CommonType(a.Nullable(), b.Nullable())
-	case a.Kind == catalog.KindTimestamp && b.Kind == catalog.KindString,
-		a.Kind == catalog.KindString && b.Kind == catalog.KindTimestamp:
-		ct = catalog.Timestamp
+	case a.Kind == catalog.KindTimestamp && b.Kind == catalog.KindString:
+		ct = a.Nullable()
+	case a.Kind == catalog.KindString && b.Kind == catalog.KindTimestamp:
+		ct = b.Nullable()
+	case (a.Kind == catalog.KindDate || a.Kind == catalog.KindTime || a.Kind == catalog.KindTimestampLTZ) && b.Kind == catalog.KindString:
+		ct = a.Nullable()
+	case a.Kind == catalog.KindString && (b.Kind == catalog.KindDate || b.Kind == catalog.KindTime || b.Kind == catalog.KindTimestampLTZ):
+		ct = b.Nullable()
+	case a.IsDatetime() && b.IsDatetime():
+		var err error
+		if ct, err = CommonType(a.Nullable(), b.Nullable()); err != nil {
+			return nil, typeErr(fn, args)
+		}
+	case a.Kind == catalog.KindRow || b.Kind == catalog.KindRow:
+		return nil, typeErr(fn, args)
 	case a.Kind == b.Kind && a.Kind != catalog.KindNull:
 		ct = a
 		if a.Kind == catalog.KindString {
@@ -728,6 +801,9 @@ func resolveCoalesce(args []Expr) (Expr, error) {
 }
 
 func resolveNumeric1(fn string, args []Expr, rt func(catalog.Type) catalog.Type) (Expr, error) {
+	if e, ok, err := narrowResult(fn, args, func(w []Expr) (Expr, error) { return resolveNumeric1(fn, w, rt) }); ok {
+		return e, err
+	}
 	t := args[0].Type()
 	if t.Kind == catalog.KindNull {
 		t = catalog.Int
@@ -761,6 +837,9 @@ func constInt(e Expr) (int, bool) {
 }
 
 func resolveRound(args []Expr) (Expr, error) {
+	if e, ok, err := narrowResult("round", args[:1], func(w []Expr) (Expr, error) { return resolveRound(append(w, args[1:]...)) }); ok {
+		return e, err
+	}
 	t := args[0].Type()
 	if t.Kind == catalog.KindNull {
 		t = catalog.Int

@@ -187,8 +187,12 @@ func TestFunctionNames(t *testing.T) {
 	}
 	// every plain name resolves (with some arguments) or fails on arguments,
 	// never as an unknown function
+	builder := map[string]bool{} // typed by the expression builder (timefuncs.go)
+	for _, n := range TimeFunctionNames {
+		builder[n] = true
+	}
 	for _, n := range FunctionNames {
-		if n == "CAST" || n == "TRY_CAST" {
+		if n == "CAST" || n == "TRY_CAST" || builder[n] {
 			continue
 		}
 		_, err := ResolveCall(n, nil)

@@ -30,14 +30,30 @@ var constMem = memory.DefaultAllocator
 
 // Compile turns a resolved expression into an Evaluator. Types are dispatched
 // here once; constant sub-expressions are evaluated here once.
-func Compile(e planner.Expr) (Evaluator, error) {
+func Compile(e planner.Expr) (Evaluator, error) { return CompileWith(e, Options{}) }
+
+// Options are what an expression may read besides its input: the job's
+// clock (CURRENT_TIMESTAMP, NOW(), LOCALTIMESTAMP, CURRENT_DATE,
+// CURRENT_TIME, UNIX_TIMESTAMP(); nil: the wall clock).
+type Options struct {
+	Now func() time.Time
+}
+
+// CompileWith is Compile with options.
+func CompileWith(e planner.Expr, opts Options) (Evaluator, error) {
 	if e == nil {
 		return nil, fmt.Errorf("expr: nil expression")
 	}
-	return compile(e)
+	cp := &compiler{now: opts.Now}
+	return cp.compile(e)
 }
 
-func compile(e planner.Expr) (Evaluator, error) {
+// compiler carries the options through one Compile.
+type compiler struct {
+	now func() time.Time
+}
+
+func (cp *compiler) compile(e planner.Expr) (Evaluator, error) {
 	switch x := e.(type) {
 	case *planner.ColRef:
 		if x.Index < 0 {
@@ -51,7 +67,7 @@ func compile(e planner.Expr) (Evaluator, error) {
 		}
 		return &constNode{arr: a}, nil
 	case *planner.Call:
-		ev, err := compileCall(x)
+		ev, err := cp.compileCall(x)
 		if err != nil {
 			return nil, err
 		}
@@ -124,6 +140,9 @@ func allConst(e planner.Expr) bool {
 	case *planner.Literal:
 		return true
 	case *planner.Call:
+		if volatileFns[x.Fn] {
+			return false
+		}
 		for _, a := range x.Args {
 			if !allConst(a) {
 				return false
@@ -292,10 +311,10 @@ func releaseAll(as []arrow.Array) {
 }
 
 // compileArgs compiles the arguments of a call.
-func compileArgs(c *planner.Call) ([]Evaluator, error) {
+func (cp *compiler) compileArgs(c *planner.Call) ([]Evaluator, error) {
 	evs := make([]Evaluator, len(c.Args))
 	for i, a := range c.Args {
-		ev, err := compile(a)
+		ev, err := cp.compile(a)
 		if err != nil {
 			return nil, err
 		}
@@ -320,13 +339,22 @@ var strictFns = map[string]bool{
 	"replace": true, "position": true, "abs": true, "floor": true, "ceil": true,
 	"round": true, "power": true, "sqrt": true, "exp": true, "ln": true, "log10": true,
 	"cast": true, "try_cast": true,
+	"extract": true, "floor_to": true, "ceil_to": true, "dt_add_ms": true, "dt_add_months": true,
+	"iv_add": true, "iv_sub": true, "ts_diff": true, "to_timestamp_ltz": true, "date_format": true,
+	"from_unixtime": true, "to_timestamp": true, "to_date": true, "unix_timestamp_str": true,
+	"regexp": true, "regexp_extract": true, "regexp_replace": true, "split_index": true,
 }
 
-func compileCall(c *planner.Call) (Evaluator, error) {
+// volatileFns read the clock: never folded into constants.
+var volatileFns = map[string]bool{
+	"current_timestamp": true, "localtimestamp": true, "current_date": true, "current_time": true, "unix_timestamp": true,
+}
+
+func (cp *compiler) compileCall(c *planner.Call) (Evaluator, error) {
 	if c.T.Kind == catalog.KindNull {
 		return nil, fmt.Errorf("function %s has the untyped NULL result type", c.Fn)
 	}
-	args, err := compileArgs(c)
+	args, err := cp.compileArgs(c)
 	if err != nil {
 		return nil, err
 	}
@@ -397,6 +425,11 @@ func compileCall(c *planner.Call) (Evaluator, error) {
 		return compileString(c, args)
 	case "abs", "floor", "ceil", "round", "power", "sqrt", "exp", "ln", "log10":
 		return compileMath(c, args)
+	case "extract", "floor_to", "ceil_to", "dt_add_ms", "dt_add_months", "iv_add", "iv_sub", "ts_diff",
+		"current_timestamp", "localtimestamp", "current_date", "current_time", "unix_timestamp",
+		"to_timestamp_ltz", "date_format", "from_unixtime", "to_timestamp", "to_date", "unix_timestamp_str",
+		"regexp", "regexp_extract", "regexp_replace", "split_index", "field":
+		return cp.compileTimeFn(c, args)
 	case "cast", "try_cast":
 		if err := nargs(c, 1, 2); err != nil {
 			return nil, err
