@@ -7,13 +7,17 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math/big"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"modernc.org/sqlite"
 
@@ -330,14 +334,30 @@ func TestNexmarkQueriesAgainstSQLite(t *testing.T) {
 			if len(want) == 0 {
 				t.Fatalf("SQLite's answer to %s is empty: nothing would be checked", q)
 			}
-			for _, v := range []struct {
+			type variant struct {
 				name, settings string
 				crashAfter     int64
-			}{
+			}
+			variants := []variant{
 				{"p1", "SET 'parallelism.default' = '1';\n", 0},
 				{"p3-batch7", "SET 'parallelism.default' = '3';\nSET 'execution.batch-size' = '7';\n", 0},
 				{"p2-crash", "SET 'parallelism.default' = '2';\nSET 'execution.batch-size' = '1000';\n", 9},
-			} {
+			}
+			// and a seeded random one: parallelism, batch size, aligned or
+			// unaligned checkpoints, the checkpoint after which it crashes
+			seed := goldenSeed(q)
+			r := rand.New(rand.NewPCG(seed, 7))
+			p, batch := 1+r.IntN(4), []int{50, 256, 1000, 2048}[r.IntN(4)]
+			v := variant{name: fmt.Sprintf("seed %d: p%d batch %d", seed, p, batch),
+				settings:   fmt.Sprintf("SET 'parallelism.default' = '%d';\nSET 'execution.batch-size' = '%d';\n", p, batch),
+				crashAfter: 1 + int64(r.IntN(12))}
+			if r.IntN(2) == 0 {
+				v.name += " unaligned"
+				v.settings += "SET 'execution.checkpointing.unaligned.enabled' = 'true';\n"
+			}
+			v.name += fmt.Sprintf(" crash after %d", v.crashAfter)
+			variants = append(variants, v)
+			for _, v := range variants {
 				got := queryOutput(t, q, t.TempDir(), vars, v.settings, v.crashAfter)
 				if d := diffRows(got, want); d != "" {
 					t.Errorf("%s %s differs from SQLite (%d rows, want %d): %s", q, v.name, len(got), len(want), d)
@@ -360,4 +380,15 @@ func diffRows(got, want []string) string {
 		}
 	}
 	return ""
+}
+
+// goldenSeed is STREAMSQL_SEED when set (to rerun a failure), else a seed
+// from the query's name and the time, printed with any failure.
+func goldenSeed(q string) uint64 {
+	if v, err := strconv.ParseUint(os.Getenv("STREAMSQL_SEED"), 10, 64); err == nil {
+		return v
+	}
+	h := fnv.New64a()
+	h.Write([]byte(q))
+	return h.Sum64() ^ uint64(time.Now().UnixNano())
 }
