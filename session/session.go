@@ -199,6 +199,7 @@ func (s *Session) Planner() *planner.Planner {
 		Catalog:           s.Catalog,
 		Parallelism:       s.Options.Int("parallelism.default"),
 		MaxParallelism:    s.Options.Int("pipeline.max-parallelism"),
+		WatermarkInterval: s.Options.Duration("pipeline.auto-watermark-interval"),
 		SourceParallelism: connectors.SourceParallelism,
 		SinkParallelism:   connectors.SinkParallelism,
 		CanRead: func(t *catalog.Table) bool {
