@@ -173,6 +173,7 @@ type windowRel struct {
 	partKeys []int // SESSION ... PARTITION BY: input columns
 	tvf      *WindowTVFOp
 	agg      *WindowAggOp
+	pos      parser.Pos // where the TVF is written
 }
 
 // windowColumns are what a window TVF appends.
@@ -340,7 +341,7 @@ func (p *Planner) buildWindowTVF(tf *parser.TableFunc, ctx *parser.QueryContext)
 			return nil, err
 		}
 	}
-	wr := &windowRel{spec: spec, timeCol: timeCol}
+	wr := &windowRel{spec: spec, timeCol: timeCol, pos: tf.Pos}
 	for _, k := range tf.PartitionBy {
 		i := in.schema.Index(k)
 		if i < 0 {
@@ -593,7 +594,7 @@ func (b *physBuilder) buildWindow(r *rel) *Task {
 		t := b.build(r.input)
 		op := r.win.tvf
 		if op.Window.Kind == Session && b.err == nil {
-			b.err = fmt.Errorf("a SESSION window table function is supported only under a window aggregation (GROUP BY window_start, window_end, ...)")
+			b.err = &parser.Error{Pos: r.win.pos, Msg: "a SESSION window table function is supported only under a window aggregation (GROUP BY window_start, window_end, ...)"}
 		}
 		t.Ops = append(t.Ops, op)
 		op.ID = b.id(t, op.Describe())
