@@ -70,6 +70,7 @@ func (j *job) snapshot() JobInfo {
 	in.RecordsIn = j.metrics.RecordsIn.Load()
 	in.RecordsOut = j.metrics.RecordsOut.Load()
 	in.SkippedBad = j.metrics.Skipped.Load()
+	in.LateRecords = j.metrics.LateRecords.Load()
 	return in
 }
 
