@@ -78,6 +78,9 @@ type Option struct {
 type Watermark struct {
 	Column  string
 	ExprSQL string
+	// DelayMillis is the bounded out-of-orderness the expression declares
+	// (ts - INTERVAL ...; 0 for ts itself).
+	DelayMillis int64
 }
 
 // Option returns the value of key (exact, case-sensitive as in Flink) and whether it is set.

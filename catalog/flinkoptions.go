@@ -74,7 +74,6 @@ var ignoredOptions = []ignoredOption{
 	{"pipeline.operator-chaining", boolCheck, "stateless operators are always fused into one task"},
 	{"pipeline.operator-chaining.enabled", boolCheck, "stateless operators are always fused into one task"},
 	{"pipeline.object-reuse", boolCheck, whyRuntime},
-	{"pipeline.auto-watermark-interval", durationOrZero, "watermarks are not emitted on a timer"},
 	{"pipeline.auto-generate-uids", boolCheck, "operator ids are derived from the plan's structure (see the UID hint)"},
 	{"pipeline.global-job-parameters", anyValue, whyRuntime},
 	{"pipeline.jars", anyValue, "streamsql runs no user code"},

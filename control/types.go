@@ -75,6 +75,7 @@ type JobDetails struct {
 	RecordsIn      int64    `json:"records-in"`
 	RecordsOut     int64    `json:"records-out"`
 	SkippedRecords int64    `json:"skipped-records"`
+	LateRecords    int64    `json:"late-records"`
 	Attempts       int      `json:"attempts"`
 	Failures       []string `json:"failures,omitempty"`      // causes of restarted attempts
 	FailureCause   string   `json:"failure-cause,omitempty"` // cause of FAILED

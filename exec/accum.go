@@ -26,6 +26,10 @@ type accumulator interface {
 	// returns the bytes used (checkpoints, see aggstate.go).
 	encode(dst []byte, g int32) []byte
 	decode(src []byte, g int32) (int, error)
+	// mergeFrom adds the state of slot s of src (an accumulator of the same
+	// aggregate) to slot g: window panes combine into windows
+	// (accummerge.go).
+	mergeFrom(g int32, src accumulator, s int32)
 }
 
 func sign(ops []RowKind, i int) int64 {

@@ -182,19 +182,25 @@ func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record
 	}
 }
 
-// encodeKeys writes each row's key as bytes: per column a null flag then a
-// fixed-width value, or a length-prefixed string.
+// encodeKeys writes each row's key as bytes (encodeKeyColumns).
 func (a *groupAgg) encodeKeys(rec arrow.Record) {
+	a.keyBuf, a.keyOffs = encodeKeyColumns(rec, a.spec.Keys, a.keyBuf, a.keyOffs)
+}
+
+// encodeKeyColumns writes each row's key (columns keys of rec) as bytes:
+// per column a null flag then a fixed-width value, or a length-prefixed
+// string. Row i's key is buf[offs[i]:offs[i+1]]; buf and offs are reused.
+func encodeKeyColumns(rec arrow.Record, keys []int, keyBuf []byte, keyOffs []int) ([]byte, []int) {
 	n := int(rec.NumRows())
-	if cap(a.keyOffs) < n+1 {
-		a.keyOffs = make([]int, n+1)
+	if cap(keyOffs) < n+1 {
+		keyOffs = make([]int, n+1)
 	}
-	offs := a.keyOffs[:n+1]
+	offs := keyOffs[:n+1]
 	for i := range offs {
 		offs[i] = 0
 	}
 	// lengths into offs[i+1]
-	for _, k := range a.spec.Keys {
+	for _, k := range keys {
 		col := rec.Column(k)
 		if s, ok := col.(*array.String); ok {
 			for i := 0; i < n; i++ {
@@ -210,13 +216,13 @@ func (a *groupAgg) encodeKeys(rec arrow.Record) {
 	for i := 0; i < n; i++ {
 		offs[i+1] += offs[i]
 	}
-	if cap(a.keyBuf) < offs[n] {
-		a.keyBuf = make([]byte, offs[n])
+	if cap(keyBuf) < offs[n] {
+		keyBuf = make([]byte, offs[n])
 	}
-	buf := a.keyBuf[:offs[n]]
+	buf := keyBuf[:offs[n]]
 	cur := make([]int, n)
 	copy(cur, offs[:n])
-	for _, k := range a.spec.Keys {
+	for _, k := range keys {
 		col := rec.Column(k)
 		nulls := col.NullN() > 0
 		for i := 0; i < n; i++ {
@@ -289,8 +295,7 @@ func (a *groupAgg) encodeKeys(rec arrow.Record) {
 			cur[i] = p
 		}
 	}
-	a.keyBuf = buf
-	a.keyOffs = offs
+	return buf, offs
 }
 
 func fixedWidth(dt arrow.DataType) int {

@@ -30,6 +30,9 @@ type Metrics struct {
 	// ChannelState counts the batches stored as channel state by unaligned
 	// checkpoints (in flight when their barrier passed).
 	ChannelState atomic.Int64
+	// LateRecords counts rows dropped by window operators because their
+	// windows had fired (behind the watermark; window.go).
+	LateRecords atomic.Int64
 }
 
 // JobConfig is everything a job needs besides its plan.

@@ -303,6 +303,11 @@ type TableFunc struct {
 	// appears as an *ast.ColumnNameExpr naming t, DESCRIPTOR(c) as a
 	// FuncCallExpr "descriptor").
 	Kind string
+	// ArgNames are the names of named arguments (DATA => TABLE t), by
+	// argument; "" for a positional one. Nil when there are none.
+	ArgNames []string
+	// PartitionBy are the columns of TABLE t PARTITION BY k (or (k1, k2)).
+	PartitionBy []string
 }
 
 // TableRef is a table (or view) name in a FROM clause, as written. TiDB's

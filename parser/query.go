@@ -1079,12 +1079,8 @@ func (r *rewriter) rewriteTableFunc(start, kw int, kind string) *Error {
 		return r.src.errAt(at.start, "expected an alias after AS, found %s", r.src.describe(at))
 	}
 	// Arguments: TABLE t inside a window TVF's arguments names a table.
-	for i := argOpen + 1; i < argClose; i++ {
-		if r.word(i) == "TABLE" {
-			if _, ok := r.src.ident(r.codeTok(i + 1)); ok && !r.isOp(i+2, "(") && !r.isOp(i+2, ".") {
-				r.replace(i, i, "")
-			}
-		}
+	if err := r.windowTVFArgs(tf, argOpen, argClose); err != nil {
+		return err
 	}
 	idx := len(r.q.funcs)
 	r.q.funcs = append(r.q.funcs, tf)

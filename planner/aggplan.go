@@ -14,6 +14,10 @@ import (
 //
 //	in -> Calc(keys..., agg args...) -> GroupAggregate -> Calc(HAVING, select list)
 func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.QueryContext) (*rel, error) {
+	win, err := p.windowOfAggregate(sel, in, ctx) // non-nil: a window aggregation (window.go)
+	if err != nil {
+		return nil, err
+	}
 	pre := &exprBuilder{p: p, ctx: ctx, in: in, clause: "GROUP BY"}
 	var preProjs []Expr
 	var preSchema catalog.Schema
@@ -24,9 +28,15 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 			return nil, ctx.Errorf("ROLLUP", "GROUP BY ... WITH ROLLUP is not supported yet")
 		}
 		for _, item := range sel.GroupBy.Items {
+			if win != nil && win.groupItem(item.Expr, nil) {
+				continue // the legacy window call
+			}
 			e, err := pre.build(item.Expr)
 			if err != nil {
 				return nil, err
+			}
+			if win != nil && win.groupItem(item.Expr, e) {
+				continue // window_start, window_end, window_time
 			}
 			name := fmt.Sprintf("$f%d", len(preProjs))
 			if cn, ok := unparen(item.Expr).(*ast.ColumnNameExpr); ok {
@@ -39,6 +49,13 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 		}
 	}
 	nKeys := len(preProjs)
+	aggBase := nKeys // output column of the first aggregate
+	if win != nil {
+		c := in.schema[win.timeCol]
+		preProjs = append(preProjs, &ColRef{Index: win.timeCol, Name: c.Name, T: c.Type})
+		preSchema = append(preSchema, c)
+		aggBase += len(windowColumns)
+	}
 
 	// Collect the aggregate calls of the select list and HAVING.
 	var calls []AggCall
@@ -121,21 +138,34 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 		}
 	}
 
-	preRel := &rel{kind: relCalc, input: in, schema: preSchema, quals: make([]string, len(preSchema)), mode: in.mode, projs: preProjs}
-	keys := make([]int, nKeys)
-	outSchema := append(catalog.Schema{}, preSchema[:nKeys]...)
-	for i := range keys {
-		keys[i] = i
+	var aggRel *rel
+	if win != nil {
+		if aggRel, err = p.windowAggRel(win, preProjs, preSchema, nKeys, keyNames, calls, ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		preRel := &rel{kind: relCalc, input: in, schema: preSchema, quals: make([]string, len(preSchema)), mode: in.mode, projs: preProjs}
+		keys := make([]int, nKeys)
+		outSchema := append(catalog.Schema{}, preSchema[:nKeys]...)
+		for i := range keys {
+			keys[i] = i
+		}
+		for _, c := range calls {
+			outSchema = append(outSchema, catalog.Column{Name: c.Name, Type: c.T})
+		}
+		op := &AggOp{Keys: keys, Aggs: calls, InputMode: in.mode, Out: outSchema, MaxParallel: p.MaxParallelism, KeyNames: keyNames}
+		aggRel = &rel{kind: relAgg, input: preRel, schema: outSchema, quals: make([]string, len(outSchema)), mode: Retract, agg: op, describ: op.Describe()}
 	}
-	for _, c := range calls {
-		outSchema = append(outSchema, catalog.Column{Name: c.Name, Type: c.T})
-	}
-	op := &AggOp{Keys: keys, Aggs: calls, InputMode: in.mode, Out: outSchema, MaxParallel: p.MaxParallelism, KeyNames: keyNames}
-	aggRel := &rel{kind: relAgg, input: preRel, schema: outSchema, quals: make([]string, len(outSchema)), mode: Retract, agg: op, describ: op.Describe()}
+	outSchema := aggRel.schema
 
 	// After the aggregation, expressions resolve aggregate calls and grouping
 	// keys to the aggregation's output columns.
 	hook := func(n ast.ExprNode) (Expr, bool, error) {
+		if win != nil {
+			if e, ok, err := win.auxiliary(n, nKeys, ctx); ok {
+				return e, true, err
+			}
+		}
 		if a, ok := n.(*ast.AggregateFuncExpr); ok {
 			var k string
 			fn := strings.ToLower(a.F)
@@ -151,7 +181,7 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 			}
 			for i, ck := range callKeys {
 				if ck == k {
-					return &ColRef{Index: nKeys + i, Name: calls[i].Name, T: calls[i].T}, true, nil
+					return &ColRef{Index: aggBase + i, Name: calls[i].Name, T: calls[i].T}, true, nil
 				}
 			}
 			return nil, true, aggErr(ctx, a, "internal error: aggregate %s not collected", k)
@@ -168,6 +198,9 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 				return nil, false, nil // contains aggregates: build its parts
 			}
 			s := e.String()
+			if j, ok := win.prop(s); ok {
+				return &ColRef{Index: nKeys + j, Name: windowColumns[j], T: outSchema[nKeys+j].Type}, true, nil
+			}
 			for i, ks := range keyStrs {
 				if ks == s {
 					return &ColRef{Index: i, Name: outSchema[i].Name, T: outSchema[i].Type}, true, nil

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
 
@@ -34,6 +35,10 @@ type Planner struct {
 	// TimeZone is table.local-time-zone: the zone TIMESTAMP_LTZ values are
 	// shown and converted in ("" means UTC).
 	TimeZone string
+	// WatermarkInterval is pipeline.auto-watermark-interval and
+	// IdleTimeout table.exec.source.idle-timeout (window.go).
+	WatermarkInterval time.Duration
+	IdleTimeout       time.Duration
 }
 
 // rel is a node of the logical plan: a chain from a source (no joins yet).
@@ -50,6 +55,7 @@ type rel struct {
 	projs   []Expr         // relCalc (nil: keep columns)
 	tfunc   *TableFuncOp   // relTableFunc
 	agg     *AggOp         // relAgg
+	win     *windowRel     // relWindowTVF, relWindowAgg (window.go)
 	describ string         // for error messages (which node makes a stream updating)
 	// relAgg: the operator id pinned by a /*+ UID('name') */ hint ("" = derived).
 	uid    string
@@ -159,7 +165,7 @@ func (p *Planner) buildSelect(sel *ast.SelectStmt, ctx *parser.QueryContext) (*r
 	var grouped *rel // the GROUP BY aggregation of this SELECT
 	if sel.GroupBy != nil || sel.Having != nil || containsAgg(sel.Fields.Fields) {
 		for n := r; n != nil; n = n.input {
-			if n.kind == relAgg && (!sel.Distinct || n != r) {
+			if (n.kind == relAgg || n.kind == relWindowAgg) && (!sel.Distinct || n != r) {
 				grouped = n
 				break
 			}
@@ -461,7 +467,11 @@ func (p *Planner) buildFrom(n ast.ResultSetNode, ctx *parser.QueryContext) (*rel
 			if tf, ok := ctx.TableFunc(src); ok {
 				switch strings.ToUpper(tf.Name) {
 				case "TUMBLE", "HOP", "CUMULATE", "SESSION":
-					return nil, &parser.Error{Pos: tf.Pos, Msg: fmt.Sprintf("window table function %s is not supported yet", strings.ToUpper(tf.Name))}
+					r, err := p.buildWindowTVF(tf, ctx)
+					if err == nil && tf.Alias != "" {
+						r = r.qualify(tf.Alias)
+					}
+					return r, err
 				}
 				return nil, ctx.Errorf("TABLE", "a table function needs a table on its left: FROM t, LATERAL TABLE(...)")
 			}

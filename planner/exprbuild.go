@@ -364,7 +364,7 @@ func (b *exprBuilder) funcCall(x *ast.FuncCallExpr) (Expr, error) {
 	}
 	switch {
 	case groupWindowFuncs[name]:
-		return nil, b.errAt(x, x.FnName.O, "group windows (%s) are not supported yet", up)
+		return nil, b.errAt(x, x.FnName.O, "%s is a group window function: use it in GROUP BY TUMBLE(ts, ...)/HOP/SESSION and its _START/_END/_ROWTIME in the select list of that aggregation, or the window TVFs in FROM (docs/windows.md)", up)
 	case name == "rollup" || name == "cube":
 		return nil, b.errAt(x, x.FnName.O, "GROUP BY %s(...) is not supported yet", up)
 	case name == "grouping" || name == "grouping_id":

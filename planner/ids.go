@@ -202,6 +202,14 @@ func lineage(r *rel, i int) string {
 			return r.tfunc.Fn + "(" + strings.Join(args, ", ") + ")"
 		case relAgg:
 			return "@" + r.agg.ID + "." + strconv.Itoa(i)
+		case relWindowTVF:
+			if i < len(r.input.schema) {
+				r = r.input
+				continue
+			}
+			return r.win.spec.String() + "." + windowColumns[i-len(r.input.schema)] + "(" + lineage(r.input, r.win.timeCol) + ")"
+		case relWindowAgg:
+			return "@" + r.win.agg.ID + "." + strconv.Itoa(i)
 		}
 		return "?"
 	}

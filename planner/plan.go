@@ -323,6 +323,8 @@ func (b *physBuilder) build(r *rel) *Task {
 		r.agg.ID = b.aggID(r)
 		t.OutSchema, t.OutMode = r.schema, r.mode
 		return t
+	case relWindowTVF, relWindowAgg:
+		return b.buildWindow(r)
 	}
 	panic("unknown rel")
 }
@@ -361,6 +363,7 @@ func (b *physBuilder) scanTask(r *rel) *Task {
 	}
 	spec.ID = b.sourceID(r)
 	t.Source = spec
+	b.addWatermark(t, r)
 	t.OutSchema, t.OutMode = r.schema, r.mode
 	return t
 }
@@ -458,6 +461,8 @@ func opMode(op Op) string {
 		return o.Mode.String()
 	case *AggOp:
 		return Retract.String()
+	case *WindowAggOp, *WindowTVFOp, *WatermarkAssignerOp:
+		return InsertOnly.String()
 	}
 	return ""
 }

@@ -72,6 +72,7 @@ type JobInfo struct {
 	RecordsIn   int64
 	RecordsOut  int64
 	SkippedBad  int64 // records skipped by ignore-parse-errors
+	LateRecords int64 // rows dropped by windows that had fired
 	Err         error // cause of FAILED
 	Parallelism int
 	// Attempts counts job attempts (1 + restarts); Failures lists the cause

@@ -21,7 +21,7 @@ import (
 // attempt that was followed by a restart.
 func (s *Session) showJobs() *Result {
 	r := &Result{Kind: ResultTable, Columns: []string{"job id", "job name", "status", "start time",
-		"records in", "records out", "skipped records", "attempts", "last failure"}}
+		"records in", "records out", "skipped records", "late records", "attempts", "last failure"}}
 	for _, in := range s.Jobs() {
 		if in.Name == "collect" {
 			continue
@@ -37,7 +37,7 @@ func (s *Session) showJobs() *Result {
 			last = shorten(in.Failures[n-1], maxFailureWidth)
 		}
 		r.Rows = append(r.Rows, []string{in.ID, in.Name, in.Status, in.StartTime.Format("2006-01-02 15:04:05.000"),
-			fmt.Sprint(in.RecordsIn), fmt.Sprint(in.RecordsOut), fmt.Sprint(in.SkippedBad),
+			fmt.Sprint(in.RecordsIn), fmt.Sprint(in.RecordsOut), fmt.Sprint(in.SkippedBad), fmt.Sprint(in.LateRecords),
 			fmt.Sprint(in.Attempts), last})
 	}
 	return r

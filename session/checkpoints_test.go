@@ -91,15 +91,15 @@ INSERT INTO snk SELECT id, CAST(CASE WHEN id = 20 THEN 'not a number, and a rath
 		t.Fatal("the job should fail")
 	}
 	show := execAll(t, s, "SHOW JOBS;")[0]
-	if len(show.Columns) != 9 || show.Columns[7] != "attempts" || show.Columns[8] != "last failure" {
+	if len(show.Columns) != 10 || show.Columns[8] != "attempts" || show.Columns[9] != "last failure" {
 		t.Fatalf("columns: %q", show.Columns)
 	}
 	r := show.Rows[0]
-	if r[2] != "FAILED" || r[7] != "3" {
+	if r[2] != "FAILED" || r[8] != "3" {
 		t.Fatalf("row: %q", r)
 	}
-	if n := utf8.RuneCountInString(r[8]); n > maxFailureWidth || !strings.HasSuffix(r[8], "...") || !strings.Contains(r[8], "src") {
-		t.Fatalf("last failure %q (%d runes)", r[8], n)
+	if n := utf8.RuneCountInString(r[9]); n > maxFailureWidth || !strings.HasSuffix(r[9], "...") || !strings.Contains(r[9], "src") {
+		t.Fatalf("last failure %q (%d runes)", r[9], n)
 	}
 	if in := s.Jobs()[0]; len(in.Failures) != 2 || !strings.Contains(in.Failures[1], "cannot cast") {
 		t.Fatalf("failures: %q", in.Failures)

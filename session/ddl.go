@@ -69,13 +69,15 @@ func (s *Session) createTable(x *parser.CreateTable) (*Result, error) {
 			return nil, &parser.Error{Pos: w.Pos, Msg: fmt.Sprintf("watermark column '%s' must be TIMESTAMP(3) or TIMESTAMP_LTZ(3), not %s", w.Column, full[i].Type)}
 		}
 		text := ""
+		var delay int64
 		if w.Expr != nil {
-			if _, err := planner.WatermarkDelay(full, w.Expr); err != nil {
+			d, err := planner.WatermarkDelay(full, w.Expr)
+			if err != nil {
 				return nil, err
 			}
-			text = exprText(x.Text, w)
+			text, delay = exprText(x.Text, w), d
 		}
-		t.Watermark = &catalog.Watermark{Column: full[i].Name, ExprSQL: text}
+		t.Watermark = &catalog.Watermark{Column: full[i].Name, ExprSQL: text, DelayMillis: delay}
 	}
 	for _, o := range x.Options {
 		t.Options = append(t.Options, catalog.Option{Key: o.Key, Value: o.Value})

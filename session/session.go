@@ -70,6 +70,7 @@ func (j *job) snapshot() JobInfo {
 	in.RecordsIn = j.metrics.RecordsIn.Load()
 	in.RecordsOut = j.metrics.RecordsOut.Load()
 	in.SkippedBad = j.metrics.Skipped.Load()
+	in.LateRecords = j.metrics.LateRecords.Load()
 	return in
 }
 
@@ -200,6 +201,7 @@ func (s *Session) Planner() *planner.Planner {
 		Parallelism:       s.Options.Int("parallelism.default"),
 		MaxParallelism:    s.Options.Int("pipeline.max-parallelism"),
 		TimeZone:          s.Options.Get("table.local-time-zone"),
+		WatermarkInterval: s.Options.Duration("pipeline.auto-watermark-interval"),
 		SourceParallelism: connectors.SourceParallelism,
 		SinkParallelism:   connectors.SinkParallelism,
 		NoSourceReuse:     !s.Options.Bool("table.optimizer.reuse-source-enabled"),

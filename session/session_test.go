@@ -75,7 +75,7 @@ INSERT INTO snk SELECT k, COUNT(*) FROM src GROUP BY k;`)
 	if len(show.Rows) != 1 || show.Rows[0][0] != job.JobID || show.Rows[0][2] != "RUNNING" {
 		t.Fatalf("SHOW JOBS: %v", show.Rows)
 	}
-	if got := strings.Join(show.Columns, ","); got != "job id,job name,status,start time,records in,records out,skipped records,attempts,last failure" {
+	if got := strings.Join(show.Columns, ","); got != "job id,job name,status,start time,records in,records out,skipped records,late records,attempts,last failure" {
 		t.Fatalf("SHOW JOBS columns: %s", got)
 	}
 	execAll(t, s, "STOP JOB '"+job.JobID+"';")

@@ -124,6 +124,9 @@ func (t *Table) Alive(g int32) bool { return t.alive[g] }
 // KeyGroup is slot g's key group.
 func (t *Table) KeyGroup(g int32) int { return int(t.kg[g]) }
 
+// Key is the encoded key of live slot g of a bytes-keyed table.
+func (t *Table) Key(g int32) string { return t.keyOf[g] }
+
 func (t *Table) alloc(kg int) int32 {
 	var g int32
 	if n := len(t.free); n > 0 {

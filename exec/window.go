@@ -1,0 +1,681 @@
+package exec
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/exec/expr"
+	"github.com/streamsql/streamsql/exec/state"
+	"github.com/streamsql/streamsql/planner"
+)
+
+// windowAgg is the window aggregation (planner.WindowAggOp): append-only
+// results, one +I row per group and window, emitted when the watermark
+// passes the window's end (window end - 1 <= watermark, as Flink).
+//
+// # Aligned windows (TUMBLE, HOP, CUMULATE): slices
+//
+// Rows are accumulated per group key in slices of planner.WindowSpec.Slice
+// milliseconds (the window for TUMBLE, gcd(size, slide) for HOP, the step
+// for CUMULATE); a window is the union of its slices, merged when it fires
+// (accummerge.go), so a row updates one slice, never every window it
+// belongs to. A slot of the state table is (group key, slice end). One
+// event-time timer per group key and window end fires the window; firing
+// window e frees the slices no later window needs and registers the next
+// window of the key if it still has data.
+//
+// # Session windows
+//
+// A slot is one session of a group key: (group key, the first timestamp of
+// the session) with the session's start and end in its value. A row opens
+// the window [ts, ts+gap); every session of its key that intersects it
+// (Flink's TimeWindow.intersects, ends inclusive) merges into the one with
+// the smallest start, and the merged session's timer replaces theirs.
+//
+// # Late rows
+//
+// A row is late, dropped and counted (Metrics.LateRecords), when the last
+// window it belongs to has fired: its slice's last window end - 1 <= the
+// watermark (aligned), or its own session [ts, ts+gap) intersects no live
+// session and ts+gap-1 <= the watermark. A HOP or CUMULATE row whose first
+// windows fired but not its last one goes into the windows still open, as
+// in Flink. Rows with a NULL time are dropped.
+//
+// # State
+//
+// Slots (state.Table, bytes keys = encoded group key + 8-byte big-endian
+// slice end or session key start), timers (state.Timers) and, per
+// subtask, the watermark each of its key groups had reached: after a
+// restore (also at another parallelism) a key group judges lateness by the
+// watermark its windows fired at, never by a lower one, so a restored job
+// fires every window exactly once and drops the same rows.
+type windowAgg struct {
+	spec    *planner.WindowAggOp
+	ctx     *OpContext
+	mem     memory.Allocator
+	schema  *arrow.Schema
+	win     planner.WindowSpec
+	slice   int64
+	maxP    int
+	session bool
+
+	tbl      *state.Table
+	keys     []keyStore
+	rowCount []int64
+	aux      []int64 // slice end (aligned) or session end, by slot
+	sstart   []int64 // session start, by slot
+	accs     []accumulator
+	fire     []accumulator // merged windows being emitted, by output row
+	timers   *state.Timers
+	sessions map[string][]int32 // session: live slots per group key
+
+	wm        int64
+	forwarded int64
+	// restored is the watermark restored per key group of the subtask
+	// (index kg - KeyGroups.Start); nil once the live watermark passed all.
+	restored    []int64
+	restoredMax int64
+	staleWM     []int // old subtasks' watermark entries to delete
+
+	// scratch
+	keyBuf  []byte
+	keyOffs []int
+	full    []byte
+	hashes  []uint64
+	gids    []int32
+	take    []int32
+	remap   map[int32]int32
+	dead    []int32
+	reprs   []int32
+	starts  []arrow.Timestamp
+	ends    []arrow.Timestamp
+	times   []arrow.Timestamp
+	toFree  []int32
+	outIdx  []int32
+}
+
+func init() {
+	RegisterOperator(func(s *planner.WindowAggOp, ctx *OpContext) (Operator, error) { return newWindowAgg(s, ctx) })
+}
+
+func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
+	w := &windowAgg{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), win: s.Window, slice: s.Window.Slice(),
+		maxP: max(ctx.KeyGroups.MaxParallelism, 1), session: s.Window.Kind == planner.Session,
+		wm: NoWatermark, forwarded: NoWatermark, restoredMax: NoWatermark}
+	for i := range s.Keys {
+		ks, err := newKeyStore(s.Out[i].Type)
+		if err != nil {
+			return nil, fmt.Errorf("GROUP BY column %s: %w", s.Out[i].Name, err)
+		}
+		w.keys = append(w.keys, ks)
+	}
+	for _, c := range s.Aggs {
+		acc, err := newAccumulator(c, false)
+		if err != nil {
+			return nil, err
+		}
+		f, _ := newAccumulator(c, false)
+		w.accs, w.fire = append(w.accs, acc), append(w.fire, f)
+	}
+	tbl, err := state.NewTable(state.Options{OpID: s.ID, MaxParallelism: w.maxP, Checkpointing: ctx.Checkpointing}, windowCodec{w})
+	if err != nil {
+		return nil, err
+	}
+	tbl.OnGrow = func(n int) {
+		w.rowCount = append(w.rowCount, 0)
+		w.aux = append(w.aux, 0)
+		w.sstart = append(w.sstart, 0)
+		for _, acc := range w.accs {
+			acc.grow(n)
+		}
+	}
+	w.tbl = tbl
+	if w.timers, err = state.NewTimers(s.ID, "event", w.maxP, ctx.Checkpointing); err != nil {
+		return nil, err
+	}
+	if w.session {
+		w.sessions = map[string][]int32{}
+	}
+	return w, nil
+}
+
+func (w *windowAgg) Open(*OpContext) error  { return nil }
+func (w *windowAgg) Finish(Collector) error { return nil }
+func (w *windowAgg) Close() error {
+	w.tbl, w.accs, w.fire, w.sessions = nil, nil, nil, nil
+	return nil
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
+
+// step is the distance between consecutive window ends of a key.
+func (w *windowAgg) step() int64 {
+	if w.win.Kind == planner.Tumble {
+		return w.win.Size
+	}
+	return w.win.Slide
+}
+
+// firstEnd and lastEnd are the ends of the first and last window that
+// contain the slice ending at se.
+func (w *windowAgg) firstEnd(se int64) int64 {
+	if w.win.Kind == planner.Hop {
+		return ceilDiv(se, w.win.Slide) * w.win.Slide
+	}
+	return se
+}
+
+func (w *windowAgg) lastEnd(se int64) int64 {
+	switch w.win.Kind {
+	case planner.Hop:
+		return floorDiv(se-w.slice+w.win.Size, w.win.Slide) * w.win.Slide
+	case planner.Cumulate:
+		return floorDiv(se-1, w.win.Size)*w.win.Size + w.win.Size
+	}
+	return se
+}
+
+// wmFor is the watermark that judges rows of key group kg.
+func (w *windowAgg) wmFor(kg int) int64 {
+	if w.restored != nil {
+		return max(w.wm, w.restored[kg-w.ctx.KeyGroups.Start])
+	}
+	return w.wm
+}
+
+func (w *windowAgg) putKeys(g int32, rec arrow.Record, row int) {
+	for i, k := range w.spec.Keys {
+		w.keys[i].put(g, rec.Column(k), row)
+	}
+}
+
+func (w *windowAgg) slotKey(gk []byte, v int64) []byte {
+	w.full = binary.BigEndian.AppendUint64(append(w.full[:0], gk...), uint64(v))
+	return w.full
+}
+
+func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
+	defer b.Rec.Release()
+	rec := b.Rec
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	tcol, ok := rec.Column(w.spec.TimeCol).(*array.Timestamp)
+	if !ok {
+		return fmt.Errorf("window time column %s is not a TIMESTAMP", w.spec.TimeName)
+	}
+	ts := tcol.TimestampValues()
+	nulls := tcol.NullN() > 0
+	w.keyBuf, w.keyOffs = encodeKeyColumns(rec, w.spec.Keys, w.keyBuf, w.keyOffs)
+	w.hashes = HashKeys(rec, w.spec.Keys, w.hashes[:0])
+	w.gids, w.take = w.gids[:0], w.take[:0]
+	late := 0
+	for i := 0; i < n; i++ {
+		if nulls && tcol.IsNull(i) {
+			continue
+		}
+		t := int64(ts[i])
+		kg := int(w.hashes[i] % uint64(w.maxP))
+		wm := w.wmFor(kg)
+		gk := w.keyBuf[w.keyOffs[i]:w.keyOffs[i+1]]
+		var g int32
+		if w.session {
+			var ok bool
+			if g, ok = w.assignSession(rec, i, gk, kg, t, wm); !ok {
+				late++
+				continue
+			}
+		} else {
+			se := floorDiv(t, w.slice)*w.slice + w.slice
+			if w.lastEnd(se)-1 <= wm {
+				late++
+				continue
+			}
+			full := w.slotKey(gk, se)
+			var ok bool
+			if g, ok = w.tbl.LookupBytes(full); !ok {
+				g = w.tbl.InsertBytes(full, kg)
+				w.putKeys(g, rec, i)
+				w.aux[g] = se
+				fe := w.firstEnd(se)
+				for fe-1 <= wm {
+					fe += w.step()
+				}
+				w.timers.Register(kg, fe-1, gk)
+			}
+			w.tbl.Touch(g)
+		}
+		w.rowCount[g]++
+		w.gids = append(w.gids, g)
+		w.take = append(w.take, int32(i))
+	}
+	if late > 0 && w.ctx.Metrics != nil {
+		w.ctx.Metrics.LateRecords.Add(int64(late))
+	}
+	if w.remap != nil {
+		for i, g := range w.gids {
+			for {
+				to, ok := w.remap[g]
+				if !ok {
+					break
+				}
+				g = to
+			}
+			w.gids[i] = g
+		}
+	}
+	if len(w.gids) > 0 {
+		src := rec
+		if len(w.take) < n {
+			src = expr.TakeRecord(rec, w.take, w.mem)
+			defer src.Release()
+		}
+		for i, acc := range w.accs {
+			var col arrow.Array
+			if arg := w.spec.Aggs[i].Arg; arg >= 0 {
+				col = src.Column(arg)
+			}
+			acc.update(w.gids, col, nil)
+		}
+	}
+	// Sessions merged into others leave the state now (their keys could
+	// not be reused within the batch: see assignSession).
+	for _, g := range w.dead {
+		w.freeSlot(g)
+	}
+	w.dead, w.remap = w.dead[:0], nil
+	return nil
+}
+
+// assignSession finds or makes the session of row i (group key gk, time
+// t) and merges the sessions it joins; ok false: the row is late.
+func (w *windowAgg) assignSession(rec arrow.Record, i int, gk []byte, kg int, t, wm int64) (int32, bool) {
+	lo, hi := t, t+w.win.Gap
+	list := w.sessions[string(gk)]
+	surv := int32(-1)
+	hits := 0
+	for _, g := range list {
+		if w.sstart[g] <= hi && w.aux[g] >= lo {
+			hits++
+			if surv < 0 || w.sstart[g] < w.sstart[surv] {
+				surv = g
+			}
+		}
+	}
+	if surv < 0 {
+		if hi-1 <= wm {
+			return 0, false
+		}
+		// A new session's key is its first row's time. No merged-away
+		// session of the batch can have that key: its first time lies
+		// inside a live session, which this row would have joined.
+		g := w.tbl.InsertBytes(w.slotKey(gk, t), kg)
+		w.putKeys(g, rec, i)
+		w.sstart[g], w.aux[g] = lo, hi
+		w.timers.Register(kg, hi-1, w.full)
+		w.tbl.Touch(g)
+		w.sessions[string(gk)] = append(list, g)
+		return g, true
+	}
+	newStart, newEnd := min(w.sstart[surv], lo), max(w.aux[surv], hi)
+	if hits > 1 {
+		kept := list[:0]
+		for _, g := range list {
+			if g == surv || !(w.sstart[g] <= hi && w.aux[g] >= lo) {
+				kept = append(kept, g)
+				continue
+			}
+			newEnd = max(newEnd, w.aux[g])
+			for ai, acc := range w.accs {
+				acc.mergeFrom(surv, w.accs[ai], g)
+			}
+			w.rowCount[surv] += w.rowCount[g]
+			w.rowCount[g] = 0
+			w.timers.Delete(kg, w.aux[g]-1, []byte(w.tbl.Key(g)))
+			if w.remap == nil {
+				w.remap = map[int32]int32{}
+			}
+			w.remap[g] = surv
+			w.dead = append(w.dead, g)
+		}
+		w.sessions[string(gk)] = kept
+	}
+	if newEnd != w.aux[surv] {
+		key := []byte(w.tbl.Key(surv))
+		w.timers.Delete(kg, w.aux[surv]-1, key)
+		w.timers.Register(kg, newEnd-1, key)
+	}
+	w.sstart[surv], w.aux[surv] = newStart, newEnd
+	w.tbl.Touch(surv)
+	return surv, true
+}
+
+func (w *windowAgg) freeSlot(g int32) {
+	w.tbl.Remove(g, 0, false)
+	w.rowCount[g], w.aux[g], w.sstart[g] = 0, 0, 0
+	for _, acc := range w.accs {
+		acc.reset(g)
+	}
+}
+
+func (w *windowAgg) ProcessWatermark(wm int64, out Collector) error {
+	if wm > w.wm {
+		w.wm = wm
+	}
+	if w.restored != nil && w.wm >= w.restoredMax {
+		w.restored = nil
+	}
+	w.reprs, w.starts, w.ends, w.times, w.toFree = w.reprs[:0], w.starts[:0], w.ends[:0], w.times[:0], w.toFree[:0]
+	err := w.timers.Advance(w.wm, func(kg int, ts int64, key []byte) error {
+		if w.session {
+			w.fireSession(key, ts+1)
+		} else {
+			w.fireAligned(kg, key, ts+1)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(w.reprs) > 0 {
+		if err := out.Collect(Batch{Rec: w.results()}); err != nil {
+			return err
+		}
+		for _, g := range w.toFree {
+			if w.session {
+				w.dropSession(g)
+			}
+			w.freeSlot(g)
+		}
+	}
+	if wm > w.forwarded {
+		w.forwarded = wm
+		return out.EmitWatermark(wm)
+	}
+	return nil
+}
+
+// addOutput starts output row j (the window [start, end) of slot repr's
+// key) and returns j; its aggregates are merged into w.fire[..][j].
+func (w *windowAgg) addOutput(repr int32, start, end int64) int32 {
+	j := int32(len(w.reprs))
+	w.reprs = append(w.reprs, repr)
+	w.starts = append(w.starts, arrow.Timestamp(start))
+	w.ends = append(w.ends, arrow.Timestamp(end))
+	w.times = append(w.times, arrow.Timestamp(end-1))
+	for _, f := range w.fire {
+		f.grow(int(j) + 1)
+		f.reset(j)
+	}
+	return j
+}
+
+func (w *windowAgg) mergeInto(j, g int32) {
+	for ai, f := range w.fire {
+		f.mergeFrom(j, w.accs[ai], g)
+	}
+}
+
+// fireAligned emits window [.., end) of group key gk (timer ts end-1).
+func (w *windowAgg) fireAligned(kg int, gk []byte, end int64) {
+	start := end - w.win.Size
+	if w.win.Kind == planner.Cumulate {
+		start = floorDiv(end-1, w.win.Size) * w.win.Size
+	}
+	periodEnd := start + w.win.Size
+	j := int32(-1)
+	remaining := false
+	for se := start + w.slice; se <= end; se += w.slice {
+		g, ok := w.tbl.LookupBytes(w.slotKey(gk, se))
+		if !ok {
+			continue
+		}
+		if j < 0 {
+			j = w.addOutput(g, start, end)
+		}
+		w.mergeInto(j, g)
+		free := false
+		switch w.win.Kind {
+		case planner.Tumble:
+			free = true
+		case planner.Hop:
+			free = se <= end+w.win.Slide-w.win.Size // no later window has it
+		case planner.Cumulate:
+			free = end == periodEnd
+		}
+		if free {
+			w.toFree = append(w.toFree, g)
+		} else {
+			remaining = true
+		}
+	}
+	if j < 0 {
+		return
+	}
+	switch {
+	case w.win.Kind == planner.Hop && remaining:
+		w.timers.Register(kg, end+w.win.Slide-1, gk)
+	case w.win.Kind == planner.Cumulate && end < periodEnd:
+		w.timers.Register(kg, end+w.win.Slide-1, gk)
+	}
+}
+
+// fireSession emits the session whose slot key is key.
+func (w *windowAgg) fireSession(key []byte, end int64) {
+	g, ok := w.tbl.LookupBytes(key)
+	if !ok || w.aux[g] != end {
+		return
+	}
+	j := w.addOutput(g, w.sstart[g], end)
+	w.mergeInto(j, g)
+	w.toFree = append(w.toFree, g)
+}
+
+// dropSession removes slot g from its key's session list.
+func (w *windowAgg) dropSession(g int32) {
+	k := w.tbl.Key(g)
+	gk := k[:len(k)-8]
+	list := w.sessions[gk]
+	for i, x := range list {
+		if x == g {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(w.sessions, gk)
+	} else {
+		w.sessions[gk] = list
+	}
+}
+
+// results builds the output rows of the windows fired.
+func (w *windowAgg) results() arrow.Record {
+	cols := make([]arrow.Array, 0, len(w.keys)+3+len(w.fire))
+	for _, k := range w.keys {
+		cols = append(cols, k.gather(w.reprs, w.mem))
+	}
+	tsType := catalog.Timestamp.ArrowType()
+	cols = append(cols, buildArray(w.mem, tsType, w.starts, nil), buildArray(w.mem, tsType, w.ends, nil), buildArray(w.mem, tsType, w.times, nil))
+	w.outIdx = w.outIdx[:0]
+	for j := range w.reprs {
+		w.outIdx = append(w.outIdx, int32(j))
+	}
+	for _, f := range w.fire {
+		cols = append(cols, f.result(w.outIdx, w.mem))
+	}
+	rec := array.NewRecord(w.schema, cols, int64(len(w.reprs)))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}
+
+// Checkpointed state: slots as (key: encoded group key + 8 bytes; value:
+// format, row count, slice end or session end, session start, then the
+// accumulators), the timers, and the watermark per key group under
+// SubtaskKey(op id + "/watermark", subtask): key-group range, then the
+// watermark of each key group of it.
+
+const windowStateV1 = 1
+
+type windowCodec struct{ w *windowAgg }
+
+func (c windowCodec) AppendKey(dst []byte, g int32) []byte { return append(dst, c.w.tbl.Key(g)...) }
+func (c windowCodec) AppendValue(dst []byte, g int32) []byte {
+	w := c.w
+	dst = append(dst, windowStateV1)
+	dst = binary.AppendVarint(dst, w.rowCount[g])
+	dst = binary.AppendVarint(dst, w.aux[g])
+	dst = binary.AppendVarint(dst, w.sstart[g])
+	for _, acc := range w.accs {
+		dst = acc.encode(dst, g)
+	}
+	return dst
+}
+
+func (w *windowAgg) wmKey(subtask int) []byte {
+	return checkpoint.SubtaskKey(w.spec.ID+"/watermark", subtask)
+}
+
+func (w *windowAgg) Snapshot(id int64, sw checkpoint.StateWriter) error {
+	if err := w.tbl.Snapshot(id, sw); err != nil {
+		return err
+	}
+	if err := w.timers.Snapshot(id, sw); err != nil {
+		return err
+	}
+	kgs := w.ctx.KeyGroups
+	v := binary.AppendUvarint(nil, uint64(kgs.Start))
+	v = binary.AppendUvarint(v, uint64(kgs.End))
+	for kg := kgs.Start; kg < kgs.End; kg++ {
+		v = binary.AppendVarint(v, w.wmFor(kg))
+	}
+	if err := sw.Put(w.wmKey(w.ctx.Subtask), v); err != nil {
+		return err
+	}
+	for _, j := range w.staleWM {
+		if err := sw.Delete(w.wmKey(j)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *windowAgg) NotifyComplete(id int64) error {
+	w.tbl.Complete(id)
+	w.timers.Complete(id)
+	return nil
+}
+
+func (w *windowAgg) NotifyAborted(id int64) error {
+	w.tbl.Abort(id)
+	w.timers.Abort(id)
+	return nil
+}
+
+func (w *windowAgg) Restore(r checkpoint.StateReader) error {
+	kgs := w.ctx.KeyGroups
+	err := w.tbl.Restore(r, kgs.Start, kgs.End, func(g int32, key, val []byte) (int64, bool, error) {
+		if len(key) < 8 {
+			return 0, false, errCorrupt
+		}
+		rest := key[:len(key)-8]
+		for _, ks := range w.keys {
+			n, err := ks.decode(rest, g)
+			if err != nil {
+				return 0, false, err
+			}
+			rest = rest[n:]
+		}
+		if len(rest) != 0 || len(val) == 0 || val[0] != windowStateV1 {
+			return 0, false, fmt.Errorf("%w: window state", errCorrupt)
+		}
+		v := val[1:]
+		var fields [3]int64
+		for i := range fields {
+			x, n, err := readVarint(v)
+			if err != nil {
+				return 0, false, err
+			}
+			fields[i], v = x, v[n:]
+		}
+		w.rowCount[g], w.aux[g], w.sstart[g] = fields[0], fields[1], fields[2]
+		for _, acc := range w.accs {
+			m, err := acc.decode(v, g)
+			if err != nil {
+				return 0, false, err
+			}
+			v = v[m:]
+		}
+		if w.session {
+			gk := string(key[:len(key)-8])
+			w.sessions[gk] = append(w.sessions[gk], g)
+		}
+		return 0, false, nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := w.timers.Restore(r, kgs.Start, kgs.End); err != nil {
+		return err
+	}
+	k0 := w.wmKey(0)
+	prefix := k0[:len(k0)-4]
+	restored := make([]int64, kgs.End-kgs.Start)
+	for i := range restored {
+		restored[i] = NoWatermark
+	}
+	err = r.Scan(prefix, func(k, v []byte) error {
+		if len(k) != len(k0) {
+			return nil
+		}
+		if i := int(binary.BigEndian.Uint32(k[len(prefix):])); i >= w.ctx.Parallelism {
+			w.staleWM = append(w.staleWM, i)
+		}
+		s, n := binary.Uvarint(v)
+		if n <= 0 {
+			return errCorrupt
+		}
+		v = v[n:]
+		e, n := binary.Uvarint(v)
+		if n <= 0 {
+			return errCorrupt
+		}
+		v = v[n:]
+		for kg := int(s); kg < int(e); kg++ {
+			x, n, err := readVarint(v)
+			if err != nil {
+				return err
+			}
+			v = v[n:]
+			if kg >= kgs.Start && kg < kgs.End {
+				restored[kg-kgs.Start] = x
+				w.restoredMax = max(w.restoredMax, x)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if w.restoredMax > w.wm {
+		w.restored = restored
+	}
+	return nil
+}

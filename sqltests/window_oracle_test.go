@@ -1,0 +1,142 @@
+package sqltests
+
+import (
+	"database/sql"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/session"
+)
+
+// TestWindowOracleSQLite compares window aggregations with SQLite over a
+// seeded random event stream with bounded disorder (up to 1.5 s, more than
+// the watermark's 1 s delay, so some rows are late). The oracle knows
+// nothing of batches or operators: SQLite gets, per row, the watermark the
+// rows before it imply (max ts - 1000 - 1) and counts a row in a window
+// iff the window had not fired then (window end - 1 > that watermark),
+// which is Flink's per-record watermark semantics. Windows are integer
+// arithmetic on epoch milliseconds. Run at parallelism 1 and 3 and batch
+// sizes 1, 7 and 100; the source is one split.
+func TestWindowOracleSQLite(t *testing.T) {
+	dir := t.TempDir()
+	csvPath := filepath.Join(dir, "ev.csv")
+	rng := rand.New(rand.NewSource(99))
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec("CREATE TABLE ev (ts INTEGER, k INTEGER, v INTEGER, wm INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	offs := "CREATE TABLE offs (n INTEGER)"
+	if _, err := db.Exec(offs); err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 10; n++ {
+		if _, err := db.Exec("INSERT INTO offs VALUES (?)", n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b strings.Builder
+	tx, _ := db.Begin()
+	clock, maxTs := int64(0), int64(-1)
+	for i := 0; i < 3000; i++ {
+		clock += int64(rng.Intn(40))
+		ts := max(clock-int64(rng.Intn(1500)), 0)
+		k, v := rng.Intn(5), rng.Intn(100)-20
+		wm := int64(-1 << 62) // no watermark yet
+		if maxTs >= 0 {
+			wm = maxTs - 1000 - 1
+		}
+		if _, err := tx.Exec("INSERT INTO ev VALUES (?, ?, ?, ?)", ts, k, v, wm); err != nil {
+			t.Fatal(err)
+		}
+		maxTs = max(maxTs, ts)
+		fmt.Fprintf(&b, "%s,%d,%d\n", time.UnixMilli(base+ts).UTC().Format("2006-01-02 15:04:05.000"), k, v)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(csvPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tsStr := func(e string) string {
+		return fmt.Sprintf("strftime('%%Y-%%m-%%d %%H:%%M:%%f', (%s + %d) / 1000.0, 'unixepoch')", e, base)
+	}
+	queries := []oracleQuery{
+		{name: "tumble",
+			stream: "SELECT k, window_start, window_end, COUNT(*) AS n, SUM(v) AS s, MAX(v) AS hi FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '2' SECONDS)) GROUP BY window_start, window_end, k",
+			sqlite: "SELECT k, " + tsStr("ws") + ", " + tsStr("ws + 2000") + ", COUNT(*), SUM(v), MAX(v) FROM (SELECT k, v, wm, (ts / 2000) * 2000 AS ws FROM ev) WHERE ws + 2000 - 1 > wm GROUP BY k, ws",
+			kinds:  "isiiii"},
+		{name: "hop",
+			stream: "SELECT k, window_start, window_end, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo FROM TABLE(HOP(TABLE ev, DESCRIPTOR(ts), INTERVAL '1' SECONDS, INTERVAL '3' SECONDS)) GROUP BY window_start, window_end, k",
+			sqlite: "SELECT k, " + tsStr("ws") + ", " + tsStr("ws + 3000") + ", COUNT(*), SUM(v), MIN(v) FROM (SELECT k, v, wm, (ts / 1000) * 1000 - n * 1000 AS ws FROM ev, offs WHERE n < 3) WHERE ws + 3000 - 1 > wm GROUP BY k, ws",
+			kinds:  "isiiii"},
+		{name: "cumulate",
+			stream: "SELECT k, window_start, window_end, COUNT(*) AS n, SUM(v) AS s FROM TABLE(CUMULATE(TABLE ev, DESCRIPTOR(ts), INTERVAL '1' SECONDS, INTERVAL '4' SECONDS)) GROUP BY window_start, window_end, k",
+			sqlite: "SELECT k, " + tsStr("p") + ", " + tsStr("e") + ", COUNT(*), SUM(v) FROM (SELECT k, v, wm, ts, (ts / 4000) * 4000 AS p, (ts / 4000) * 4000 + (n + 1) * 1000 AS e FROM ev, offs WHERE n < 4) WHERE e > ts AND e - 1 > wm GROUP BY k, p, e",
+			kinds:  "issii"},
+		{name: "global-legacy-tumble",
+			stream: "SELECT TUMBLE_START(ts, INTERVAL '5' SECOND) AS ws, COUNT(*) AS n, SUM(v) AS s FROM ev GROUP BY TUMBLE(ts, INTERVAL '5' SECOND)",
+			sqlite: "SELECT " + tsStr("ws") + ", COUNT(*), SUM(v) FROM (SELECT v, wm, (ts / 5000) * 5000 AS ws FROM ev) WHERE ws + 5000 - 1 > wm GROUP BY ws",
+			kinds:  "sii"},
+	}
+	var late int
+	if err := db.QueryRow("SELECT COUNT(*) FROM ev WHERE (ts / 2000) * 2000 + 1999 <= wm").Scan(&late); err != nil || late == 0 {
+		t.Fatalf("the stream must have late rows for 2 s windows: %d, %v", late, err)
+	}
+	t.Logf("%d of 3000 rows are late for 2 s tumbling windows", late)
+	want := map[string][][]*string{}
+	for _, q := range queries {
+		rows, err := sqliteRows(db, q.sqlite)
+		if err != nil {
+			t.Fatalf("sqlite %s: %v", q.name, err)
+		}
+		want[q.name] = rows
+	}
+	for _, p := range []int{1, 3} {
+		for _, bs := range []int{1, 7, 100} {
+			t.Run(fmt.Sprintf("p=%d,batch=%d", p, bs), func(t *testing.T) {
+				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				defer mem.AssertSize(t, 0)
+				s := session.New(session.Config{Stdout: &lockedBuffer{}})
+				s.Mem = mem
+				defer s.Close()
+				for _, q := range []string{
+					"SET 'parallelism.default' = '" + strconv.Itoa(p) + "'",
+					"SET 'execution.batch-size' = '" + strconv.Itoa(bs) + "'",
+					"CREATE TABLE ev (ts TIMESTAMP(3), k INT, v INT, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '" +
+						csvPath + "', 'format' = 'csv', 'scan.parallelism' = '1')",
+				} {
+					if _, err := streamRows(s, q); err != nil {
+						t.Fatalf("%s: %v", q, err)
+					}
+				}
+				for _, q := range queries {
+					got, err := streamRows(s, q.stream)
+					if err != nil {
+						t.Errorf("%s: %v", q.name, err)
+						continue
+					}
+					if len(got) == 0 {
+						t.Errorf("%s: no rows", q.name)
+					}
+					if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
+						t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
+					}
+				}
+			})
+		}
+	}
+}
