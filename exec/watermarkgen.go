@@ -153,36 +153,44 @@ func (a *watermarkAssigner) Snapshot(_ int64, w checkpoint.StateWriter) error {
 	return nil
 }
 
-// Restore takes the states of the old subtasks whose source splits this
-// subtask reads now (old i -> new i mod parallelism, as the source): the
-// smallest of their largest timestamps, so that no split's row becomes late
-// because another split was ahead.
+// Restore: at the same parallelism a subtask continues from its own
+// largest timestamp. After a rescale the sources hand their splits over by
+// split (exec.SplitSource), so a subtask may read splits of any old
+// subtask: it starts from the smallest largest timestamp of all of them,
+// so that no row of a split becomes late because another split was ahead
+// (a lower watermark only delays firing). Old subtasks beyond the
+// parallelism are deleted by the next snapshots of new subtask i mod p.
 func (a *watermarkAssigner) Restore(r checkpoint.StateReader) error {
 	k0 := checkpoint.SubtaskKey(a.spec.ID, 0)
 	prefix := k0[:len(k0)-4]
-	found := false
+	var own, low int64
+	n, haveOwn := 0, false
 	err := r.Scan(prefix, func(k, v []byte) error {
 		if len(k) != len(k0) || len(v) != 8 {
 			return nil
 		}
 		i := int(binary.BigEndian.Uint32(k[len(prefix):]))
-		if i%a.ctx.Parallelism != a.ctx.Subtask {
-			return nil
-		}
-		if i >= a.ctx.Parallelism {
+		ts := int64(binary.BigEndian.Uint64(v))
+		if i >= a.ctx.Parallelism && i%a.ctx.Parallelism == a.ctx.Subtask {
 			a.takenOver = append(a.takenOver, i)
 		}
-		ts := int64(binary.BigEndian.Uint64(v))
-		if !found || ts < a.maxTs {
-			a.maxTs = ts
+		if i == a.ctx.Subtask {
+			own, haveOwn = ts, true
 		}
-		found = true
+		if n == 0 || ts < low {
+			low = ts
+		}
+		n++
 		return nil
 	})
-	if err != nil {
+	if err != nil || n == 0 {
 		return err
 	}
-	if found && a.maxTs != NoWatermark {
+	a.maxTs = low
+	if haveOwn && n == a.ctx.Parallelism {
+		a.maxTs = own
+	}
+	if a.maxTs != NoWatermark {
 		a.wm = a.maxTs - a.spec.Delay - 1
 	}
 	return nil

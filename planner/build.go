@@ -56,6 +56,10 @@ type rel struct {
 	tfunc   *TableFuncOp   // relTableFunc
 	agg     *AggOp         // relAgg
 	win     *windowRel     // relWindowTVF, relWindowAgg (window.go)
+	// computedOf is the table whose computed columns this relCalc
+	// evaluates right after its scan (a watermark on a computed column is
+	// assigned after it).
+	computedOf *catalog.Table
 	describ string         // for error messages (which node makes a stream updating)
 	// relAgg: the operator id pinned by a /*+ UID('name') */ hint ("" = derived).
 	uid    string

@@ -60,5 +60,5 @@ func (p *Planner) scanWithComputed(t *catalog.Table) (*rel, error) {
 		}
 		projs[i] = x
 	}
-	return &rel{kind: relCalc, input: scan, schema: full, quals: make([]string, len(full)), mode: InsertOnly, projs: projs}, nil
+	return &rel{kind: relCalc, input: scan, schema: full, quals: make([]string, len(full)), mode: InsertOnly, projs: projs, computedOf: t}, nil
 }

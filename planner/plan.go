@@ -308,6 +308,9 @@ func (b *physBuilder) build(r *rel) *Task {
 		}
 		t.Ops = append(t.Ops, op)
 		setID(op, b.id(t, op.Describe()))
+		if r.computedOf != nil {
+			b.addComputedWatermark(t, r)
+		}
 		t.OutSchema, t.OutMode = r.schema, r.mode
 		return t
 	case relAgg:

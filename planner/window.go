@@ -200,6 +200,11 @@ func timeAttrs(r *rel) []bool {
 				out[i] = in[c.Index]
 			}
 		}
+		if t := r.computedOf; t != nil && t.Watermark != nil {
+			if i := r.schema.Index(t.Watermark.Column); i >= 0 {
+				out[i] = true
+			}
+		}
 	case relTableFunc:
 		copy(out, timeAttrs(r.input))
 	case relWindowTVF:
@@ -223,6 +228,31 @@ func (p *Planner) watermarkOp(r *rel) *WatermarkAssignerOp {
 	}
 	return &WatermarkAssignerOp{TimeCol: i, TimeName: t.Schema[i].Name, Delay: t.Watermark.DelayMillis,
 		Interval: p.WatermarkInterval, IdleTimeout: p.IdleTimeout}
+}
+
+// addComputedWatermark appends the WatermarkAssigner of a watermark on a
+// computed column after the Calc r that computes it (the scan's
+// addWatermark found no such physical column).
+func (b *physBuilder) addComputedWatermark(t *Task, r *rel) {
+	tb := r.computedOf
+	if tb.Watermark == nil || tb.Schema.Index(tb.Watermark.Column) >= 0 {
+		return
+	}
+	i := r.schema.Index(tb.Watermark.Column)
+	if i < 0 {
+		return
+	}
+	src := t
+	if src.Source == nil && len(src.Inputs) == 1 { // a reader of a shared source
+		src = src.Inputs[0].From
+	}
+	if src.Source == nil {
+		return
+	}
+	op := &WatermarkAssignerOp{TimeCol: i, TimeName: r.schema[i].Name, Delay: tb.Watermark.DelayMillis,
+		Interval: b.p.WatermarkInterval, IdleTimeout: b.p.IdleTimeout}
+	op.ID = b.unique(hashID("watermark", src.Source.ID))
+	t.Ops = append(t.Ops, op)
 }
 
 // addWatermark appends the WatermarkAssigner of scan r to its task t.

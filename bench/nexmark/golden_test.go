@@ -49,6 +49,21 @@ func init() {
 		}
 		return m[idx], nil
 	})
+	// ts3 renders epoch milliseconds as TIMESTAMP(3) text
+	sqlite.MustRegisterDeterministicScalarFunction("ts3", 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		ms := args[0].(int64)
+		// as Flink's SQL timestamp format (JSON, CSV): the fraction without
+		// trailing zeros
+		return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.999"), nil
+	})
+	// ms parses TIMESTAMP(3) text into epoch milliseconds
+	sqlite.MustRegisterDeterministicScalarFunction("ms", 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		ts, err := time.Parse("2006-01-02 15:04:05.999999999", args[0].(string))
+		if err != nil {
+			return nil, err
+		}
+		return ts.UnixMilli(), nil
+	})
 	sqlite.MustRegisterDeterministicScalarFunction("split_index", 3, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
 		s, _ := args[0].(string)
 		parts := strings.Split(s, args[1].(string))
@@ -102,6 +117,12 @@ var oracles = map[string]string{
 	FROM bid
 	WHERE regexp_extract(url, '(&|^)channel_id=([^&]*)', 2) IS NOT NULL
 	   OR lower(channel) IN ('apple', 'google', 'facebook', 'baidu')`,
+	// session windows of 10 s per bidder: a gap of 10 s or more starts a
+	// new session; a session ends 10 s after its last bid
+	"q11": `WITH b AS (SELECT bidder, ms(dateTime) AS t FROM bid),
+	g AS (SELECT bidder, t, CASE WHEN t - lag(t) OVER (PARTITION BY bidder ORDER BY t) >= 10000 THEN 1 ELSE 0 END AS brk FROM b),
+	s AS (SELECT bidder, t, sum(brk) OVER (PARTITION BY bidder ORDER BY t ROWS UNBOUNDED PRECEDING) AS sid FROM g)
+	SELECT bidder, count(*), ts3(min(t)), ts3(max(t) + 10000) FROM s GROUP BY bidder, sid`,
 	"q22": `SELECT auction, bidder, price, channel, split_index(url, '/', 3), split_index(url, '/', 4), split_index(url, '/', 5) FROM bid`,
 }
 
