@@ -49,18 +49,18 @@ type rel struct {
 	quals  []string // qualifier (table alias) of each column, lower-case
 	mode   ChangelogMode
 	// by kind
-	table   *catalog.Table // relScan
-	values  bool           // relScan of the single-row VALUES source
-	filter  Expr           // relCalc
-	projs   []Expr         // relCalc (nil: keep columns)
-	tfunc   *TableFuncOp   // relTableFunc
-	agg     *AggOp         // relAgg
-	win     *windowRel     // relWindowTVF, relWindowAgg (window.go)
+	table  *catalog.Table // relScan
+	values bool           // relScan of the single-row VALUES source
+	filter Expr           // relCalc
+	projs  []Expr         // relCalc (nil: keep columns)
+	tfunc  *TableFuncOp   // relTableFunc
+	agg    *AggOp         // relAgg
+	win    *windowRel     // relWindowTVF, relWindowAgg (window.go)
 	// computedOf is the table whose computed columns this relCalc
 	// evaluates right after its scan (a watermark on a computed column is
 	// assigned after it).
 	computedOf *catalog.Table
-	describ string         // for error messages (which node makes a stream updating)
+	describ    string // for error messages (which node makes a stream updating)
 	// relAgg: the operator id pinned by a /*+ UID('name') */ hint ("" = derived).
 	uid    string
 	uidPos parser.Pos
