@@ -169,7 +169,10 @@ func (df *DateFormat) Append(dst []byte, f *Fields) []byte {
 	return dst
 }
 
-func isNumLetter(c byte) bool { return c != 0 && c != 'a' && c != 'E' && !(c == 'M') }
+// numeric reports whether e reads digits.
+func (e dfElem) numeric() bool {
+	return e.letter != 0 && e.letter != 'a' && e.letter != 'E' && !(e.letter == 'M' && e.n >= 3)
+}
 
 // Parse reads s with the pattern into f (fields not in the pattern keep
 // their values: set defaults first). ok is false when s does not match.
@@ -224,7 +227,7 @@ func (df *DateFormat) Parse(s string, f *Fields) bool {
 		}
 		// numbers: fixed width when the next element is a number too
 		maxW := 10
-		if k+1 < len(df.elems) && isNumLetter(df.elems[k+1].letter) || e.letter == 'S' {
+		if k+1 < len(df.elems) && df.elems[k+1].numeric() || e.letter == 'S' {
 			maxW = max(e.n, 1)
 		}
 		start := p

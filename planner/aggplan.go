@@ -96,6 +96,7 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 					err = e
 					return
 				}
+				call.narrow = narrowAggType(ctx, in, a, fn, p)
 				t, e := aggResultType(fn, arg.Type())
 				if e != nil {
 					err = aggErr(ctx, a, "%v", e)
@@ -181,7 +182,12 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 			}
 			for i, ck := range callKeys {
 				if ck == k {
-					return &ColRef{Index: aggBase + i, Name: calls[i].Name, T: calls[i].T}, true, nil
+					var e Expr = &ColRef{Index: aggBase + i, Name: calls[i].Name, T: calls[i].T}
+					if nt := calls[i].narrow; nt.Kind != catalog.KindNull {
+						// SUM/AVG of TINYINT, SMALLINT, FLOAT: computed wide, typed as the input (Flink)
+						e = &Call{Fn: "cast", Args: []Expr{e}, T: nt.WithNotNull(calls[i].T.NotNull)}
+					}
+					return e, true, nil
 				}
 			}
 			return nil, true, aggErr(ctx, a, "internal error: aggregate %s not collected", k)
@@ -285,6 +291,24 @@ func (p *Planner) aggArg(ctx *parser.QueryContext, in *rel, a *ast.AggregateFunc
 		t = catalog.Int
 	}
 	return &Call{Fn: "case", Args: []Expr{coerce(cond, catalog.Boolean), coerce(arg, t), &Literal{T: t.Nullable()}}, T: t.Nullable()}, nil
+}
+
+// narrowAggType is the input type of SUM or AVG over TINYINT, SMALLINT
+// or FLOAT (accumulated as INT or DOUBLE, then cast back), else NULL.
+func narrowAggType(ctx *parser.QueryContext, in *rel, a *ast.AggregateFuncExpr, fn string, p *Planner) catalog.Type {
+	if (fn != "sum" && fn != "avg") || len(a.Args) != 1 {
+		return catalog.Null
+	}
+	ab := &exprBuilder{p: p, ctx: ctx, in: in}
+	arg, err := ab.build(a.Args[0])
+	if err != nil {
+		return catalog.Null
+	}
+	switch k := arg.Type().Kind; k {
+	case catalog.KindTinyInt, catalog.KindSmallInt, catalog.KindFloat:
+		return catalog.Type{Kind: k}
+	}
+	return catalog.Null
 }
 
 func containsAggNode(n ast.ExprNode) (ast.ExprNode, bool) {

@@ -173,6 +173,8 @@ type AggCall struct {
 	ArgType  catalog.Type
 	T        catalog.Type
 	Name     string
+	// narrow: SUM/AVG of TINYINT, SMALLINT or FLOAT (planning only)
+	narrow catalog.Type
 }
 
 func (a AggCall) String() string {

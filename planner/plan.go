@@ -482,7 +482,25 @@ func implicitSinkCast(from, to catalog.Type) bool {
 		return to.Kind == catalog.KindDecimal && to.Precision-to.Scale >= intDigits && to.Scale >= scale
 	}
 	if from.Kind == to.Kind {
+		switch from.Kind {
+		case catalog.KindTimestamp, catalog.KindTimestampLTZ, catalog.KindTime:
+			return to.Precision >= from.Precision
+		case catalog.KindRow:
+			return from.Equal(to)
+		}
 		return from.Kind != catalog.KindDecimal || fits(from.Precision-from.Scale, from.Scale)
+	}
+	rank := map[catalog.Kind]int{catalog.KindTinyInt: 1, catalog.KindSmallInt: 2, catalog.KindInt: 3, catalog.KindBigInt: 4}
+	if rank[from.Kind] > 0 {
+		switch {
+		case rank[to.Kind] > rank[from.Kind], to.Kind == catalog.KindFloat, to.Kind == catalog.KindDouble:
+			return true
+		case to.Kind == catalog.KindDecimal:
+			return fits(intDigits(from), 0)
+		}
+	}
+	if from.Kind == catalog.KindFloat {
+		return to.Kind == catalog.KindDouble
 	}
 	switch from.Kind {
 	case catalog.KindInt:

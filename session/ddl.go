@@ -277,6 +277,7 @@ const HelpText = `Statements (end each with ';'):
 Checkpoints: SET 'execution.checkpointing.interval' = '10 s'; SET 'state.checkpoints.dir' = '/path';
   savepoints: SET 'state.savepoints.dir' = '/path'; pin an aggregation's state: SELECT /*+ UID('name') */ ...
   restore with SET 'execution.savepoint.path' = '<savepoint or checkpoint>' (or streamsql run --from)
-Types: BOOLEAN, INT, BIGINT, DOUBLE, DECIMAL(p, s), STRING, VARCHAR(n), TIMESTAMP(3)
+Types: BOOLEAN, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DECIMAL(p, s), STRING, VARCHAR(n),
+  DATE, TIME(p), TIMESTAMP(p), TIMESTAMP_LTZ(p), ROW<name type, ...>; computed columns: c AS expr
 Connectors: datagen, filesystem (csv, json), socket, print, blackhole
 Table function: FROM t, LATERAL TABLE(SPLIT(s[, delimiter])) AS T(word)`

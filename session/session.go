@@ -373,16 +373,27 @@ func (s *Session) runSelect(ctx context.Context, x *parser.Select) (*Result, err
 	ch := make(chan []Change, 16)
 	cfg := s.jobConfig(&exec.Metrics{})
 	jctx, cancel := context.WithCancel(context.Background())
+	loc, _ := catalog.LoadZone(s.Options.Get("table.local-time-zone"))
 	cfg.Collect = func(b exec.Batch) error {
 		changes := make([]Change, b.Rows())
+		// TIMESTAMP(p) shows p digits; TIMESTAMP_LTZ the session zone
+		views := make([]format.Column, b.Rec.NumCols())
+		for c := range views {
+			views[c] = format.NewColumn(b.Rec.Column(c))
+			if c < len(schema) && schema[c].Type.IsDatetime() {
+				views[c].SetPrecision(schema[c].Type.Precision)
+			}
+			views[c].SetZone(loc)
+		}
+		var buf []byte
 		for i := range changes {
 			vals := make([]*string, b.Rec.NumCols())
 			for c := range vals {
-				col := b.Rec.Column(c)
-				if col.IsNull(i) {
+				if views[c].IsNull(i) {
 					continue
 				}
-				v := format.FormatValue(col, i)
+				buf = views[c].Append(buf[:0], i, format.StyleSQL)
+				v := string(buf)
 				vals[c] = &v
 			}
 			changes[i] = Change{Op: b.Op(i).String(), Values: vals}

@@ -34,7 +34,7 @@ func compileCastIn(from, to catalog.Type, arg Evaluator, try bool, loc *time.Loc
 	if ev, ok, err := compileTimeCast(from, to, arg, try, loc); ok || err != nil {
 		return ev, err
 	}
-	if isNewNumeric(from.Kind) || isNewNumeric(to.Kind) {
+	if (isNewNumeric(from.Kind) || isNewNumeric(to.Kind)) && from.Kind != catalog.KindString && to.Kind != catalog.KindString {
 		if ev := compileNumCast(from, to, arg); ev != nil {
 			return ev, nil
 		}
@@ -52,7 +52,7 @@ func compileCastIn(from, to catalog.Type, arg Evaluator, try bool, loc *time.Loc
 		switch to.Kind {
 		case catalog.KindBoolean, catalog.KindInt, catalog.KindBigInt, catalog.KindDouble,
 			catalog.KindDecimal, catalog.KindTimestamp, catalog.KindTimestampLTZ, catalog.KindDate,
-			catalog.KindTime:
+			catalog.KindTime, catalog.KindTinyInt, catalog.KindSmallInt, catalog.KindFloat:
 			return &parseNode{arg: arg, to: to, try: try, loc: loc}, nil
 		}
 		return bad()
@@ -392,6 +392,9 @@ func (c *parseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, e
 	var i64 []int64
 	var f64 []float64
 	var dec []decimal128.Num
+	var i8 []int8
+	var i16 []int16
+	var f32 []float32
 	upm := c.to.UnitsPerMilli()
 	switch c.to.Kind {
 	case catalog.KindBoolean:
@@ -402,6 +405,12 @@ func (c *parseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, e
 		buf, i64 = allocFixed[int64](mem, n)
 	case catalog.KindDate, catalog.KindTime:
 		buf, i32 = allocFixed[int32](mem, n)
+	case catalog.KindTinyInt:
+		buf, i8 = allocFixed[int8](mem, n)
+	case catalog.KindSmallInt:
+		buf, i16 = allocFixed[int16](mem, n)
+	case catalog.KindFloat:
+		buf, f32 = allocFixed[float32](mem, n)
 	case catalog.KindDouble:
 		buf, f64 = allocFixed[float64](mem, n)
 	case catalog.KindDecimal:
@@ -434,6 +443,21 @@ func (c *parseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, e
 					ms = localToUTCMillis(ms, c.loc)
 				}
 				i64[i] = truncUnits(format.UnitsOf(ms, sub, upm), c.to)
+			}
+		case catalog.KindTinyInt:
+			var v int64
+			if v, perr = format.CastInt(s, 8); perr == nil {
+				i8[i] = int8(v)
+			}
+		case catalog.KindSmallInt:
+			var v int64
+			if v, perr = format.CastInt(s, 16); perr == nil {
+				i16[i] = int16(v)
+			}
+		case catalog.KindFloat:
+			var v float64
+			if v, perr = format.CastDouble(s); perr == nil {
+				f32[i] = float32(v)
 			}
 		case catalog.KindDate:
 			var d int64

@@ -477,6 +477,10 @@ func canFail(e planner.Expr) bool {
 		if len(c.Args) == 3 {
 			return true // a bad escape is a run-time error
 		}
+	case "regexp", "regexp_extract", "regexp_replace", "date_format", "from_unixtime", "to_timestamp", "to_date", "unix_timestamp_str":
+		if _, isLit := c.Args[1].(*planner.Literal); !isLit {
+			return true // a pattern or format column may hold a bad one
+		}
 	}
 	for _, a := range c.Args {
 		if canFail(a) {

@@ -47,12 +47,17 @@ func CastBool(s string) (bool, error) {
 	return false, errCastBool
 }
 
-// CastInt parses an integer of bitSize 32 (INT) or 64 (BIGINT); a fractional
+// CastInt parses an integer of bitSize 8 (TINYINT), 16, 32 (INT) or 64 (BIGINT); a fractional
 // part is dropped ("12.7" is 12, "-.5" is 0), as in Flink.
 func CastInt(s string, bitSize int) (int64, error) {
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
-	if bitSize == 32 {
+	switch bitSize {
+	case 32:
 		lo, hi = math.MinInt32, math.MaxInt32
+	case 16:
+		lo, hi = math.MinInt16, math.MaxInt16
+	case 8:
+		lo, hi = math.MinInt8, math.MaxInt8
 	}
 	v, st := parseInt(s, lo, hi)
 	if st == stBad {
