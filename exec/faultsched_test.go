@@ -223,6 +223,7 @@ func (s *schedule) String() string {
 		planGlobalSink: "src -> HASH(k) -> agg(k) -> GLOBAL -> sink(p1)",
 		planChained:    "src -> HASH(k) -> agg(k)+sink",
 		planTwoLevel:   "src -> HASH(k) -> agg(k)+calc(s % 7919) -> HASH -> agg(b)+sink",
+		planWindow:     "src+watermark(t - 5 s) -> HASH(k) -> HOP(1 s, 2 s) window agg(k)+sink",
 	}[s.plan]
 	mode := "aligned"
 	if s.unaligned {
@@ -249,6 +250,9 @@ const (
 	// planTwoLevel: then GROUP BY s % schedBuckets, COUNT(*), SUM(k) over
 	// that changelog, with the sink chained (see twoLevelPlan).
 	planTwoLevel
+	// planWindow: event time and a HOP window aggregation with its sink
+	// chained (windowsched_test.go).
+	planWindow
 )
 
 func (p schedPlan) build(par int) *planner.Physical {
@@ -257,6 +261,8 @@ func (p schedPlan) build(par int) *planner.Physical {
 		return ckChainedPlan(par)
 	case planTwoLevel:
 		return twoLevelPlan(par)
+	case planWindow:
+		return windowSchedPlan(par)
 	}
 	return ckAggPlan(par)
 }
@@ -268,6 +274,9 @@ const schedBuckets = 7919
 
 // want is the folded output of the uninterrupted job, from expectedCounts.
 func (p schedPlan) want() []string {
+	if p == planWindow {
+		return windowSchedWant()
+	}
 	rows := expectedCounts(schedRows, schedKeys).sorted()
 	if p != planTwoLevel {
 		return rows
@@ -327,13 +336,13 @@ func twoLevelPlan(par int) *planner.Physical {
 // certainly exists (so that a restart restores and a restore fault fires).
 func genSchedule(seed uint64) *schedule {
 	r := rand.New(rand.NewPCG(seed, 0x5eed5eed))
-	s := &schedule{seed: seed, plan: schedPlan(r.IntN(3)), par: 1 + r.IntN(3),
+	s := &schedule{seed: seed, plan: schedPlan(r.IntN(4)), par: 1 + r.IntN(3),
 		maxPar: []int{7, 16, 16, 32, 128}[r.IntN(5)], chanCap: 1 + r.IntN(4), retain: 1 + r.IntN(3),
 		unaligned: r.IntN(3) == 0}
 	par := s.par
 	subtasks := func() int { // subtasks that take snapshots
 		switch s.plan {
-		case planChained:
+		case planChained, planWindow:
 			return 2 * par
 		case planTwoLevel:
 			return 3 * par
@@ -427,7 +436,9 @@ func genSchedule(seed uint64) *schedule {
 			add(schedEvent{kind: evStopFail, n: n}, n+1)
 		case k < 100 && switches < 2:
 			switches++
-			e := schedEvent{kind: evStop, n: n, par: otherPar(), drain: r.IntN(2) == 0}
+			// A drain fires every window early (MaxWatermark): a window job
+			// restored from it is not the uninterrupted job (as in Flink).
+			e := schedEvent{kind: evStop, n: n, par: otherPar(), drain: r.IntN(2) == 0 && s.plan != planWindow}
 			cost := n + 1
 			if r.IntN(2) == 0 {
 				e.kind, e.drain = evKill, false
@@ -944,6 +955,9 @@ func (s *schedSource) Run(ctx context.Context, emit func(arrow.Record) error) er
 			s.splits = append(s.splits, schedSplit{J: j})
 		}
 	}
+	if s.r.s.plan == planWindow {
+		return s.runTimed(ctx, emit)
+	}
 	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -1075,7 +1089,8 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 				return &schedSink{rtxnSink: rtxnSink{txnSink{sys: r.sys, subtask: sc.Subtask}}, r: r}, nil
 			},
 			WrapOperator: func(_ string, sub int, op Operator) Operator {
-				if _, ok := op.(*groupAgg); ok {
+				switch op.(type) {
+				case *groupAgg, *windowAgg:
 					return &schedOp{Operator: op, r: r, sub: sub}
 				}
 				return op
