@@ -40,8 +40,8 @@ func windowSchedPlan(par int) *planner.Physical {
 		{Name: "n", Type: big.WithNotNull(true)}, {Name: "s", Type: big}}
 	win := &planner.WindowAggOp{ID: "win", Keys: []int{0}, KeyNames: []string{"k"}, TimeCol: 2, TimeName: "t",
 		Window: planner.WindowSpec{Kind: planner.Hop, Slide: windowSchedSlide, Size: windowSchedSize},
-		Aggs: []planner.AggCall{{Fn: "count_star", Arg: -1, T: big, Name: "n"}, {Fn: "sum", Arg: 1, ArgType: big, T: big, Name: "s"}},
-		Out:  out}
+		Aggs:   []planner.AggCall{{Fn: "count_star", Arg: -1, T: big, Name: "n"}, {Fn: "sum", Arg: 1, ArgType: big, T: big, Name: "s"}},
+		Out:    out}
 	wt := &planner.Task{Name: "win", Parallelism: par, Ops: []planner.Op{win}, OutSchema: out, OutMode: planner.InsertOnly,
 		Sink: &planner.SinkSpec{Table: &catalog.Table{Name: "txn"}, ID: "sink", Schema: out, Mode: planner.InsertOnly}}
 	e := &planner.Edge{From: src, To: wt, Kind: planner.Hash, Keys: []int{0}}
