@@ -41,7 +41,13 @@ type txnSink struct {
 func (s *txnSink) Write(b Batch) error {
 	cols := make([]*array.Int64, b.Rec.NumCols())
 	for c := range cols {
-		cols[c] = b.Rec.Column(c).(*array.Int64)
+		switch col := b.Rec.Column(c).(type) {
+		case *array.Int64:
+			cols[c] = col
+		default: // TIMESTAMP (window columns): the same int64 storage
+			cols[c] = array.NewInt64Data(col.Data())
+			defer cols[c].Release()
+		}
 	}
 	var row []byte
 	for i := 0; i < b.Rows(); i++ {

@@ -224,6 +224,7 @@ func (s *schedule) String() string {
 		planChained:    "src -> HASH(k) -> agg(k)+sink",
 		planTwoLevel:   "src -> HASH(k) -> agg(k)+calc(s % 7919) -> HASH -> agg(b)+sink",
 		planFanOut:     "src -> {HASH(k) -> agg(k)+sink a, HASH(k) -> agg(k)(p1) -> GLOBAL -> sink b(p1)}",
+		planWindow:     "src+watermark(t - 5 s) -> HASH(k) -> HOP(1 s, 2 s) window agg(k)+sink",
 	}[s.plan]
 	mode := "aligned"
 	if s.unaligned {
@@ -254,6 +255,9 @@ const (
 	// statements), each into the aggregation and a sink (see fanPlan); the
 	// committed output holds every row twice.
 	planFanOut
+	// planWindow: event time and a HOP window aggregation with its sink
+	// chained (windowsched_test.go).
+	planWindow
 )
 
 func (p schedPlan) build(par int) *planner.Physical {
@@ -264,6 +268,8 @@ func (p schedPlan) build(par int) *planner.Physical {
 		return twoLevelPlan(par)
 	case planFanOut:
 		return fanPlan(par)
+	case planWindow:
+		return windowSchedPlan(par)
 	}
 	return ckAggPlan(par)
 }
@@ -275,6 +281,9 @@ const schedBuckets = 7919
 
 // want is the folded output of the uninterrupted job, from expectedCounts.
 func (p schedPlan) want() []string {
+	if p == planWindow {
+		return windowSchedWant()
+	}
 	rows := expectedCounts(schedRows, schedKeys).sorted()
 	if p == planFanOut { // both sinks write every row
 		twice := make([]string, 0, 2*len(rows))
@@ -341,13 +350,13 @@ func twoLevelPlan(par int) *planner.Physical {
 // certainly exists (so that a restart restores and a restore fault fires).
 func genSchedule(seed uint64) *schedule {
 	r := rand.New(rand.NewPCG(seed, 0x5eed5eed))
-	s := &schedule{seed: seed, plan: schedPlan(r.IntN(4)), par: 1 + r.IntN(3),
+	s := &schedule{seed: seed, plan: schedPlan(r.IntN(5)), par: 1 + r.IntN(3),
 		maxPar: []int{7, 16, 16, 32, 128}[r.IntN(5)], chanCap: 1 + r.IntN(4), retain: 1 + r.IntN(3),
 		unaligned: r.IntN(3) == 0}
 	par := s.par
 	subtasks := func() int { // subtasks that take snapshots
 		switch s.plan {
-		case planChained:
+		case planChained, planWindow:
 			return 2 * par
 		case planTwoLevel:
 			return 3 * par
@@ -443,7 +452,9 @@ func genSchedule(seed uint64) *schedule {
 			add(schedEvent{kind: evStopFail, n: n}, n+1)
 		case k < 100 && switches < 2:
 			switches++
-			e := schedEvent{kind: evStop, n: n, par: otherPar(), drain: r.IntN(2) == 0}
+			// A drain fires every window early (MaxWatermark): a window job
+			// restored from it is not the uninterrupted job (as in Flink).
+			e := schedEvent{kind: evStop, n: n, par: otherPar(), drain: r.IntN(2) == 0 && s.plan != planWindow}
 			cost := n + 1
 			if r.IntN(2) == 0 {
 				e.kind, e.drain = evKill, false
@@ -960,6 +971,9 @@ func (s *schedSource) Run(ctx context.Context, emit func(arrow.Record) error) er
 			s.splits = append(s.splits, schedSplit{J: j})
 		}
 	}
+	if s.r.s.plan == planWindow {
+		return s.runTimed(ctx, emit)
+	}
 	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -1095,7 +1109,8 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 				return &schedSink{rtxnSink: rtxnSink{txnSink{sys: r.sys, subtask: sub}}, r: r}, nil
 			},
 			WrapOperator: func(_ string, sub int, op Operator) Operator {
-				if _, ok := op.(*groupAgg); ok {
+				switch op.(type) {
+				case *groupAgg, *windowAgg:
 					return &schedOp{Operator: op, r: r, sub: sub}
 				}
 				return op

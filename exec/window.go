@@ -76,6 +76,7 @@ type windowAgg struct {
 	sessions map[string][]int32 // session: live slots per group key
 
 	wm        int64
+	wmReal    int64 // the last watermark before MaxWatermark (what a snapshot stores)
 	forwarded int64
 	// restored is the watermark restored per key group of the subtask
 	// (index kg - KeyGroups.Start); nil once the live watermark passed all.
@@ -107,7 +108,7 @@ func init() {
 func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
 	w := &windowAgg{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), win: s.Window, slice: s.Window.Slice(),
 		maxP: max(ctx.KeyGroups.MaxParallelism, 1), session: s.Window.Kind == planner.Session,
-		wm: NoWatermark, forwarded: NoWatermark, restoredMax: NoWatermark}
+		wm: NoWatermark, wmReal: NoWatermark, forwarded: NoWatermark, restoredMax: NoWatermark}
 	for i := range s.Keys {
 		ks, err := newKeyStore(s.Out[i].Type)
 		if err != nil {
@@ -377,7 +378,10 @@ func (w *windowAgg) ProcessWatermark(wm int64, out Collector) error {
 	if wm > w.wm {
 		w.wm = wm
 	}
-	if w.restored != nil && w.wm >= w.restoredMax {
+	if wm != MaxWatermark && wm > w.wmReal {
+		w.wmReal = wm
+	}
+	if w.restored != nil && w.wmReal >= w.restoredMax {
 		w.restored = nil
 	}
 	w.reprs, w.starts, w.ends, w.times, w.toFree = w.reprs[:0], w.starts[:0], w.ends[:0], w.times[:0], w.toFree[:0]
@@ -563,8 +567,16 @@ func (w *windowAgg) Snapshot(id int64, sw checkpoint.StateWriter) error {
 	kgs := w.ctx.KeyGroups
 	v := binary.AppendUvarint(nil, uint64(kgs.Start))
 	v = binary.AppendUvarint(v, uint64(kgs.End))
+	// The end of input or a drain (MaxWatermark) is not stored: a job
+	// restored from a drained savepoint judges later rows by the watermark
+	// before the drain (as Flink, which restarts watermarks from scratch,
+	// it fires the windows the drain fired again for later rows).
 	for kg := kgs.Start; kg < kgs.End; kg++ {
-		v = binary.AppendVarint(v, w.wmFor(kg))
+		x := w.wmReal
+		if w.restored != nil {
+			x = max(x, w.restored[kg-kgs.Start])
+		}
+		v = binary.AppendVarint(v, x)
 	}
 	if err := sw.Put(w.wmKey(w.ctx.Subtask), v); err != nil {
 		return err
