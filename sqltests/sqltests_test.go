@@ -153,7 +153,7 @@ func TestShowJobs(t *testing.T) {
 	// The cause is in "last failure" (shortened), whole in the job's info.
 	cause := s.Jobs()[1].Err
 	if cause == nil || !strings.Contains(cause.Error(), "missing.csv") ||
-		!strings.HasPrefix(cause.Error(), strings.TrimSuffix(res.Rows[1][8], "...")) {
-		t.Errorf("failed job's last failure %q, cause %v", res.Rows[1][8], cause)
+		!strings.HasPrefix(cause.Error(), strings.TrimSuffix(res.Rows[1][9], "...")) {
+		t.Errorf("failed job's last failure %q, cause %v", res.Rows[1][9], cause)
 	}
 }
