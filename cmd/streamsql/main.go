@@ -105,10 +105,11 @@ func (f *sessionFlags) newSession(stdout, log io.Writer) (*session.Session, erro
 }
 
 const rootLong = `streamsql runs continuous SQL queries over streams, with Flink's SQL dialect:
-tables backed by connectors (datagen, filesystem, socket, print, blackhole),
-filters and projections, GROUP BY aggregations and DISTINCT, the SPLIT table
-function, and INSERT jobs with checkpoints and savepoints. Joins, windows,
-ORDER BY and UNION are not supported yet (docs/sql.md lists what is not).
+tables backed by connectors (datagen, filesystem, socket, nexmark, print,
+blackhole), filters and projections, GROUP BY aggregations and DISTINCT, event
+time (WATERMARK FOR) and windows (TUMBLE, HOP, CUMULATE, SESSION), the SPLIT
+table function, and INSERT jobs with checkpoints and savepoints. Joins, ORDER
+BY and UNION are not supported yet (docs/sql.md lists what is not).
 
 Without arguments it starts an interactive shell. Statements end with ';' and
 may span several lines; Tab completes keywords and table names; Ctrl-C cancels
