@@ -25,6 +25,14 @@
 //     [CROSS] JOIN UNNEST(e) [AS] T(c), FROM TABLE(F(..)) (window TVFs)
 //     -> a table named __ssql_tf_<i> [AS T]; QueryContext.TableFunc.
 //   - FULL [OUTER] JOIN -> STRAIGHT_JOIN (IsFullOuterJoin).
+//   - EXTRACT(unit FROM x) -> __ssql_extract('UNIT', x) (Flink's DOW, DOY,
+//     EPOCH, ... that TiDB lacks); FLOOR(x TO unit) / CEIL(x TO unit) ->
+//     __ssql_floor(x, 'UNIT') / __ssql_ceil(x, 'UNIT'); REGEXP(s, p) ->
+//     `REGEXP`(s, p) (TiDB knows only the operator).
+//   - agg(...) FILTER (WHERE cond): the clause is removed and cond parsed
+//     on its own; QueryContext.AggFilter finds it from the aggregate node.
+//   - Types (CREATE TABLE, CAST) include ROW<name type, ...> and
+//     ROW(name type, ...), nested; a closing '>>' is split.
 //   - t FOR SYSTEM_TIME AS OF o.ts [AS] a -> t AS a AS OF TIMESTAMP o.ts.
 //   - Every table name of a FROM clause (after a SELECT's FROM, a JOIN or a
 //     ',' of the FROM list), possibly qualified c.db.t -> `__ssql_ref_<i>`.`t`;
@@ -53,13 +61,12 @@
 // expression or operator. Columns count characters.
 //
 // Not supported, reported by name at their position (unsupported.go):
-// VALUES as a query or in FROM, GROUPING SETS, aggregate FILTER (WHERE ..),
-// SIMILAR TO, MATCH_RECOGNIZE, ARRAY[..] / MAP[..] constructors and element
+// VALUES as a query or in FROM, GROUPING SETS, SIMILAR TO, MATCH_RECOGNIZE, ARRAY[..] / MAP[..] constructors and element
 // access, binary and hexadecimal literals, ESCAPE with more than one
 // character, CREATE TABLE ... AS SELECT. Flink aggregates that TiDB knows
 // only as window functions (FIRST_VALUE(x) without OVER) are passed as plain
 // calls for the planner to name. Still plain syntax errors: NULLS
-// FIRST/LAST, named arguments (=>), nested types.
+// FIRST/LAST, named arguments (=>), ARRAY<...> and MAP<...> types.
 //
 // Invariants: every error is an *Error at a position of the caller's
 // original text (the whole script); nothing panics (ParseScript and every

@@ -694,18 +694,27 @@ func (v *wordFinder) Enter(n ast.Node) (ast.Node, bool) {
 }
 func (v *wordFinder) Leave(n ast.Node) (ast.Node, bool) { return n, true }
 
-// timestampLiteral turns TIMESTAMP 'yyyy-MM-dd HH:mm:ss[.SSS]' into a
-// TIMESTAMP(3) literal (milliseconds since the epoch, no time zone).
+// timestampLiteral turns TIMESTAMP 'yyyy-MM-dd HH:mm:ss[.fraction]' into a
+// TIMESTAMP(p) literal, p the number of fraction digits (as Flink types
+// it; TIMESTAMP '2024-01-01 10:00:00' is TIMESTAMP(0)).
 func (b *exprBuilder) timestampLiteral(x *ast.FuncCallExpr) (Expr, error) {
 	v, ok := x.Args[0].(ast.ValueExpr)
 	if !ok {
 		return nil, b.errAt(x, "TIMESTAMP", "bad TIMESTAMP literal")
 	}
-	text := v.GetString()
+	text := strings.TrimSpace(v.GetString())
 	for _, layout := range []string{"2006-01-02 15:04:05.999999999", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
-		if t, err := time.Parse(layout, text); err == nil {
-			return &Literal{Value: t.UnixMilli(), T: catalog.Timestamp.WithNotNull(true)}, nil
+		t, err := time.Parse(layout, text)
+		if err != nil {
+			continue
 		}
+		p := 0
+		if i := strings.LastIndexByte(text, '.'); i >= 0 && strings.Contains(text[:i], ":") {
+			p = min(len(text)-i-1, 9)
+		}
+		tt := catalog.TimestampP(p)
+		units := t.Unix()*1000*tt.UnitsPerMilli() + int64(t.Nanosecond())/(1_000_000/tt.UnitsPerMilli())
+		return &Literal{Value: units, T: tt.WithNotNull(true)}, nil
 	}
 	return nil, b.errAt(x, "TIMESTAMP", "bad TIMESTAMP literal '%s' (expected 'yyyy-MM-dd HH:mm:ss[.SSS]')", text)
 }
