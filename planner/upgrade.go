@@ -34,6 +34,11 @@ const (
 	KindSource         = "source"
 	KindGroupAggregate = "group-aggregate"
 	KindSink           = "sink"
+	// KindWindowAggregate is a window aggregation (keys, accumulators and
+	// the window); KindWatermark a WatermarkAssigner (the largest event
+	// time seen per source subtask).
+	KindWindowAggregate = "window-aggregate"
+	KindWatermark       = "watermark"
 )
 
 // OperatorsDoc is the JSON document of OperatorsMeta:
@@ -69,6 +74,9 @@ type StateSchema struct {
 	// columns, a row count and each accumulator's state.
 	Keys         []StateColumn      `json:"keys,omitempty"`
 	Accumulators []AccumulatorState `json:"accumulators,omitempty"`
+	// Window of a window aggregation (WindowSpec.String); a changed window
+	// cannot read the state of the old one.
+	Window string `json:"window,omitempty"`
 }
 
 // StateColumn is a key column of keyed state.
@@ -125,8 +133,13 @@ func Operators(plan *Physical) []OperatorMeta {
 			out = append(out, m)
 		}
 		for _, op := range t.Ops {
-			if a, ok := op.(*AggOp); ok {
+			switch a := op.(type) {
+			case *AggOp:
 				out = append(out, aggMeta(t, a))
+			case *WindowAggOp:
+				out = append(out, windowAggMeta(t, a))
+			case *WatermarkAssignerOp:
+				out = append(out, OperatorMeta{ID: a.ID, Kind: KindWatermark, Description: a.Describe(), UID: !isDerivedID(a.ID)})
 			}
 		}
 		if s := t.Sink; s != nil && s.Table != nil && TwoPhaseSinkConnector(s.Table.Connector()) {
@@ -156,6 +169,16 @@ func aggMeta(t *Task, a *AggOp) OperatorMeta {
 		m.State.Accumulators = append(m.State.Accumulators, acc)
 	}
 	return m
+}
+
+func windowAggMeta(t *Task, a *WindowAggOp) OperatorMeta {
+	g := aggMeta(t, &AggOp{ID: a.ID, Keys: a.Keys, Out: a.Out, Aggs: a.Aggs})
+	g.Kind, g.Description = KindWindowAggregate, a.Describe()
+	if srcs := taskSources(t); len(srcs) > 0 {
+		g.Description += " on " + strings.Join(srcs, ", ")
+	}
+	g.State.Window = a.Window.String()
+	return g
 }
 
 // isDerivedID reports whether id has the form of a derived id (16 hex
@@ -415,6 +438,9 @@ func stateDiff(was, now OperatorMeta) []string {
 				d = append(d, fmt.Sprintf("grouping key %d (%s) was %s, now %s", i+1, nk[i].Name, wk[i].Type, nk[i].Type))
 			}
 		}
+	}
+	if was.State.Window != now.State.Window {
+		d = append(d, fmt.Sprintf("window was %s, now %s", was.State.Window, now.State.Window))
 	}
 	wa, na := was.State.Accumulators, now.State.Accumulators
 	if len(wa) != len(na) {

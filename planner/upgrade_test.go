@@ -377,3 +377,36 @@ func TestCheckUpgradeBadDocument(t *testing.T) {
 		t.Errorf("%v %v", err, rep)
 	}
 }
+
+// TestUpgradeWindowOperators: window aggregations and watermark assigners
+// are stateful operators of the upgrade check: a changed window size is
+// incompatible, an unchanged window restores, a dropped one is unclaimed.
+func TestUpgradeWindowOperators(t *testing.T) {
+	c := upgradeCatalog(t)
+	ts := catalog.Column{Name: "ts", Type: catalog.Timestamp}
+	word := catalog.Column{Name: "word", Type: catalog.String}
+	if err := c.CreateTable(&catalog.Table{Name: "clicks", Schema: catalog.Schema{word, ts},
+		Watermark: &catalog.Watermark{Column: "ts", ExprSQL: "`ts`", DelayMillis: 0},
+		Options:   []catalog.Option{{Key: "connector", Value: "socket"}}}, false); err != nil {
+		t.Fatal(err)
+	}
+	q := func(size string) string {
+		return "INSERT INTO out SELECT /*+ UID('w') */ word, COUNT(*) FROM TABLE(TUMBLE(TABLE clicks, DESCRIPTOR(ts), INTERVAL '" + size + "' SECOND)) GROUP BY word, window_start, window_end"
+	}
+	sp := OperatorsMeta(mustPlan(t, c, q("10")))
+	kinds := map[string]bool{}
+	for _, op := range Operators(mustPlan(t, c, q("10"))) {
+		kinds[op.Kind] = true
+	}
+	if !kinds[KindWindowAggregate] || !kinds[KindWatermark] {
+		t.Fatalf("operators %s", sp)
+	}
+	rep, err := CheckUpgrade(sp, mustPlan(t, c, q("10")), false)
+	if err != nil || rep.Err() != nil {
+		t.Fatalf("same window: %v %v\n%s", err, rep.Err(), rep)
+	}
+	rep, _ = CheckUpgrade(sp, mustPlan(t, c, q("20")), false)
+	if rep.Err() == nil || !strings.Contains(rep.String(), "window was TUMBLE(size=[10 s]), now TUMBLE(size=[20 s])") {
+		t.Errorf("a changed window size:\n%s", rep)
+	}
+}
