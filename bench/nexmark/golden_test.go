@@ -366,12 +366,14 @@ func TestNexmarkQueriesAgainstSQLite(t *testing.T) {
 			}
 			// and a seeded random one: parallelism, batch size, aligned or
 			// unaligned checkpoints, the checkpoint after which it crashes
+			// (within the first half of each source's batches, so that it
+			// happens before the end: a checkpoint per batch)
 			seed := goldenSeed(q)
 			r := rand.New(rand.NewPCG(seed, 7))
 			p, batch := 1+r.IntN(4), []int{50, 256, 1000, 2048}[r.IntN(4)]
 			v := variant{name: fmt.Sprintf("seed %d: p%d batch %d", seed, p, batch),
 				settings:   fmt.Sprintf("SET 'parallelism.default' = '%d';\nSET 'execution.batch-size' = '%d';\n", p, batch),
-				crashAfter: 1 + int64(r.IntN(12))}
+				crashAfter: 1 + int64(r.IntN(max(1, 50000/(p*batch)/2)))}
 			if r.IntN(2) == 0 {
 				v.name += " unaligned"
 				v.settings += "SET 'execution.checkpointing.unaligned.enabled' = 'true';\n"
