@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -382,4 +383,28 @@ func BenchmarkNexmarkSource(b *testing.B) {
 		src.Close()
 	}
 	b.ReportMetric(float64(events)*float64(b.N)/time.Since(start).Seconds(), "events/s")
+}
+
+// TestNexmarkOptionErrors: options the source cannot honour are refused at
+// CREATE TABLE, naming the option.
+func TestNexmarkOptionErrors(t *testing.T) {
+	for _, c := range []struct {
+		kv        []string
+		key, want string
+	}{
+		{[]string{"rate.limited", "true"}, "rate.limited", "is not supported"},
+		{[]string{"max-emit-speed", "false"}, "max-emit-speed", "is not supported"},
+		{[]string{"person.proportion", "0", "auction.proportion", "0", "bid.proportion", "0"}, "bid.proportion", "no event to generate"},
+		{[]string{"first-event.rate", "0"}, "first-event.rate", ""},
+		{[]string{"events.nums", "10"}, "events.nums", "did you mean 'events.num'"},
+	} {
+		err := catalog.ValidateTable(nexTable(c.kv...))
+		var oe *catalog.OptionError
+		if !errors.As(err, &oe) || oe.Key != c.key || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one at option %s containing %q", c.kv, err, c.key, c.want)
+		}
+	}
+	if err := catalog.ValidateTable(nexTable("events.num", "10", "rate.limited", "false")); err != nil {
+		t.Errorf("valid options: %v", err)
+	}
 }
