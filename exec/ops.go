@@ -26,6 +26,10 @@ type calc struct {
 	filter expr.Evaluator
 	projs  []expr.Evaluator
 	schema *arrow.Schema
+	// projectFirst: every projection only picks columns or ROW fields
+	// (no copy), so the batch is projected before it is filtered and the
+	// filter copies only the columns kept (a view over a wide table).
+	projectFirst bool
 }
 
 func newCalc(s *planner.CalcOp, mem memory.Allocator, clock Clock) (*calc, error) {
@@ -47,10 +51,28 @@ func newCalc(s *planner.CalcOp, mem memory.Allocator, clock Clock) (*calc, error
 		}
 		c.projs = append(c.projs, ev)
 	}
+	c.projectFirst = s.Filter != nil && s.Projs != nil
+	for _, p := range s.Projs {
+		c.projectFirst = c.projectFirst && picksOnly(p)
+	}
 	return c, nil
 }
 
+// picksOnly reports whether e is a column, or a field of a ROW it picks.
+func picksOnly(e planner.Expr) bool {
+	switch x := e.(type) {
+	case *planner.ColRef:
+		return true
+	case *planner.Call:
+		return x.Fn == "field" && len(x.Args) == 2 && picksOnly(x.Args[0])
+	}
+	return false
+}
+
 func (c *calc) ProcessBatch(_ int, b Batch, out Collector) error {
+	if c.projectFirst {
+		return c.projectThenFilter(b, out)
+	}
 	if c.filter != nil {
 		fb, err := c.applyFilter(b)
 		if err != nil {
@@ -85,6 +107,43 @@ func (c *calc) ProcessBatch(_ int, b Batch, out Collector) error {
 	return out.Collect(Batch{Rec: rec, Ops: b.Ops})
 }
 
+// projectThenFilter evaluates the filter's mask on the input, picks the
+// projected columns (references, no copy) and filters only those.
+func (c *calc) projectThenFilter(b Batch, out Collector) error {
+	m, err := c.filter.Eval(b.Rec, c.mem)
+	if err != nil {
+		b.Rec.Release()
+		return err
+	}
+	defer m.Release()
+	cols := make([]arrow.Array, len(c.projs))
+	for i, p := range c.projs {
+		a, err := p.Eval(b.Rec, c.mem)
+		if err != nil {
+			for _, x := range cols[:i] {
+				x.Release()
+			}
+			b.Rec.Release()
+			return err
+		}
+		cols[i] = a
+	}
+	rec := array.NewRecord(c.schema, cols, b.Rec.NumRows())
+	for _, x := range cols {
+		x.Release()
+	}
+	b.Rec.Release()
+	fb, err := c.filterWith(Batch{Rec: rec, Ops: b.Ops}, m.(*array.Boolean))
+	if err != nil {
+		return err
+	}
+	if fb.Rows() == 0 {
+		fb.Rec.Release()
+		return nil
+	}
+	return out.Collect(fb)
+}
+
 // applyFilter keeps the rows passing the filter. On a changelog, an adjacent
 // -U/+U pair of which only one side passes becomes a -D or a +I, so the
 // filtered stream still folds into the filtered table.
@@ -95,7 +154,12 @@ func (c *calc) applyFilter(b Batch) (Batch, error) {
 		return Batch{}, err
 	}
 	defer m.Release()
-	mask := m.(*array.Boolean)
+	return c.filterWith(b, m.(*array.Boolean))
+}
+
+// filterWith keeps the rows of b where mask is true (see applyFilter); it
+// takes ownership of b.Rec.
+func (c *calc) filterWith(b Batch, mask *array.Boolean) (Batch, error) {
 	pass := func(i int) bool { return mask.IsValid(i) && mask.Value(i) }
 	var ops []RowKind
 	if b.Ops != nil {

@@ -302,7 +302,15 @@ func (b *physBuilder) build(r *rel) *Task {
 				t.OutSchema = r.schema
 				return t
 			}
-			op = &CalcOp{Filter: r.filter, Projs: r.projs, Out: r.schema, Mode: r.mode}
+			calc := &CalcOp{Filter: r.filter, Projs: r.projs, Out: r.schema, Mode: r.mode}
+			op = calc
+			if n := len(t.Ops); n > 0 {
+				if inner, ok := t.Ops[n-1].(*CalcOp); ok {
+					if m, ok := mergeCalc(inner, calc); ok {
+						t.Ops, op = t.Ops[:n-1], m
+					}
+				}
+			}
 		} else {
 			op = r.tfunc
 		}
