@@ -30,6 +30,7 @@ type calc struct {
 	// (no copy), so the batch is projected before it is filtered and the
 	// filter copies only the columns kept (a view over a wide table).
 	projectFirst bool
+	cols         []arrow.Array // reused by project
 }
 
 func newCalc(s *planner.CalcOp, mem memory.Allocator, clock Clock) (*calc, error) {
@@ -87,24 +88,36 @@ func (c *calc) ProcessBatch(_ int, b Batch, out Collector) error {
 	if c.projs == nil {
 		return out.Collect(b)
 	}
-	cols := make([]arrow.Array, len(c.projs))
-	for i, p := range c.projs {
-		a, err := p.Eval(b.Rec, c.mem)
+	rec, err := c.project(b.Rec)
+	if err != nil {
+		return err
+	}
+	return out.Collect(Batch{Rec: rec, Ops: b.Ops})
+}
+
+// project evaluates the projections over in (taking ownership of it) into
+// a record of the output schema.
+func (c *calc) project(in arrow.Record) (arrow.Record, error) {
+	cols := c.cols[:0]
+	for _, p := range c.projs {
+		a, err := p.Eval(in, c.mem)
 		if err != nil {
-			for _, x := range cols[:i] {
+			for _, x := range cols {
 				x.Release()
 			}
-			b.Rec.Release()
-			return err
+			in.Release()
+			return nil, err
 		}
-		cols[i] = a
+		cols = append(cols, a)
 	}
-	rec := array.NewRecord(c.schema, cols, b.Rec.NumRows())
-	for _, x := range cols {
+	rec := array.NewRecord(c.schema, cols, in.NumRows()) // copies cols
+	for i, x := range cols {
 		x.Release()
+		cols[i] = nil
 	}
-	b.Rec.Release()
-	return out.Collect(Batch{Rec: rec, Ops: b.Ops})
+	c.cols = cols
+	in.Release()
+	return rec, nil
 }
 
 // projectThenFilter evaluates the filter's mask on the input, picks the
@@ -116,23 +129,10 @@ func (c *calc) projectThenFilter(b Batch, out Collector) error {
 		return err
 	}
 	defer m.Release()
-	cols := make([]arrow.Array, len(c.projs))
-	for i, p := range c.projs {
-		a, err := p.Eval(b.Rec, c.mem)
-		if err != nil {
-			for _, x := range cols[:i] {
-				x.Release()
-			}
-			b.Rec.Release()
-			return err
-		}
-		cols[i] = a
+	rec, err := c.project(b.Rec)
+	if err != nil {
+		return err
 	}
-	rec := array.NewRecord(c.schema, cols, b.Rec.NumRows())
-	for _, x := range cols {
-		x.Release()
-	}
-	b.Rec.Release()
 	fb, err := c.filterWith(Batch{Rec: rec, Ops: b.Ops}, m.(*array.Boolean))
 	if err != nil {
 		return err

@@ -95,12 +95,13 @@ func (w *wakeups) timer() <-chan time.Time {
 }
 
 func (w *wakeups) disarm() {
-	if w != nil && w.stop != nil {
+	if w == nil {
+		return
+	}
+	if w.stop != nil {
 		w.stop()
 	}
-	if w != nil {
-		w.c, w.stop, w.armed = nil, nil, 0
-	}
+	w.c, w.stop, w.armed = nil, nil, 0
 }
 
 // due reports whether the earliest wake-up has passed (cheap when none).

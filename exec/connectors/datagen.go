@@ -405,12 +405,15 @@ func readSplitList(r *stateReader, dst []genSplit) ([]genSplit, error) {
 	return dst, nil
 }
 
-// next returns the index of the split the next batch comes from: the first
-// one with rows left from cur on, round robin; -1 when every split is done.
-func (g *Datagen) next() int {
-	for j := range g.splits {
-		i := (g.cur + j) % len(g.splits)
-		if g.splits[i].remaining() != 0 {
+// next returns the index of the split the next batch comes from.
+func (g *Datagen) next() int { return nextSplit(g.splits, g.cur) }
+
+// nextSplit returns the first split with rows left from cur on, round
+// robin; -1 when every split is done.
+func nextSplit(splits []genSplit, cur int) int {
+	for j := range splits {
+		i := (cur + j) % len(splits)
+		if splits[i].remaining() != 0 {
 			return i
 		}
 	}

@@ -81,6 +81,7 @@ type nexBuilders struct {
 	bTime                 *array.TimestampBuilder
 
 	scratch []byte
+	every   []array.Builder // all the builders above (see all)
 }
 
 func newNexBuilders(mem memory.Allocator) *nexBuilders {
@@ -117,10 +118,14 @@ func (b *nexBuilders) release() {
 }
 
 func (b *nexBuilders) all() []array.Builder {
-	return []array.Builder{b.kind,
+	if b.every != nil {
+		return b.every
+	}
+	b.every = []array.Builder{b.kind,
 		b.pID, b.pName, b.pEmail, b.pCard, b.pCity, b.pState, b.pTime, b.pXtra,
 		b.aID, b.aName, b.aDesc, b.aInit, b.aRes, b.aTime, b.aExp, b.aSel, b.aCat, b.aXtra,
 		b.bAuc, b.bBidder, b.bPrice, b.bChan, b.bURL, b.bTime, b.bXtra}
+	return b.every
 }
 
 func (b *nexBuilders) nullPerson() {
@@ -518,13 +523,7 @@ func (n *Nexmark) Run(ctx context.Context, emit func(arrow.Record) error) error 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		i := -1
-		for j := range n.splits {
-			if k := (n.cur + j) % len(n.splits); n.splits[k].remaining() != 0 {
-				i = k
-				break
-			}
-		}
+		i := nextSplit(n.splits, n.cur)
 		if i < 0 {
 			break
 		}
