@@ -180,6 +180,21 @@ type SinkContext struct {
 	// Stdout is where the print sink writes (os.Stdout unless redirected by
 	// the shell or tests). Writes of whole batches are serialised by the sink.
 	Stdout io.Writer
+	// Clock is the job's processing time (injectable in tests).
+	Clock Clock
+	// Shared returns the value the subtasks of this sink task share under
+	// key in this job attempt, made by mk on first use (safe for concurrent
+	// use; the value itself must be). It is how the subtasks of one sink
+	// coordinate, e.g. the file sink's partition committer; a restarted
+	// attempt starts with none.
+	Shared func(key string, mk func() any) any
+}
+
+// WatermarkSink is a sink that acts on event time: the runtime hands it
+// every advance of its input's watermark (the minimum over its input
+// channels), on the sink's goroutine.
+type WatermarkSink interface {
+	OnWatermark(wm int64) error
 }
 
 // Ticker is implemented by sinks that act on processing time even when no

@@ -58,6 +58,8 @@ type JobConfig struct {
 	StateTTL time.Duration
 	// Clock is processing time for operators (nil: the wall clock).
 	Clock Clock
+
+	shared *sharedValues // per RunJob: SinkContext.Shared
 	// WrapOperator, when set, wraps every operator as it is built (tests
 	// inject faults with it).
 	WrapOperator func(task string, subtask int, op Operator) Operator
@@ -93,6 +95,7 @@ func (c *JobConfig) defaults() {
 // released when it returns.
 func RunJob(ctx context.Context, plan *planner.Physical, cfg JobConfig) (err error) {
 	cfg.defaults()
+	cfg.shared = &sharedValues{}
 	type sk struct {
 		t *planner.Task
 		s int

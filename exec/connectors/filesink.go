@@ -454,7 +454,7 @@ func newFileSink(t *catalog.Table, sc *exec.SinkContext) (*FileSink, error) {
 	default:
 		return nil, fmt.Errorf("filesystem sink: unsupported format '%s'", t.OptionOr("format", ""))
 	}
-	parts, err := NewPartFiles(t.OptionOr("path", ""), PartID(t), sc.Subtask)
+	parts, err := NewPartFiles(fsPath(t), PartID(t), sc.Subtask)
 	if err != nil {
 		return nil, err
 	}

@@ -141,7 +141,7 @@ func newFileSource(t *catalog.Table, sc *exec.SourceContext) (*FileSource, error
 	if len(sc.Schema) == 0 {
 		return nil, fmt.Errorf("filesystem source: table '%s' has no columns", t.Name)
 	}
-	all, err := ListFiles(t.OptionOr("path", ""))
+	all, err := ListFiles(fsPath(t))
 	if err != nil {
 		return nil, err
 	}
