@@ -117,13 +117,19 @@ func (c *partitionCommitter) report(subtask int, wm int64, parts map[string]comm
 	return nil
 }
 
-// commit runs the commit policies on a partition: the success file.
+// commit runs the commit policies on a partition: the success file, an
+// empty file written once (Flink overwrites it on every commit; keeping the
+// first one keeps the time the partition was complete: part files newer
+// than it hold late rows).
 func (c *partitionCommitter) commit(rel string) error {
 	if c.pc.SuccessFile == "" {
 		return nil
 	}
 	dir := filepath.Join(c.root, filepath.FromSlash(rel))
-	f, err := os.OpenFile(filepath.Join(dir, c.pc.SuccessFile), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, c.pc.SuccessFile), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if os.IsExist(err) {
+		return nil // committed before: the file keeps the first commit's time
+	}
 	if err != nil {
 		return fmt.Errorf("filesystem sink: committing partition %s: %w", rel, err)
 	}
