@@ -437,7 +437,7 @@ func TestNexmarkQ10Partitions(t *testing.T) {
 	}
 	seed := goldenSeed("q10")
 	r := rand.New(rand.NewPCG(seed, 10))
-	p, batch := 1+r.IntN(4), []int{50, 256, 1000}[r.IntN(3)]
+	p, batch := 1+r.IntN(4), []int{256, 1000, 2048}[r.IntN(3)]
 	random := fmt.Sprintf("SET 'parallelism.default' = '%d';\nSET 'execution.batch-size' = '%d';\n", p, batch)
 	crash := 1 + int64(r.IntN(max(1, 50000/(p*batch)/2)))
 	// a watermark after every batch (as Flink's interval 0), so that the
