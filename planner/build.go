@@ -520,9 +520,6 @@ func (p *Planner) buildTableName(tn *ast.TableName, ctx *parser.QueryContext) (*
 		if p.CanRead != nil && !p.CanRead(t) {
 			return nil, at("connector '%s' of table '%s' cannot be used as a source", t.Connector(), t.Name)
 		}
-		if len(t.PartitionKeys) > 0 {
-			return nil, at("reading the partitioned table '%s' is not supported yet (PARTITIONED BY tables can be written only)", t.Name)
-		}
 		if hasRef && ref.Options != nil {
 			var err error
 			if t, err = withDynamicOptions(t, ref.Options, ref.HintPos); err != nil {
