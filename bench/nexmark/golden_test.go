@@ -280,16 +280,7 @@ INSERT INTO bids_csv SELECT auction, bidder, price, channel, url, `+"`dateTime`"
 	var rows [][]string
 	files, _ := filepath.Glob(filepath.Join(dir, "part-*"))
 	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, err := csv.NewReader(fh).ReadAll()
-		fh.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, recs...)
+		rows = append(rows, readCSV(t, f)...)
 	}
 	return rows
 }
@@ -512,16 +503,7 @@ func readPartitions(t *testing.T, root string) []string {
 				if st.ModTime().After(success.ModTime()) {
 					t.Errorf("%s was written after its partition's success file", f)
 				}
-				fh, err := os.Open(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				recs, err := csv.NewReader(fh).ReadAll()
-				fh.Close()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, rec := range recs {
+				for _, rec := range readCSV(t, f) {
 					vals := make([]string, 0, len(rec)+2)
 					for _, v := range append(rec, dt, hm) {
 						vals = append(vals, canon(v))
@@ -536,4 +518,19 @@ func readPartitions(t *testing.T, root string) []string {
 	}
 	sort.Strings(rows)
 	return rows
+}
+
+// readCSV reads the records of a CSV file.
+func readCSV(t *testing.T, file string) [][]string {
+	t.Helper()
+	fh, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	recs, err := csv.NewReader(fh).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }

@@ -666,13 +666,7 @@ func readSinkState(r *stateReader) (sinkState, error) {
 // Hidden files of subtask indices that are neither this subtask nor one of
 // the given old ones are left alone: another subtask owns them.
 func (s *FileSink) RestoreStates(states [][]byte) error {
-	var given [][]byte
-	for _, st := range states {
-		if len(st) > 0 {
-			given = append(given, st)
-		}
-	}
-	rs, err := openStates(given, kindFileSink, s.subtask, s.parallelism)
+	rs, err := openGiven(states, kindFileSink, s.subtask, s.parallelism)
 	if err != nil {
 		return err
 	}

@@ -600,13 +600,7 @@ func (s *PartitionedSink) RestoreState(state []byte) error {
 // cleans its own hidden parts too, takes over the old subtasks' partitions
 // awaiting commit and reports them to the committer.
 func (s *PartitionedSink) RestoreStates(states [][]byte) error {
-	var given [][]byte
-	for _, st := range states {
-		if len(st) > 0 {
-			given = append(given, st)
-		}
-	}
-	rs, err := openStates(given, kindPartSink, s.subtask, s.parallelism)
+	rs, err := openGiven(states, kindPartSink, s.subtask, s.parallelism)
 	if err != nil {
 		return err
 	}

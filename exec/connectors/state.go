@@ -118,6 +118,18 @@ func openState(state []byte, kind byte, subtask, parallelism int) (*stateReader,
 	return r, nil
 }
 
+// openGiven is openStates over the non-empty ones of states (a rescaled
+// subtask may get empty states of old subtasks that had nothing).
+func openGiven(states [][]byte, kind byte, subtask, parallelism int) ([]*stateReader, error) {
+	var given [][]byte
+	for _, st := range states {
+		if len(st) > 0 {
+			given = append(given, st)
+		}
+	}
+	return openStates(given, kind, subtask, parallelism)
+}
+
 // openStates reads the headers of the states of an earlier run that
 // subtask (of parallelism) takes over: they must come from distinct
 // subtasks of one earlier parallelism, each old subtask i going to new
