@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/planner"
 )
 
 // RowKind is the change a row represents, with Flink's byte values.
@@ -126,6 +127,9 @@ type SourceContext struct {
 	Schema      catalog.Schema // the table's physical columns, in order
 	// SkippedRecords counts bad records skipped by ignore-parse-errors.
 	SkippedRecords *atomic.Int64
+	// PartitionFilter, over Schema and reading partition columns only,
+	// says which partitions of a partitioned table to read (nil: all).
+	PartitionFilter planner.Expr
 }
 
 // Source is one parallel instance of a source connector.

@@ -369,14 +369,15 @@ func (st *subtask) build() error {
 	}
 	if t.Source != nil && !t.Source.Values {
 		sc := &SourceContext{
-			Subtask:        st.index,
-			Parallelism:    t.Parallelism,
-			Mem:            st.cfg.Mem,
-			BatchSize:      st.cfg.BatchSize,
-			Linger:         st.cfg.Linger,
-			Table:          t.Source.Table,
-			Schema:         t.Source.Schema,
-			SkippedRecords: &st.cfg.Metrics.Skipped,
+			Subtask:         st.index,
+			Parallelism:     t.Parallelism,
+			Mem:             st.cfg.Mem,
+			BatchSize:       st.cfg.BatchSize,
+			Linger:          st.cfg.Linger,
+			Table:           t.Source.Table,
+			Schema:          t.Source.Schema,
+			SkippedRecords:  &st.cfg.Metrics.Skipped,
+			PartitionFilter: t.Source.PartitionFilter,
 		}
 		src, err := st.cfg.NewSource(t.Source.Table, sc)
 		if err != nil {

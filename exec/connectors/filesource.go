@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/streamsql/streamsql/exec/expr"
+	"github.com/streamsql/streamsql/planner"
 	"io"
 	"os"
 	"path/filepath"
@@ -143,31 +145,32 @@ func newFileSource(t *catalog.Table, sc *exec.SourceContext) (*FileSource, error
 	if len(sc.Schema) == 0 {
 		return nil, fmt.Errorf("filesystem source: table '%s' has no columns", t.Name)
 	}
-	var all []string
-	var err error
-	if len(t.PartitionKeys) > 0 {
-		all, err = listPartitionFiles(fsPath(t), len(t.PartitionKeys))
-	} else {
-		all, err = ListFiles(fsPath(t))
-	}
-	if err != nil {
-		return nil, err
-	}
-	s := &FileSource{sc: sc, line: 1, emLine: 1}
-	for i, f := range all {
-		if i%sc.Parallelism == sc.Subtask {
-			s.files = append(s.files, f)
-			s.starts = append(s.starts, filePos{0, 1})
-		}
-	}
 	mem := sc.Mem
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
+	s := &FileSource{sc: sc, line: 1, emLine: 1}
+	var all []string
+	var err error
 	dataSchema := sc.Schema
 	if len(t.PartitionKeys) > 0 {
 		if s.parts, dataSchema, err = newSourcePartitions(t, sc.Schema, mem); err != nil {
 			return nil, err
+		}
+		all, err = s.parts.listFiles(fsPath(t), sc.PartitionFilter)
+	} else {
+		all, err = ListFiles(fsPath(t))
+	}
+	if err != nil {
+		if s.parts != nil {
+			s.parts.release()
+		}
+		return nil, err
+	}
+	for i, f := range all {
+		if i%sc.Parallelism == sc.Subtask {
+			s.files = append(s.files, f)
+			s.starts = append(s.starts, filePos{0, 1})
 		}
 	}
 	s.rb = array.NewRecordBuilder(mem, dataSchema.Arrow())
@@ -614,10 +617,11 @@ type sourcePartitions struct {
 	dec     *format.CSVDecoder
 	file    string // of line
 	line    []byte // the partition values of file as one CSV record
+	mem     memory.Allocator
 }
 
 func newSourcePartitions(t *catalog.Table, schema catalog.Schema, mem memory.Allocator) (*sourcePartitions, catalog.Schema, error) {
-	p := &sourcePartitions{keys: t.PartitionKeys, full: schema.Arrow(),
+	p := &sourcePartitions{keys: t.PartitionKeys, full: schema.Arrow(), mem: mem,
 		defName: t.OptionOr("partition.default-name", "__DEFAULT_PARTITION__")}
 	var data, keys catalog.Schema
 	for _, k := range t.PartitionKeys {
@@ -727,16 +731,21 @@ func (p *sourcePartitions) setFile(file string) error {
 	return nil
 }
 
-// listPartitionFiles returns the files of a partitioned table's
-// directory: those of every partition directory (depth levels of k=v),
-// sorted; names starting with '.' or '_' are skipped.
-func listPartitionFiles(root string, depth int) ([]string, error) {
+// listFiles returns the files of a partitioned table's directory root:
+// those of every partition directory (depth levels of k=v) where filter
+// (nil: none) is true, sorted; names starting with '.' or '_' are skipped.
+func (p *sourcePartitions) listFiles(root string, filter planner.Expr) ([]string, error) {
 	if _, err := os.Stat(root); err != nil {
 		return nil, fmt.Errorf("filesystem source: %w", err)
 	}
-	dirs, err := partitionDirs(root, depth)
+	dirs, err := partitionDirs(root, len(p.keys))
 	if err != nil {
 		return nil, err
+	}
+	if filter != nil && len(dirs) > 0 {
+		if dirs, err = p.prune(root, dirs, filter); err != nil {
+			return nil, err
+		}
 	}
 	var out []string
 	for _, rel := range dirs {
@@ -747,4 +756,60 @@ func listPartitionFiles(root string, depth int) ([]string, error) {
 		out = append(out, files...)
 	}
 	return out, nil
+}
+
+// prune returns the directories whose partition values pass filter: it is
+// evaluated over one row per directory (the partition columns decoded from
+// the names, the other columns NULL; the filter reads partition columns
+// only).
+func (p *sourcePartitions) prune(root string, dirs []string, filter planner.Expr) ([]string, error) {
+	ev, err := expr.Compile(filter)
+	if err != nil {
+		return nil, fmt.Errorf("filesystem source: partition filter: %w", err)
+	}
+	for _, rel := range dirs {
+		if err := p.setFile(filepath.Join(root, filepath.FromSlash(rel), "x")); err != nil {
+			return nil, err
+		}
+		if _, err := p.dec.Decode(p.line); err != nil {
+			p.rb.NewRecord().Release()
+			return nil, fmt.Errorf("filesystem source: partition directory %s: %v", filepath.Join(root, rel), err)
+		}
+	}
+	p.file = ""
+	keys := p.rb.NewRecord()
+	defer keys.Release()
+	n := len(dirs)
+	cols := make([]arrow.Array, p.full.NumFields())
+	pi := 0
+	for i := range cols {
+		if pi < len(p.cols) && p.cols[pi] == i {
+			cols[i] = keys.Column(pi)
+			cols[i].Retain()
+			pi++
+			continue
+		}
+		cols[i] = array.MakeArrayOfNull(p.mem, p.full.Field(i).Type, n)
+	}
+	rec := array.NewRecord(p.full, cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	defer rec.Release()
+	res, err := ev.Eval(rec, p.mem)
+	if err != nil {
+		return nil, fmt.Errorf("filesystem source: partition filter: %w", err)
+	}
+	defer res.Release()
+	b, ok := res.(*array.Boolean)
+	if !ok {
+		return nil, fmt.Errorf("filesystem source: partition filter is not a condition (%s)", res.DataType())
+	}
+	var keep []string
+	for i, rel := range dirs {
+		if b.IsValid(i) && b.Value(i) {
+			keep = append(keep, rel)
+		}
+	}
+	return keep, nil
 }
