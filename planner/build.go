@@ -573,6 +573,7 @@ func (p *Planner) buildTableName(tn *ast.TableName, ctx *parser.QueryContext) (*
 		if err != nil {
 			return nil, fmt.Errorf("in view '%s': %w", name, err)
 		}
+		markView(r, name)
 		if len(v.Columns) > 0 {
 			out := *r
 			out.schema = append(catalog.Schema(nil), r.schema...)

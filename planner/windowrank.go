@@ -107,6 +107,7 @@ type rankRel struct {
 	bounded bool       // the outer WHERE gave a rank range
 	pos     parser.Pos // where the ranking function is written
 	fn      string     // as written
+	view    string     // the view it is written in ("": the query)
 	// dedupCandidate: ROW_NUMBER over the rows of a window TVF ordered by
 	// one time attribute column.
 	dedupCandidate bool
@@ -288,6 +289,11 @@ func (p *Planner) buildWindowRank(sel *ast.SelectStmt, wf *ast.WindowFuncExpr, i
 		}
 		op.Order = append(op.Order, SortKey{Col: c.Index, Name: in.schema[c.Index].Name, Desc: it.Desc})
 	}
+	for _, c := range in.schema {
+		if c.Type.Kind == catalog.KindRow {
+			return nil, errAt(wf, "a Window TopN cannot keep the ROW column '%s' yet: select its fields in a subquery", c.Name)
+		}
+	}
 	if in.mode != InsertOnly {
 		return nil, errAt(wf, "a Window TopN needs an append-only input, but its input is updating (because of %s)", in.updatingNode())
 	}
@@ -434,6 +440,9 @@ func minBound(hi, v int64) int64 {
 }
 
 func intLiteral(e Expr) (int64, bool) {
+	if c, ok := e.(*Call); ok && c.Fn == "cast" && len(c.Args) == 1 && c.T.IsNumeric() {
+		return intLiteral(c.Args[0])
+	}
 	l, ok := e.(*Literal)
 	if !ok {
 		return 0, false
@@ -456,7 +465,12 @@ func (b *physBuilder) buildWindowRankTask(r *rel) *Task {
 	in := b.build(r.input)
 	rr := r.rank
 	if !rr.bounded && b.err == nil {
-		b.err = &parser.Error{Pos: rr.pos, Msg: fmt.Sprintf("%s() OVER (PARTITION BY window_start, window_end ...) is a Window TopN only with a filter on its result in the enclosing query: SELECT * FROM (SELECT *, %s() OVER (...) AS rownum FROM ...) WHERE rownum <= N", rr.fn, rr.fn)}
+		msg := fmt.Sprintf("%s() OVER (PARTITION BY window_start, window_end ...) is a Window TopN only with a filter on its result in the enclosing query: SELECT * FROM (SELECT *, %s() OVER (...) AS rownum FROM ...) WHERE rownum <= N", rr.fn, rr.fn)
+		if rr.view != "" {
+			b.err = fmt.Errorf("in view '%s': %w", rr.view, &parser.Error{Pos: rr.pos, Msg: msg})
+		} else {
+			b.err = &parser.Error{Pos: rr.pos, Msg: msg}
+		}
 	}
 	if rr.bounded && rr.op.RankEnd < rr.op.RankStart && b.err == nil {
 		b.err = &parser.Error{Pos: rr.pos, Msg: fmt.Sprintf("the rank range of this Window TopN is empty (rank from %d to %d)", rr.op.RankStart, rr.op.RankEnd)}
@@ -497,4 +511,14 @@ func (b *physBuilder) windowRankID(r *rel) string {
 		"order="+strings.Join(order, ","),
 		fmt.Sprintf("rank=%s|%d|%d|%v", op.RankType, op.RankStart, op.RankEnd, op.Dedup),
 		fmt.Sprintf("ordinal=%d", b.ids.ordinal-1)))
+}
+
+// markView notes that the unbounded window ranks of r (a view's query)
+// are written in view name, for the error that they lack a rank range.
+func markView(r *rel, name string) {
+	for n := r; n != nil; n = n.input {
+		if n.kind == relWindowRank && !n.rank.bounded && n.rank.view == "" {
+			n.rank.view = name
+		}
+	}
 }
