@@ -218,3 +218,141 @@ func boolCmp(a, b bool) int {
 	}
 	return 1
 }
+
+// BenchmarkWindowRank: top 3 by v per 10 s window and key over 100 keys
+// (1,000 rows per window: 10 per window and key), rows in time order with
+// random values, in batches of 1,024 (b.N rows; a watermark after every
+// batch fires the windows passed).
+func BenchmarkWindowRank(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	out := append(append(catalog.Schema{}, rankTestSchema...), catalog.Column{Name: "rownum", Type: catalog.BigInt.WithNotNull(true)})
+	s := &planner.WindowRankOp{ID: "r", PartKeys: []int{0}, PartNames: []string{"k"}, WinStart: 3, WinEnd: 4,
+		Order: []planner.SortKey{{Col: 2, Name: "v", Desc: true}}, RankType: planner.RowNumber, RankStart: 1, RankEnd: 3,
+		OutputRank: true, Out: out}
+	op, err := newWindowRank(s, &OpContext{OpID: "r", Parallelism: 1, KeyGroups: KeyGroups{Start: 0, End: 128, MaxParallelism: 128},
+		Checkpointing: true, Mem: mem, BatchSize: 1024})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	const batch = 1024
+	var batches []arrow.Record
+	ts := int64(0)
+	for i := 0; i < 64; i++ {
+		rows := make([]rankTestRow, batch)
+		for j := range rows {
+			ts += 10 // 100,000 rows per 1 000 s: a 10 s window has 1,000 rows
+			rows[j] = rankTestRow{int64(rng.Intn(100)), ts, int64(rng.Intn(1_000_000))}
+		}
+		batches = append(batches, rankTestBatch(mem, rows...).Rec)
+	}
+	span := ts
+	sink := &countOut{}
+	b.ResetTimer()
+	for n, i := 0, 0; n < b.N; n, i = n+batch, i+1 {
+		rec := batches[i%len(batches)]
+		// shift the batch by whole rounds of the data set in time
+		shift := int64(i/len(batches)) * (span + 10_000)
+		shifted := shiftTimes(mem, rec, shift)
+		if err := op.ProcessBatch(0, Batch{Rec: shifted}, sink); err != nil {
+			b.Fatal(err)
+		}
+		if err := op.ProcessWatermark(shift+int64(i%len(batches)+1)*batch*10-1, sink); err != nil {
+			b.Fatal(err)
+		}
+		if i%64 == 63 { // a checkpoint now and then writes the changes
+			if err := op.Snapshot(int64(i), discardState{}); err != nil {
+				b.Fatal(err)
+			}
+			op.NotifyComplete(int64(i))
+		}
+	}
+	b.StopTimer()
+	if sink.rows == 0 {
+		b.Fatal("no output")
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+type countOut struct{ rows int }
+
+func (c *countOut) Collect(b Batch) error     { c.rows += b.Rows(); b.Rec.Release(); return nil }
+func (c *countOut) EmitWatermark(int64) error { return nil }
+
+// shiftTimes returns rec with ts, window_start and window_end moved by d.
+func shiftTimes(mem memory.Allocator, rec arrow.Record, d int64) arrow.Record {
+	cols := make([]arrow.Array, rec.NumCols())
+	for c := range cols {
+		col := rec.Column(c)
+		if tc, ok := col.(*array.Timestamp); ok && d != 0 {
+			bld := array.NewTimestampBuilder(mem, tc.DataType().(*arrow.TimestampType))
+			for _, v := range tc.TimestampValues() {
+				bld.Append(v + arrow.Timestamp(d))
+			}
+			cols[c] = bld.NewArray()
+			bld.Release()
+		} else {
+			col.Retain()
+			cols[c] = col
+		}
+	}
+	out := array.NewRecord(rec.Schema(), cols, rec.NumRows())
+	for _, c := range cols {
+		c.Release()
+	}
+	return out
+}
+
+// discardState is a StateWriter that keeps nothing.
+type discardState struct{}
+
+func (discardState) Put(k, v []byte) error { return nil }
+func (discardState) Delete(k []byte) error { return nil }
+
+// windowRankSchedPlan is planWindowRank of the fault schedule: the window
+// job's source and watermark, a TUMBLE(1 s) window TVF chained to them,
+// HASH(k), then per window and k the 2 rows of largest v (v is unique: a
+// total order) with the two-phase sink chained.
+func windowRankSchedPlan(par int) *planner.Physical {
+	ts := catalog.Timestamp.WithNotNull(true)
+	tvfOut := append(append(catalog.Schema{}, windowSchedSchema...),
+		catalog.Column{Name: "window_start", Type: ts}, catalog.Column{Name: "window_end", Type: ts}, catalog.Column{Name: "window_time", Type: ts})
+	src := &planner.Task{Name: "src", Parallelism: par, Source: &planner.SourceSpec{Table: &catalog.Table{Name: "gen"}, Schema: windowSchedSchema, ID: "src"},
+		Ops: []planner.Op{&planner.WatermarkAssignerOp{ID: "wm", TimeCol: 2, TimeName: "t", Delay: windowSchedDelay},
+			&planner.WindowTVFOp{ID: "tvf", TimeCol: 2, TimeName: "t", Window: planner.WindowSpec{Kind: planner.Tumble, Size: windowRankSchedSize}, Out: tvfOut}},
+		OutSchema: tvfOut}
+	out := append(append(catalog.Schema{}, tvfOut...), catalog.Column{Name: "rownum", Type: catalog.BigInt.WithNotNull(true)})
+	rank := &planner.WindowRankOp{ID: "rank", PartKeys: []int{0}, PartNames: []string{"k"}, WinStart: 3, WinEnd: 4,
+		Order: []planner.SortKey{{Col: 1, Name: "v", Desc: true}}, RankType: planner.RowNumber, RankStart: 1, RankEnd: 2,
+		OutputRank: true, Out: out}
+	rt := &planner.Task{Name: "rank", Parallelism: par, Ops: []planner.Op{rank}, OutSchema: out, OutMode: planner.InsertOnly,
+		Sink: &planner.SinkSpec{Table: &catalog.Table{Name: "txn"}, ID: "sink", Schema: out, Mode: planner.InsertOnly}}
+	e := &planner.Edge{From: src, To: rt, Kind: planner.Hash, Keys: []int{0}}
+	src.Outputs, rt.Inputs = []*planner.Edge{e}, []*planner.Edge{e}
+	return &planner.Physical{Tasks: []*planner.Task{src, rt}, Edges: []*planner.Edge{e}}
+}
+
+const windowRankSchedSize = 1000
+
+// windowRankSchedWant is the folded output of the uninterrupted
+// planWindowRank job: per key and 1 s window its two largest v.
+func windowRankSchedWant() []string {
+	type row struct{ v, t int64 }
+	groups := map[[2]int64][]row{}
+	for j := int64(0); j < schedSplits; j++ {
+		for i := int64(0); i < schedRows/schedSplits; i++ {
+			k, v, t := windowSchedRow(j, i)
+			key := [2]int64{k, t / windowRankSchedSize * windowRankSchedSize}
+			groups[key] = append(groups[key], row{v, t})
+		}
+	}
+	f := folded{}
+	for key, rows := range groups {
+		sort.Slice(rows, func(a, b int) bool { return rows[a].v > rows[b].v })
+		ws := key[1]
+		for n, r := range rows[:min(2, len(rows))] {
+			f[fmt.Sprintf("%d|%d|%d|%d|%d|%d|%d|", key[0], r.v, r.t, ws, ws+windowRankSchedSize, ws+windowRankSchedSize-1, n+1)]++
+		}
+	}
+	return f.sorted()
+}
