@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/bitutil"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/checkpoint"
@@ -80,6 +81,8 @@ type windowRank struct {
 	sorts    sortEncoder
 	hashes   []uint64
 	outRows  []int32
+	pendIDs  []int32 // rows taken by the batch: their ids and batch rows
+	pendRows []int32
 	outRanks []int64
 	toFree   []int32
 }
@@ -142,10 +145,9 @@ func (w *windowRank) newRow(rec arrow.Record, i int, sk []byte) int32 {
 		w.nRows++
 		w.sortKeys = append(w.sortKeys, nil)
 	}
-	if rec != nil {
-		for c, ks := range w.cols {
-			ks.put(id, rec.Column(c), i)
-		}
+	if rec != nil { // its columns are stored at the end of the batch
+		w.pendIDs = append(w.pendIDs, id)
+		w.pendRows = append(w.pendRows, int32(i))
 	}
 	w.sortKeys[id] = append(w.sortKeys[id][:0], sk...)
 	return id
@@ -190,10 +192,111 @@ func (w *windowRank) ProcessBatch(_ int, b Batch, out Collector) error {
 			w.tbl.Touch(g)
 		}
 	}
+	// Store the columns of the rows taken, column by column. A row id
+	// freed and taken again within the batch is written twice, in order:
+	// the later row wins.
+	if len(w.pendIDs) > 0 {
+		for c, ks := range w.cols {
+			putRows(ks, w.pendIDs, w.pendRows, rec.Column(c))
+		}
+		w.pendIDs, w.pendRows = w.pendIDs[:0], w.pendRows[:0]
+	}
 	if late > 0 && w.ctx.Metrics != nil {
 		w.ctx.Metrics.LateRecords.Add(int64(late))
 	}
 	return nil
+}
+
+// putRows stores rows[j] of col under row id ids[j], for every j, with one
+// type switch per column.
+func putRows(ks keyStore, ids, rows []int32, col arrow.Array) {
+	switch k := ks.(type) {
+	case *typedKeys[int32]:
+		switch c := col.(type) {
+		case *array.Int32:
+			putNums(k, ids, rows, c.Int32Values(), col)
+			return
+		case *array.Int8:
+			putNums(k, ids, rows, c.Int8Values(), col)
+			return
+		case *array.Int16:
+			putNums(k, ids, rows, c.Int16Values(), col)
+			return
+		case *array.Date32:
+			putNums(k, ids, rows, c.Date32Values(), col)
+			return
+		case *array.Time32:
+			putNums(k, ids, rows, c.Time32Values(), col)
+			return
+		}
+	case *typedKeys[int64]:
+		switch c := col.(type) {
+		case *array.Int64:
+			putNums(k, ids, rows, c.Int64Values(), col)
+			return
+		case *array.Duration:
+			putNums(k, ids, rows, c.DurationValues(), col)
+			return
+		}
+	case *typedKeys[arrow.Timestamp]:
+		if c, ok := col.(*array.Timestamp); ok {
+			putNums(k, ids, rows, c.TimestampValues(), col)
+			return
+		}
+	case *typedKeys[float64]:
+		switch c := col.(type) {
+		case *array.Float64:
+			putNums(k, ids, rows, c.Float64Values(), col)
+			return
+		case *array.Float32:
+			putNums(k, ids, rows, c.Float32Values(), col)
+			return
+		}
+	case *typedKeys[string]:
+		if c, ok := col.(*array.String); ok {
+			growKeys(k, ids)
+			for j, id := range ids {
+				r := int(rows[j])
+				if k.valid[id] = c.IsValid(r); k.valid[id] {
+					k.vals[id] = strings.Clone(c.Value(r))
+				} else {
+					k.vals[id] = ""
+				}
+			}
+			return
+		}
+	}
+	for j, id := range ids { // other types (DECIMAL, BOOLEAN, ...)
+		ks.put(id, col, int(rows[j]))
+	}
+}
+
+func growKeys[T scalar](k *typedKeys[T], ids []int32) {
+	top := int32(-1)
+	for _, id := range ids {
+		top = max(top, id)
+	}
+	for int(top) >= len(k.vals) {
+		var zero T
+		k.vals = append(k.vals, zero)
+		k.valid = append(k.valid, false)
+	}
+}
+
+func putNums[S ~int8 | ~int16 | ~int32 | ~int64 | ~float32 | ~float64, T int32 | int64 | float64 | arrow.Timestamp](k *typedKeys[T], ids, rows []int32, src []S, col arrow.Array) {
+	growKeys(k, ids)
+	if col.NullN() == 0 {
+		for j, id := range ids {
+			k.vals[id], k.valid[id] = T(src[rows[j]]), true
+		}
+		return
+	}
+	bm, off := col.NullBitmapBytes(), col.Data().Offset()
+	for j, id := range ids {
+		r := int(rows[j])
+		k.valid[id] = bitutil.BitIsSet(bm, off+r)
+		k.vals[id] = T(src[r])
+	}
 }
 
 // offer puts row i (sort key sk) into slot g's buffer if it ranks within
