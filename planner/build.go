@@ -207,7 +207,7 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 		return nil, ctx.Errorf("WITH", "WITH (common table expressions) is not supported yet; use CREATE VIEW")
 	}
 	if sel.WindowSpecs != nil {
-		return nil, ctx.Errorf("OVER", "OVER windows are not supported yet")
+		return nil, ctx.Errorf("WINDOW", "named windows (WINDOW w AS (...)) are not supported; write the window in the OVER clause")
 	}
 	var in *rel
 	var err error
