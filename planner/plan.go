@@ -336,6 +336,8 @@ func (b *physBuilder) build(r *rel) *Task {
 		return t
 	case relWindowTVF, relWindowAgg:
 		return b.buildWindow(r)
+	case relWindowRank:
+		return b.buildWindowRankTask(r)
 	}
 	panic("unknown rel")
 }
@@ -477,7 +479,7 @@ func opMode(op Op) string {
 		return o.Mode.String()
 	case *AggOp:
 		return Retract.String()
-	case *WindowAggOp, *WindowTVFOp, *WatermarkAssignerOp:
+	case *WindowAggOp, *WindowTVFOp, *WatermarkAssignerOp, *WindowRankOp:
 		return InsertOnly.String()
 	}
 	return ""

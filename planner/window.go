@@ -212,6 +212,8 @@ func timeAttrs(r *rel) []bool {
 		out[len(out)-1] = true
 	case relWindowAgg:
 		out[len(r.win.agg.Keys)+2] = true
+	case relWindowRank:
+		copy(out, timeAttrs(r.input))
 	}
 	return out
 }
