@@ -266,10 +266,11 @@ The savepoint goes into --savepoint DIR, or else the state.savepoints.dir of
 the job's process; when neither is there, stop refuses (a job is never
 stopped without a savepoint: use 'streamsql cancel' for that). With
 --drain, the end of the input goes through the job before the savepoint, so
-that every operator finishes as at the end of a bounded source. In Flink
-that fires every pending event-time window; streamsql has no windows yet, so
-a drained savepoint holds the same state as an undrained one and can be
-resumed (see docs/savepoints.md).
+that every operator finishes as at the end of a bounded source: as in
+Flink, the watermark goes to its maximum and every pending event-time
+window fires before the savepoint. A drained savepoint is for ending a job
+for good: a job resumed from it has emitted those windows, and one that gets
+more rows for them emits them again (see docs/savepoints.md).
 
 ` + tokenHelp + `
 
