@@ -38,6 +38,9 @@ type Session struct {
 	// is called at submission, after the session set its callbacks and
 	// savepoint channel (which the hook may wrap).
 	CheckpointTestHook func(*exec.CheckpointConfig)
+	// Clock, when set, is the processing time of every job (tests: a
+	// manual clock; nil: the wall clock).
+	Clock exec.Clock
 
 	mu   sync.Mutex
 	jobs []*job
@@ -241,6 +244,7 @@ func (s *Session) jobConfig(m *exec.Metrics) exec.JobConfig {
 		NewSource:      connectors.NewSource,
 		NewSink:        connectors.NewSink,
 		Metrics:        m,
+		Clock:          s.Clock,
 	}
 }
 
