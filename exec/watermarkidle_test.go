@@ -187,7 +187,7 @@ func TestSourceIdleTimeout(t *testing.T) {
 				heartbeats(0)
 			}
 			send(1, [2]int64{3, 2000}, [2]int64{3, 27000}) // subtask 1 is active again
-			select { // its rows reached the window before the end of input
+			select {                                       // its rows reached the window before the end of input
 			case <-seen3:
 			case <-guard():
 				t.Fatal("the rows of subtask 1 did not reach the window")
