@@ -116,6 +116,9 @@ func (o *WatermarkAssignerOp) Describe() string {
 	if o.Delay > 0 {
 		wm = fmt.Sprintf("%s - %s", o.TimeName, fmtMillis(o.Delay))
 	}
+	if o.IdleTimeout > 0 {
+		return fmt.Sprintf("WatermarkAssigner(rowtime=[%s], watermark=[%s], idle_timeout=[%s])", o.TimeName, wm, fmtMillis(o.IdleTimeout.Milliseconds()))
+	}
 	return fmt.Sprintf("WatermarkAssigner(rowtime=[%s], watermark=[%s])", o.TimeName, wm)
 }
 

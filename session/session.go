@@ -205,6 +205,7 @@ func (s *Session) Planner() *planner.Planner {
 		MaxParallelism:    s.Options.Int("pipeline.max-parallelism"),
 		TimeZone:          s.Options.Get("table.local-time-zone"),
 		WatermarkInterval: s.Options.Duration("pipeline.auto-watermark-interval"),
+		IdleTimeout:       s.Options.Duration("table.exec.source.idle-timeout"),
 		SourceParallelism: connectors.SourceParallelism,
 		SinkParallelism:   connectors.SinkParallelism,
 		NoSourceReuse:     !s.Options.Bool("table.optimizer.reuse-source-enabled"),
