@@ -18,6 +18,9 @@ type Table struct {
 	Computed   []ComputedColumn
 	Watermark  *Watermark
 	PrimaryKey []string
+	// PartitionKeys are the PARTITIONED BY columns (physical columns; the
+	// filesystem connector writes them as directories, not into files).
+	PartitionKeys []string
 	// Options are the WITH (...) pairs in declaration order; keys are as written.
 	Options []Option
 }

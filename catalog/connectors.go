@@ -164,13 +164,18 @@ func init() {
 			{Key: "sink.rolling-policy.inactivity-interval", Kind: ValDuration},
 			{Key: "sink.parallelism", Kind: ValInt, Min: 1, Max: 1 << 15},
 			{Key: "scan.parallelism", Kind: ValInt, Min: 1, Max: 1 << 15},
+			{Key: "partition.default-name", Kind: ValString, Default: "__DEFAULT_PARTITION__"},
+			{Key: "sink.partition-commit.trigger", Kind: ValEnum, Enum: []string{"process-time", "partition-time"}, Default: "process-time"},
+			{Key: "sink.partition-commit.delay", Kind: ValDuration, Default: "0 s"},
+			{Key: "sink.partition-commit.policy.kind", Kind: ValString},
+			{Key: "sink.partition-commit.success-file.name", Kind: ValString, Default: "_SUCCESS"},
+			{Key: "sink.partition-commit.watermark-time-zone", Kind: ValString, Default: "UTC"},
+			{Key: "partition.time-extractor.kind", Kind: ValEnum, Enum: []string{"default", "custom"}, Default: "default"},
+			{Key: "partition.time-extractor.class", Kind: ValString},
+			{Key: "partition.time-extractor.timestamp-pattern", Kind: ValString},
+			{Key: "partition.time-extractor.timestamp-formatter", Kind: ValString, Default: "yyyy-MM-dd HH:mm:ss"},
 		},
-		Check: func(t *Table) error {
-			if v, _ := t.Option("path"); strings.TrimSpace(v) == "" {
-				return &OptionError{Key: "path", Msg: "option 'path' of connector 'filesystem' must not be empty"}
-			}
-			return nil
-		},
+		Check: checkFilesystem,
 	})
 	registerConnector(&ConnectorSpec{
 		Name: "socket", Source: true,
@@ -829,6 +834,169 @@ func ParseMemorySize(s string) (int64, error) {
 // checkNexmark: the proportions must make events; the options streamsql
 // accepts for Flink's files but does not act on may not ask for what it
 // cannot do.
+// partitionCommitKeys are the options of a partitioned filesystem table.
+var partitionCommitKeys = []string{"partition.default-name", "sink.partition-commit.trigger",
+	"sink.partition-commit.delay", "sink.partition-commit.policy.kind",
+	"sink.partition-commit.success-file.name", "sink.partition-commit.watermark-time-zone",
+	"partition.time-extractor.kind", "partition.time-extractor.class",
+	"partition.time-extractor.timestamp-pattern", "partition.time-extractor.timestamp-formatter"}
+
+func checkFilesystem(t *Table) error {
+	if v, _ := t.Option("path"); strings.TrimSpace(v) == "" {
+		return &OptionError{Key: "path", Msg: "option 'path' of connector 'filesystem' must not be empty"}
+	}
+	if len(t.PartitionKeys) == 0 {
+		for _, k := range partitionCommitKeys {
+			if _, ok := t.Option(k); ok {
+				return &OptionError{Key: k, Msg: fmt.Sprintf("option '%s' is only valid for a partitioned table (PARTITIONED BY (...))", k)}
+			}
+		}
+		return nil
+	}
+	_, err := PartitionCommitFromTable(t)
+	return err
+}
+
+// PartitionCommit is the partition commit configuration of a partitioned
+// filesystem table (Flink's sink.partition-commit.* and
+// partition.time-extractor.* options).
+type PartitionCommit struct {
+	// PartitionTime: the trigger is 'partition-time' (the watermark passes
+	// the time extracted from the partition values plus Delay), else
+	// 'process-time' (the clock passes the partition's creation plus Delay).
+	PartitionTime bool
+	Delay         time.Duration
+	// SuccessFile is the name of the file written into a committed
+	// partition ("" : no 'success-file' policy, nothing is written).
+	SuccessFile string
+	// Pattern is the timestamp pattern with $key references;
+	// Formatter parses the result; Zone is the watermark's time zone.
+	Pattern     string
+	Formatter   *DateFormat
+	Zone        *time.Location
+	DefaultName string
+}
+
+// PartitionCommitFromTable reads and checks the partition commit options
+// of a partitioned filesystem table.
+func PartitionCommitFromTable(t *Table) (*PartitionCommit, error) {
+	pc := &PartitionCommit{DefaultName: t.OptionOr("partition.default-name", "__DEFAULT_PARTITION__")}
+	if strings.TrimSpace(pc.DefaultName) == "" {
+		return nil, &OptionError{Key: "partition.default-name", Msg: "option 'partition.default-name' must not be empty"}
+	}
+	pc.PartitionTime = strings.EqualFold(t.OptionOr("sink.partition-commit.trigger", "process-time"), "partition-time")
+	if v, ok := t.Option("sink.partition-commit.delay"); ok {
+		d, err := ParseDuration(v)
+		if err != nil {
+			return nil, &OptionError{Key: "sink.partition-commit.delay", Msg: err.Error()}
+		}
+		pc.Delay = d
+	}
+	if v, ok := t.Option("sink.partition-commit.policy.kind"); ok {
+		for _, k := range strings.Split(v, ",") {
+			switch strings.ToLower(strings.TrimSpace(k)) {
+			case "success-file":
+				pc.SuccessFile = t.OptionOr("sink.partition-commit.success-file.name", "_SUCCESS")
+			case "metastore":
+				return nil, &OptionError{Key: "sink.partition-commit.policy.kind", Msg: "partition commit policy 'metastore' needs a metastore (a Hive catalog), which streamsql does not have; use 'success-file'"}
+			case "custom":
+				return nil, &OptionError{Key: "sink.partition-commit.policy.kind", Msg: "partition commit policy 'custom' (a Java class) is not supported; use 'success-file'"}
+			default:
+				return nil, &OptionError{Key: "sink.partition-commit.policy.kind", Msg: fmt.Sprintf("unknown partition commit policy '%s' (expected 'success-file')", strings.TrimSpace(k))}
+			}
+		}
+	}
+	if name, ok := t.Option("sink.partition-commit.success-file.name"); ok {
+		if strings.TrimSpace(name) == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
+			return nil, &OptionError{Key: "sink.partition-commit.success-file.name", Msg: fmt.Sprintf("'%s' is not a file name", name)}
+		}
+	}
+	if strings.EqualFold(t.OptionOr("partition.time-extractor.kind", "default"), "custom") {
+		return nil, &OptionError{Key: "partition.time-extractor.kind", Msg: "partition time extractor 'custom' (a Java class) is not supported; use 'default' with 'partition.time-extractor.timestamp-pattern'"}
+	}
+	if _, ok := t.Option("partition.time-extractor.class"); ok {
+		return nil, &OptionError{Key: "partition.time-extractor.class", Msg: "custom partition time extractors (Java classes) are not supported"}
+	}
+	pc.Pattern = t.OptionOr("partition.time-extractor.timestamp-pattern", "$"+t.PartitionKeys[0])
+	for _, ref := range PatternRefs(pc.Pattern) {
+		found := false
+		for _, k := range t.PartitionKeys {
+			if strings.EqualFold(k, ref) {
+				found = true
+			}
+		}
+		if !found {
+			return nil, &OptionError{Key: "partition.time-extractor.timestamp-pattern", Msg: fmt.Sprintf("'$%s' is not a partition column (partition columns: %s)", ref, strings.Join(t.PartitionKeys, ", "))}
+		}
+	}
+	f, err := CompileDateFormat(t.OptionOr("partition.time-extractor.timestamp-formatter", "yyyy-MM-dd HH:mm:ss"))
+	if err != nil {
+		return nil, &OptionError{Key: "partition.time-extractor.timestamp-formatter", Msg: err.Error()}
+	}
+	pc.Formatter = f
+	zone, err := LoadZone(t.OptionOr("sink.partition-commit.watermark-time-zone", "UTC"))
+	if err != nil {
+		return nil, &OptionError{Key: "sink.partition-commit.watermark-time-zone", Msg: err.Error()}
+	}
+	pc.Zone = zone
+	return pc, nil
+}
+
+// PatternRefs returns the $name references of a timestamp pattern, in
+// order (a name is letters, digits and '_').
+func PatternRefs(p string) []string {
+	var out []string
+	for i := 0; i < len(p); i++ {
+		if p[i] != '$' {
+			continue
+		}
+		j := refEnd(p, i+1)
+		if j > i+1 {
+			out = append(out, p[i+1:j])
+		}
+		i = j - 1
+	}
+	return out
+}
+
+// refEnd returns the end of the $name reference whose name starts at i.
+func refEnd(p string, i int) int {
+	for i < len(p) && (p[i] == '_' || p[i] >= '0' && p[i] <= '9' || p[i] >= 'a' && p[i] <= 'z' || p[i] >= 'A' && p[i] <= 'Z') {
+		i++
+	}
+	return i
+}
+
+// ExtractTime extracts the partition's time (ms since the epoch) from
+// its values (by partition column, unescaped): the pattern with every $key
+// replaced, parsed with the formatter in the zone. ok is false when the
+// text does not match the formatter.
+func (pc *PartitionCommit) ExtractTime(keys, values []string) (int64, string, bool) {
+	var sb strings.Builder
+	p := pc.Pattern
+	for i := 0; i < len(p); i++ {
+		if p[i] != '$' {
+			sb.WriteByte(p[i])
+			continue
+		}
+		j := refEnd(p, i+1)
+		name := p[i+1 : j]
+		for k, key := range keys {
+			if strings.EqualFold(key, name) {
+				sb.WriteString(values[k])
+			}
+		}
+		i = j - 1
+	}
+	text := sb.String()
+	f := Fields{Year: 1970, Month: 1, Day: 1}
+	if !pc.Formatter.Parse(text, &f) {
+		return 0, text, false
+	}
+	t := time.Date(int(f.Year), time.Month(f.Month), f.Day, f.Hour, f.Minute, f.Second, f.Nanos, pc.Zone)
+	return t.UnixMilli(), text, true
+}
+
 func checkNexmark(t *Table) error {
 	var sum int64
 	for _, k := range []string{"person.proportion", "auction.proportion", "bid.proportion"} {

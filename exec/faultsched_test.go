@@ -225,6 +225,7 @@ func (s *schedule) String() string {
 		planTwoLevel:   "src -> HASH(k) -> agg(k)+calc(s % 7919) -> HASH -> agg(b)+sink",
 		planFanOut:     "src -> {HASH(k) -> agg(k)+sink a, HASH(k) -> agg(k)(p1) -> GLOBAL -> sink b(p1)}",
 		planWindow:     "src+watermark(t - 5 s) -> HASH(k) -> HOP(1 s, 2 s) window agg(k)+sink",
+		planWindowRank: "src+watermark(t - 5 s)+TUMBLE(1 s) -> HASH(k) -> window top 2(k)+sink",
 	}[s.plan]
 	mode := "aligned"
 	if s.unaligned {
@@ -258,6 +259,9 @@ const (
 	// planWindow: event time and a HOP window aggregation with its sink
 	// chained (windowsched_test.go).
 	planWindow
+	// planWindowRank: the same event time, a TUMBLE window TVF and a
+	// Window TopN per key with its sink chained (windowrank_test.go).
+	planWindowRank
 )
 
 func (p schedPlan) build(par int) *planner.Physical {
@@ -270,6 +274,8 @@ func (p schedPlan) build(par int) *planner.Physical {
 		return fanPlan(par)
 	case planWindow:
 		return windowSchedPlan(par)
+	case planWindowRank:
+		return windowRankSchedPlan(par)
 	}
 	return ckAggPlan(par)
 }
@@ -283,6 +289,9 @@ const schedBuckets = 7919
 func (p schedPlan) want() []string {
 	if p == planWindow {
 		return windowSchedWant()
+	}
+	if p == planWindowRank {
+		return windowRankSchedWant()
 	}
 	rows := expectedCounts(schedRows, schedKeys).sorted()
 	if p == planFanOut { // both sinks write every row
@@ -350,13 +359,13 @@ func twoLevelPlan(par int) *planner.Physical {
 // certainly exists (so that a restart restores and a restore fault fires).
 func genSchedule(seed uint64) *schedule {
 	r := rand.New(rand.NewPCG(seed, 0x5eed5eed))
-	s := &schedule{seed: seed, plan: schedPlan(r.IntN(5)), par: 1 + r.IntN(3),
+	s := &schedule{seed: seed, plan: schedPlan(r.IntN(6)), par: 1 + r.IntN(3),
 		maxPar: []int{7, 16, 16, 32, 128}[r.IntN(5)], chanCap: 1 + r.IntN(4), retain: 1 + r.IntN(3),
 		unaligned: r.IntN(3) == 0}
 	par := s.par
 	subtasks := func() int { // subtasks that take snapshots
 		switch s.plan {
-		case planChained, planWindow:
+		case planChained, planWindow, planWindowRank:
 			return 2 * par
 		case planTwoLevel:
 			return 3 * par
@@ -454,7 +463,7 @@ func genSchedule(seed uint64) *schedule {
 			switches++
 			// A drain fires every window early (MaxWatermark): a window job
 			// restored from it is not the uninterrupted job (as in Flink).
-			e := schedEvent{kind: evStop, n: n, par: otherPar(), drain: r.IntN(2) == 0 && s.plan != planWindow}
+			e := schedEvent{kind: evStop, n: n, par: otherPar(), drain: r.IntN(2) == 0 && s.plan != planWindow && s.plan != planWindowRank}
 			cost := n + 1
 			if r.IntN(2) == 0 {
 				e.kind, e.drain = evKill, false
@@ -971,7 +980,7 @@ func (s *schedSource) Run(ctx context.Context, emit func(arrow.Record) error) er
 			s.splits = append(s.splits, schedSplit{J: j})
 		}
 	}
-	if s.r.s.plan == planWindow {
+	if s.r.s.plan == planWindow || s.r.s.plan == planWindowRank {
 		return s.runTimed(ctx, emit)
 	}
 	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
@@ -1110,7 +1119,7 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 			},
 			WrapOperator: func(_ string, sub int, op Operator) Operator {
 				switch op.(type) {
-				case *groupAgg, *windowAgg:
+				case *groupAgg, *windowAgg, *windowRank:
 					return &schedOp{Operator: op, r: r, sub: sub}
 				}
 				return op

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/planner"
 )
 
 // RowKind is the change a row represents, with Flink's byte values.
@@ -126,6 +127,9 @@ type SourceContext struct {
 	Schema      catalog.Schema // the table's physical columns, in order
 	// SkippedRecords counts bad records skipped by ignore-parse-errors.
 	SkippedRecords *atomic.Int64
+	// PartitionFilter, over Schema and reading partition columns only,
+	// says which partitions of a partitioned table to read (nil: all).
+	PartitionFilter planner.Expr
 }
 
 // Source is one parallel instance of a source connector.
@@ -180,6 +184,21 @@ type SinkContext struct {
 	// Stdout is where the print sink writes (os.Stdout unless redirected by
 	// the shell or tests). Writes of whole batches are serialised by the sink.
 	Stdout io.Writer
+	// Clock is the job's processing time (injectable in tests).
+	Clock Clock
+	// Shared returns the value the subtasks of this sink task share under
+	// key in this job attempt, made by mk on first use (safe for concurrent
+	// use; the value itself must be). It is how the subtasks of one sink
+	// coordinate, e.g. the file sink's partition committer; a restarted
+	// attempt starts with none.
+	Shared func(key string, mk func() any) any
+}
+
+// WatermarkSink is a sink that acts on event time: the runtime hands it
+// every advance of its input's watermark (the minimum over its input
+// channels), on the sink's goroutine.
+type WatermarkSink interface {
+	OnWatermark(wm int64) error
 }
 
 // Ticker is implemented by sinks that act on processing time even when no

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/planner"
@@ -238,6 +239,10 @@ func newSinkOutput(st *subtask) (output, error) {
 		Updating:      spec.Mode == planner.Retract,
 		Stdout:        st.cfg.Stdout,
 		Checkpointing: st.checkpointing(),
+		Clock:         st.cfg.Clock,
+		Shared: func(key string, mk func() any) any {
+			return st.cfg.shared.get(st.task.Name+"\x00"+key, mk)
+		},
 	}
 	s, err := st.cfg.NewSink(spec.Table, sc)
 	if err != nil {
@@ -271,7 +276,12 @@ func (o *sinkOutput) twoPhase() bool {
 
 // Sinks end the stream: signals stop here (the subtask takes the sink's
 // pre-commit into its snapshot).
-func (o *sinkOutput) EmitWatermark(int64) error    { return nil }
+func (o *sinkOutput) EmitWatermark(wm int64) error {
+	if ws, ok := o.sink.(WatermarkSink); ok {
+		return ws.OnWatermark(wm)
+	}
+	return nil
+}
 func (o *sinkOutput) forwardBarrier(Barrier) error { return nil }
 func (o *sinkOutput) cancel(int64) error           { return nil }
 func (o *sinkOutput) idle() error                  { return nil }
@@ -291,4 +301,25 @@ func (o *sinkOutput) close() {
 	if o.sink != nil {
 		o.sink.Close()
 	}
+}
+
+// sharedValues holds the values the subtasks of a task share in one job
+// attempt (SinkContext.Shared).
+type sharedValues struct {
+	mu sync.Mutex
+	m  map[string]any
+}
+
+func (s *sharedValues) get(key string, mk func() any) any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.m[key]; ok {
+		return v
+	}
+	if s.m == nil {
+		s.m = map[string]any{}
+	}
+	v := mk()
+	s.m[key] = v
+	return v
 }

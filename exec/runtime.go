@@ -61,6 +61,8 @@ type JobConfig struct {
 	StateTTL time.Duration
 	// Clock is processing time for operators (nil: the wall clock).
 	Clock Clock
+
+	shared *sharedValues // per RunJob: SinkContext.Shared
 	// WrapOperator, when set, wraps every operator as it is built (tests
 	// inject faults with it).
 	WrapOperator func(task string, subtask int, op Operator) Operator
@@ -96,6 +98,7 @@ func (c *JobConfig) defaults() {
 // released when it returns.
 func RunJob(ctx context.Context, plan *planner.Physical, cfg JobConfig) (err error) {
 	cfg.defaults()
+	cfg.shared = &sharedValues{}
 	type sk struct {
 		t *planner.Task
 		s int
@@ -369,14 +372,15 @@ func (st *subtask) build() error {
 	}
 	if t.Source != nil && !t.Source.Values {
 		sc := &SourceContext{
-			Subtask:        st.index,
-			Parallelism:    t.Parallelism,
-			Mem:            st.cfg.Mem,
-			BatchSize:      st.cfg.BatchSize,
-			Linger:         st.cfg.Linger,
-			Table:          t.Source.Table,
-			Schema:         t.Source.Schema,
-			SkippedRecords: &st.cfg.Metrics.Skipped,
+			Subtask:         st.index,
+			Parallelism:     t.Parallelism,
+			Mem:             st.cfg.Mem,
+			BatchSize:       st.cfg.BatchSize,
+			Linger:          st.cfg.Linger,
+			Table:           t.Source.Table,
+			Schema:          t.Source.Schema,
+			SkippedRecords:  &st.cfg.Metrics.Skipped,
+			PartitionFilter: t.Source.PartitionFilter,
 		}
 		src, err := st.cfg.NewSource(t.Source.Table, sc)
 		if err != nil {

@@ -122,8 +122,12 @@ type CreateTable struct {
 	PrimaryKey  []string
 	// PrimaryKeyPos[i] is where PrimaryKey[i] is written.
 	PrimaryKeyPos []Pos
-	Options       []Option
-	Comment       string // table COMMENT '...'
+	// PartitionKeys are the columns of PARTITIONED BY (...), at
+	// PartitionKeyPos.
+	PartitionKeys   []string
+	PartitionKeyPos []Pos
+	Options         []Option
+	Comment         string // table COMMENT '...'
 }
 
 // CreateView is CREATE [TEMPORARY] VIEW [IF NOT EXISTS] name [(cols)] AS query.

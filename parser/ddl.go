@@ -72,7 +72,13 @@ func parseCreateTable(c *cursor, base Base, temporary bool) (Statement, *Error) 
 		}
 	}
 	if c.isWord("PARTITIONED") {
-		return nil, c.errorf(c.peek(), "PARTITIONED BY is not supported")
+		c.next()
+		if err := c.expectWords("BY"); err != nil {
+			return nil, err
+		}
+		if ct.PartitionKeys, ct.PartitionKeyPos, err = c.identListPos("a partition column name"); err != nil {
+			return nil, err
+		}
 	}
 	if c.isWord("WITH") {
 		c.next()

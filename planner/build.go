@@ -56,6 +56,10 @@ type rel struct {
 	tfunc  *TableFuncOp   // relTableFunc
 	agg    *AggOp         // relAgg
 	win    *windowRel     // relWindowTVF, relWindowAgg (window.go)
+	rank   *rankRel       // relWindowRank (windowrank.go)
+	// hidden trailing columns that SELECT * does not expand (the rank of
+	// a window rank).
+	hidden int
 	// computedOf is the table whose computed columns this relCalc
 	// evaluates right after its scan (a watermark on a computed column is
 	// assigned after it).
@@ -203,7 +207,7 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 		return nil, ctx.Errorf("WITH", "WITH (common table expressions) is not supported yet; use CREATE VIEW")
 	}
 	if sel.WindowSpecs != nil {
-		return nil, ctx.Errorf("OVER", "OVER windows are not supported yet")
+		return nil, ctx.Errorf("WINDOW", "named windows (WINDOW w AS (...)) are not supported; write the window in the OVER clause")
 	}
 	var in *rel
 	var err error
@@ -224,7 +228,31 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 		if cond.Type().Kind != catalog.KindBoolean && cond.Type().Kind != catalog.KindNull {
 			return nil, exprErr(ctx, sel.Where, "WHERE", "WHERE condition must be BOOLEAN, got %s", cond.Type())
 		}
-		in = &rel{kind: relCalc, input: in, schema: in.schema, quals: in.quals, mode: in.mode, filter: cond}
+		if rin, rest, ok := applyRankFilter(in, cond); ok {
+			in = rin // a Window TopN's rank range (windowrank.go)
+			if rest != nil {
+				in = &rel{kind: relCalc, input: in, schema: in.schema, quals: in.quals, mode: in.mode, filter: rest}
+			}
+		} else {
+			in = &rel{kind: relCalc, input: in, schema: in.schema, quals: in.quals, mode: in.mode, filter: cond}
+		}
+	}
+	wf, err := windowFuncField(sel, ctx)
+	if err != nil {
+		return nil, err
+	}
+	if wf != nil {
+		rk, err := p.buildWindowRank(sel, wf, in, ctx)
+		if err != nil {
+			return nil, err
+		}
+		rankCol := &ColRef{Index: len(rk.schema) - 1, Name: rk.schema[len(rk.schema)-1].Name, T: rk.schema[len(rk.schema)-1].Type}
+		return p.buildProjection(sel.Fields.Fields, rk, ctx, func(n ast.ExprNode) (Expr, bool, error) {
+			if unparen(n) == wf {
+				return rankCol, true, nil
+			}
+			return nil, false, nil
+		})
 	}
 	hasAgg := sel.GroupBy != nil || sel.Having != nil || containsAgg(sel.Fields.Fields)
 	if hasAgg {
@@ -339,12 +367,12 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 	exprN := 0
 	for _, f := range fields {
 		if f.WildCard != nil {
-			if hook != nil {
+			if hook != nil && in.kind != relWindowRank {
 				return nil, ctx.Errorf("*", "SELECT * cannot be used with GROUP BY or aggregates")
 			}
 			q := strings.ToLower(f.WildCard.Table.O)
 			matched := false
-			for i, c := range in.schema {
+			for i, c := range in.schema[:len(in.schema)-in.hidden] {
 				if q == "" || in.quals[i] == q {
 					projs = append(projs, &ColRef{Index: i, Name: c.Name, T: c.Type})
 					schema = append(schema, c)
@@ -386,6 +414,7 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 	if isIdentity(projs, in.schema) {
 		out := *in
 		out.schema, out.quals = schema, quals // only names may differ (aliases)
+		out.hidden = 0
 		return &out, nil
 	}
 	return &rel{kind: relCalc, input: in, schema: schema, quals: quals, mode: in.mode, projs: projs}, nil
@@ -544,6 +573,7 @@ func (p *Planner) buildTableName(tn *ast.TableName, ctx *parser.QueryContext) (*
 		if err != nil {
 			return nil, fmt.Errorf("in view '%s': %w", name, err)
 		}
+		markView(r, name)
 		if len(v.Columns) > 0 {
 			out := *r
 			out.schema = append(catalog.Schema(nil), r.schema...)

@@ -372,7 +372,7 @@ func (b *exprBuilder) funcCall(x *ast.FuncCallExpr) (Expr, error) {
 	case flinkAggregates[name]:
 		return nil, b.errAt(x, x.FnName.O, "unsupported aggregate function %s (supported: COUNT, SUM, MIN, MAX, AVG)", up)
 	case rankingFuncs[name]:
-		return nil, b.errAt(x, x.FnName.O, "%s needs an OVER (...) window, and OVER windows are not supported yet", up)
+		return nil, b.errAt(x, x.FnName.O, "%s needs an OVER (...) window; of OVER windows only the Window TopN is supported: SELECT * FROM (SELECT *, %s() OVER (PARTITION BY window_start, window_end ORDER BY ...) AS rownum FROM <window TVF or window aggregation>) WHERE rownum <= N", up, up)
 	case name == "unnest" || name == "split" || name == "string_to_array" || name == "split_to_table" || name == "regexp_split_to_table":
 		return nil, b.errAt(x, x.FnName.O, "%s is a table function: use it in FROM, e.g. FROM t CROSS JOIN UNNEST(SPLIT(s, ',')) AS T(word)", up)
 	}

@@ -210,6 +210,12 @@ func lineage(r *rel, i int) string {
 			return r.win.spec.String() + "." + windowColumns[i-len(r.input.schema)] + "(" + lineage(r.input, r.win.timeCol) + ")"
 		case relWindowAgg:
 			return "@" + r.win.agg.ID + "." + strconv.Itoa(i)
+		case relWindowRank:
+			if i < len(r.input.schema) {
+				r = r.input
+				continue
+			}
+			return "@" + r.rank.op.ID + ".rank"
 		}
 		return "?"
 	}

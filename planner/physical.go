@@ -99,6 +99,9 @@ type SourceSpec struct {
 	Table  *catalog.Table
 	Schema catalog.Schema
 	ID     string // stable operator id
+	// PartitionFilter (over Schema, reading partition columns only) says
+	// which partitions of a partitioned table to read (partprune.go).
+	PartitionFilter Expr
 }
 
 // SinkSpec is the end of a pipeline: a table's connector or, when Table is

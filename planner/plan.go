@@ -336,6 +336,8 @@ func (b *physBuilder) build(r *rel) *Task {
 		return t
 	case relWindowTVF, relWindowAgg:
 		return b.buildWindow(r)
+	case relWindowRank:
+		return b.buildWindowRankTask(r)
 	}
 	panic("unknown rel")
 }
@@ -392,6 +394,7 @@ func setID(op Op, id string) {
 
 // finish numbers and names the tasks.
 func (b *physBuilder) finish() {
+	prunePartitions(b.plan.Tasks)
 	for i, t := range b.plan.Tasks {
 		t.Index = i
 		var parts []string
@@ -434,8 +437,12 @@ func Explain(ph *Physical) string {
 			if t.Source.Values {
 				sb.WriteString("  Source: Values(1 row) [I]\n")
 			} else {
-				fmt.Fprintf(&sb, "  Source: TableSourceScan(table=[%s], connector=[%s], fields=[%s]) [I]\n",
-					t.Source.Table.Name, t.Source.Table.Connector(), strings.Join(t.Source.Schema.Names(), ", "))
+				pf := ""
+				if t.Source.PartitionFilter != nil {
+					pf = ", partitions=[" + t.Source.PartitionFilter.String() + "]"
+				}
+				fmt.Fprintf(&sb, "  Source: TableSourceScan(table=[%s], connector=[%s], fields=[%s]%s) [I]\n",
+					t.Source.Table.Name, t.Source.Table.Connector(), strings.Join(t.Source.Schema.Names(), ", "), pf)
 			}
 		}
 		for _, op := range t.Ops {
@@ -472,7 +479,7 @@ func opMode(op Op) string {
 		return o.Mode.String()
 	case *AggOp:
 		return Retract.String()
-	case *WindowAggOp, *WindowTVFOp, *WatermarkAssignerOp:
+	case *WindowAggOp, *WindowTVFOp, *WatermarkAssignerOp, *WindowRankOp:
 		return InsertOnly.String()
 	}
 	return ""

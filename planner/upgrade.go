@@ -39,6 +39,9 @@ const (
 	// time seen per source subtask).
 	KindWindowAggregate = "window-aggregate"
 	KindWatermark       = "watermark"
+	// KindWindowRank is a Window TopN or window deduplication (keys: the
+	// partition keys and the window; rows: the buffered rows' columns).
+	KindWindowRank = "window-rank"
 )
 
 // OperatorsDoc is the JSON document of OperatorsMeta:
@@ -77,6 +80,10 @@ type StateSchema struct {
 	// Window of a window aggregation (WindowSpec.String); a changed window
 	// cannot read the state of the old one.
 	Window string `json:"window,omitempty"`
+	// Rows and Rank of a window rank: the columns of the rows it buffers,
+	// and its ranking (function, range, order).
+	Rows []StateColumn `json:"rows,omitempty"`
+	Rank string        `json:"rank,omitempty"`
 }
 
 // StateColumn is a key column of keyed state.
@@ -138,6 +145,8 @@ func Operators(plan *Physical) []OperatorMeta {
 				out = append(out, aggMeta(t, a))
 			case *WindowAggOp:
 				out = append(out, windowAggMeta(t, a))
+			case *WindowRankOp:
+				out = append(out, windowRankMeta(t, a))
 			case *WatermarkAssignerOp:
 				out = append(out, OperatorMeta{ID: a.ID, Kind: KindWatermark, Description: a.Describe(), UID: !isDerivedID(a.ID)})
 			}
@@ -182,6 +191,32 @@ func windowAggMeta(t *Task, a *WindowAggOp) OperatorMeta {
 		g.State.Window += " over processing time"
 	}
 	return g
+}
+
+func windowRankMeta(t *Task, a *WindowRankOp) OperatorMeta {
+	m := OperatorMeta{ID: a.ID, Kind: KindWindowRank, Description: a.Describe(), UID: !isDerivedID(a.ID)}
+	if srcs := taskSources(t); len(srcs) > 0 {
+		m.Description += " on " + strings.Join(srcs, ", ")
+	}
+	for _, k := range append(append([]int{}, a.PartKeys...), a.WinStart, a.WinEnd) {
+		m.State.Keys = append(m.State.Keys, StateColumn{Name: a.Out[k].Name, Type: typeName(a.Out[k].Type)})
+	}
+	for _, c := range a.Out[:len(a.Out)-1] {
+		m.State.Rows = append(m.State.Rows, StateColumn{Name: c.Name, Type: typeName(c.Type)})
+	}
+	order := make([]string, len(a.Order))
+	for i, k := range a.Order {
+		order[i] = fmt.Sprintf("$%d", k.Col)
+		if k.Desc {
+			order[i] += " DESC"
+		}
+	}
+	m.State.Rank = fmt.Sprintf("%s %d..%d ORDER BY %s", a.RankType, a.RankStart, a.RankEnd, strings.Join(order, ", "))
+	if a.Dedup {
+		m.State.Rank += " (deduplicate)"
+	}
+	m.State.Window = a.Window
+	return m
 }
 
 // isDerivedID reports whether id has the form of a derived id (16 hex
@@ -444,6 +479,18 @@ func stateDiff(was, now OperatorMeta) []string {
 	}
 	if was.State.Window != now.State.Window {
 		d = append(d, fmt.Sprintf("window was %s, now %s", was.State.Window, now.State.Window))
+	}
+	if len(was.State.Rows) != len(now.State.Rows) {
+		d = append(d, fmt.Sprintf("buffered rows were [%s], now [%s]", keyList(was.State.Rows), keyList(now.State.Rows)))
+	} else {
+		for i, c := range was.State.Rows {
+			if c.Type != now.State.Rows[i].Type {
+				d = append(d, fmt.Sprintf("buffered column %d (%s) was %s, now %s", i+1, now.State.Rows[i].Name, c.Type, now.State.Rows[i].Type))
+			}
+		}
+	}
+	if was.State.Rank != now.State.Rank {
+		d = append(d, fmt.Sprintf("ranking was %s, now %s", was.State.Rank, now.State.Rank))
 	}
 	wa, na := was.State.Accumulators, now.State.Accumulators
 	if len(wa) != len(na) {

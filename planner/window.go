@@ -222,6 +222,24 @@ func procTimeAttr(r *rel, i int) bool {
 	return false
 }
 
+// procWindowBelow reports whether the window TVF or window aggregation
+// that windowCols finds below r is over processing time.
+func procWindowBelow(r *rel) bool {
+	for r != nil {
+		switch r.kind {
+		case relWindowTVF:
+			return procTimeAttr(r.input, r.win.timeCol)
+		case relWindowAgg:
+			return r.win.agg.Proctime
+		case relCalc, relWindowRank:
+			r = r.input
+		default:
+			return false
+		}
+	}
+	return false
+}
+
 // timeAttrs reports which columns of r are time attributes (rowtime or
 // processing time: procTimeAttr tells which).
 func timeAttrs(r *rel) []bool {
@@ -258,6 +276,8 @@ func timeAttrs(r *rel) []bool {
 		out[len(out)-1] = true
 	case relWindowAgg:
 		out[len(r.win.agg.Keys)+2] = true
+	case relWindowRank:
+		copy(out, timeAttrs(r.input))
 	}
 	return out
 }

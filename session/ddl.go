@@ -59,6 +59,9 @@ func (s *Session) createTable(x *parser.CreateTable) (*Result, error) {
 		}
 		t.Schema[i].Type.NotNull = true
 	}
+	if err := partitionKeys(t, x); err != nil {
+		return nil, err
+	}
 	if w := x.Watermark; w != nil {
 		full := t.FullSchema()
 		i := full.Index(w.Column)
@@ -103,6 +106,55 @@ func (s *Session) createTable(x *parser.CreateTable) (*Result, error) {
 		return nil, &parser.Error{Pos: x.NamePos, Msg: err.Error()}
 	}
 	return ok(succeeded), nil
+}
+
+// partitionKeys checks PARTITIONED BY (...): distinct physical columns, not
+// all of them, on a connector that writes partitions (filesystem).
+func partitionKeys(t *catalog.Table, x *parser.CreateTable) error {
+	if len(x.PartitionKeys) == 0 {
+		return nil
+	}
+	at := func(i int) parser.Pos {
+		if i < len(x.PartitionKeyPos) {
+			return x.PartitionKeyPos[i]
+		}
+		return x.Pos
+	}
+	var conn string
+	for _, o := range x.Options {
+		if strings.EqualFold(o.Key, "connector") {
+			conn = strings.ToLower(o.Value)
+		}
+	}
+	if conn != "" && conn != "filesystem" {
+		return &parser.Error{Pos: at(0), Msg: fmt.Sprintf("PARTITIONED BY needs a connector that writes partitions ('filesystem'), not '%s'", conn)}
+	}
+	for ki, k := range x.PartitionKeys {
+		i := t.Schema.Index(k)
+		if i < 0 {
+			msg := fmt.Sprintf("partition column '%s' is not a physical column of table '%s' (columns: %s)", k, x.Name, strings.Join(t.Schema.Names(), ", "))
+			if t.FullSchema().Index(k) >= 0 {
+				msg = fmt.Sprintf("partition column '%s' is a computed column; partition by physical columns", k)
+			} else if s := catalog.Suggest(k, t.Schema.Names()); s != "" {
+				msg += fmt.Sprintf("; did you mean '%s'?", s)
+			}
+			return &parser.Error{Pos: at(ki), Msg: msg}
+		}
+		for _, prev := range t.PartitionKeys {
+			if strings.EqualFold(prev, t.Schema[i].Name) {
+				return &parser.Error{Pos: at(ki), Msg: fmt.Sprintf("partition column '%s' is listed twice", k)}
+			}
+		}
+		switch t.Schema[i].Type.Kind {
+		case catalog.KindRow:
+			return &parser.Error{Pos: at(ki), Msg: fmt.Sprintf("partition column '%s' has type %s; partition by a column of an atomic type", k, t.Schema[i].Type)}
+		}
+		t.PartitionKeys = append(t.PartitionKeys, t.Schema[i].Name)
+	}
+	if len(t.PartitionKeys) == len(t.Schema) {
+		return &parser.Error{Pos: at(0), Msg: fmt.Sprintf("every column of table '%s' is a partition column: the files would have no columns; keep at least one column out of PARTITIONED BY", x.Name)}
+	}
+	return nil
 }
 
 // exprText returns the watermark expression's text: what follows AS in the
@@ -195,7 +247,15 @@ func ShowCreateTable(t *catalog.Table) string {
 		lines = append(lines, fmt.Sprintf("  PRIMARY KEY (%s) NOT ENFORCED", strings.Join(ks, ", ")))
 	}
 	sb.WriteString(strings.Join(lines, ",\n"))
-	sb.WriteString("\n) WITH (\n")
+	sb.WriteString("\n)")
+	if len(t.PartitionKeys) > 0 {
+		ks := make([]string, len(t.PartitionKeys))
+		for i, k := range t.PartitionKeys {
+			ks[i] = "`" + k + "`"
+		}
+		fmt.Fprintf(&sb, " PARTITIONED BY (%s)", strings.Join(ks, ", "))
+	}
+	sb.WriteString(" WITH (\n")
 	var opts []string
 	for _, o := range t.Options {
 		opts = append(opts, fmt.Sprintf("  '%s' = '%s'", o.Key, strings.ReplaceAll(o.Value, "'", "''")))

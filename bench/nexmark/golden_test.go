@@ -280,16 +280,7 @@ INSERT INTO bids_csv SELECT auction, bidder, price, channel, url, `+"`dateTime`"
 	var rows [][]string
 	files, _ := filepath.Glob(filepath.Join(dir, "part-*"))
 	for _, f := range files {
-		fh, err := os.Open(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, err := csv.NewReader(fh).ReadAll()
-		fh.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, recs...)
+		rows = append(rows, readCSV(t, f)...)
 	}
 	return rows
 }
@@ -414,4 +405,132 @@ func goldenSeed(q string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(q))
 	return h.Sum64() ^ uint64(time.Now().UnixNano())
+}
+
+// TestNexmarkQ10Partitions runs q10 as written (a filesystem sink
+// partitioned by day and minute, committed by partition time with a success
+// file) over 500 s of event time and checks every partition against
+// SQLite: its rows are exactly the bids of its day and minute, it has a
+// success file, and no part file of it was written after its success file
+// (a partition is committed only once it is complete). In the parallelism,
+// batch-size, crash and seeded random variants.
+func TestNexmarkQ10Partitions(t *testing.T) {
+	vars := map[string]string{"EVENTS_NUM": goldenEvents, "TPS": "100"}
+	bids := exportBids(t, t.TempDir(), vars)
+	want := sqliteAnswer(t, bids, `SELECT auction, bidder, price, dateTime, extra, substr(dateTime, 1, 10), substr(dateTime, 12, 5) FROM bid`)
+	minutes := map[string]bool{}
+	for _, r := range want {
+		f := strings.Split(r, "|")
+		minutes[f[len(f)-1]] = true
+	}
+	if len(minutes) < 8 {
+		t.Fatalf("the bids span %d minutes: too few partitions to check", len(minutes))
+	}
+	seed := goldenSeed("q10")
+	r := rand.New(rand.NewPCG(seed, 10))
+	p, batch := 1+r.IntN(4), []int{256, 1000, 2048}[r.IntN(3)]
+	random := fmt.Sprintf("SET 'parallelism.default' = '%d';\nSET 'execution.batch-size' = '%d';\n", p, batch)
+	crash := 1 + int64(r.IntN(max(1, 50000/(p*batch)/2)))
+	// a watermark after every batch (as Flink's interval 0), so that the
+	// watermark moves while checkpoints commit partitions
+	const perBatch = "SET 'pipeline.auto-watermark-interval' = '0 ms';\n"
+	for _, v := range []struct {
+		name, settings string
+		crashAfter     int64
+	}{
+		{"p1", "SET 'parallelism.default' = '1';\n", 0},
+		{"p3-batch7", "SET 'parallelism.default' = '3';\nSET 'execution.batch-size' = '7';\n", 0},
+		{"p2-crash", "SET 'parallelism.default' = '2';\nSET 'execution.batch-size' = '1000';\n" + perBatch, 9},
+		{fmt.Sprintf("seed %d: p%d batch %d crash after %d", seed, p, batch, crash), random + perBatch, crash},
+	} {
+		dir := t.TempDir()
+		vars := map[string]string{"EVENTS_NUM": goldenEvents, "TPS": "100", "NEXMARK_DIR": dir, "SUBMIT_TIME": "run"}
+		script, err := Script("q10", vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runScript(t, v.settings+script, v.crashAfter)
+		out := filepath.Join(dir, "data", "output", "run", "bid")
+		got := readPartitions(t, out)
+		if d := diffRows(got, want); d != "" {
+			t.Errorf("q10 %s differs from SQLite (%d rows, want %d): %s", v.name, len(got), len(want), d)
+		}
+		if v.name == "p3-batch7" {
+			// and read back as the partitioned table it is
+			back := filepath.Join(dir, "back")
+			runScript(t, fmt.Sprintf(`CREATE TABLE q10 (auction BIGINT, bidder BIGINT, price BIGINT, `+"`dateTime`"+` TIMESTAMP(3), extra VARCHAR, dt STRING, hm STRING)
+PARTITIONED BY (dt, hm) WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'csv');
+CREATE TABLE back (auction BIGINT, bidder BIGINT, price BIGINT, `+"`dateTime`"+` TIMESTAMP(3), extra VARCHAR, dt STRING, hm STRING)
+WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'json');
+INSERT INTO back SELECT * FROM q10;
+`, out, back), 0)
+			if d := diffRows(foldJSON(t, back), want); d != "" {
+				t.Errorf("q10's output read back as a partitioned table differs from SQLite: %s", d)
+			}
+		}
+	}
+}
+
+// readPartitions reads a dt=/hm= partitioned CSV sink: every row with its
+// partition values appended; it fails on a partition without a success
+// file or with a part file newer than it.
+func readPartitions(t *testing.T, root string) []string {
+	t.Helper()
+	var rows []string
+	dts, _ := filepath.Glob(filepath.Join(root, "dt=*"))
+	parts := 0
+	for _, dtDir := range dts {
+		hms, _ := filepath.Glob(filepath.Join(dtDir, "hm=*"))
+		for _, dir := range hms {
+			parts++
+			dt := strings.TrimPrefix(filepath.Base(dtDir), "dt=")
+			hm := strings.ReplaceAll(strings.TrimPrefix(filepath.Base(dir), "hm="), "%3A", ":")
+			success, err := os.Stat(filepath.Join(dir, "_SUCCESS"))
+			if err != nil {
+				t.Errorf("partition %s is not committed: %v", dir, err)
+				continue
+			}
+			files, _ := filepath.Glob(filepath.Join(dir, "part-*"))
+			hidden, _ := filepath.Glob(filepath.Join(dir, ".part-*"))
+			if len(hidden) > 0 {
+				t.Errorf("partition %s has uncommitted files %v", dir, hidden)
+			}
+			for _, f := range files {
+				st, err := os.Stat(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.ModTime().After(success.ModTime()) {
+					t.Errorf("%s was written after its partition's success file", f)
+				}
+				for _, rec := range readCSV(t, f) {
+					vals := make([]string, 0, len(rec)+2)
+					for _, v := range append(rec, dt, hm) {
+						vals = append(vals, canon(v))
+					}
+					rows = append(rows, strings.Join(vals, "|"))
+				}
+			}
+		}
+	}
+	if parts == 0 {
+		t.Errorf("no partitions under %s", root)
+	}
+	sort.Strings(rows)
+	return rows
+}
+
+// readCSV reads the records of a CSV file.
+func readCSV(t *testing.T, file string) [][]string {
+	t.Helper()
+	fh, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	recs, err := csv.NewReader(fh).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }

@@ -62,6 +62,9 @@ func NewSink(t *catalog.Table, sc *exec.SinkContext) (exec.Sink, error) {
 	case "blackhole":
 		return blackhole{}, nil
 	case "filesystem":
+		if len(t.PartitionKeys) > 0 {
+			return newPartitionedSink(t, sc)
+		}
 		return newFileSink(t, sc)
 	}
 	return nil, fmt.Errorf("connector '%s' has no sink implementation", t.Connector())
@@ -146,4 +149,14 @@ func optDuration(t *catalog.Table, key string, def time.Duration) time.Duration 
 		return def
 	}
 	return d
+}
+
+// fsPath is the filesystem connector's 'path' as a local path: a file://
+// URI without its scheme (file:///tmp/x is /tmp/x), else as written.
+func fsPath(t *catalog.Table) string {
+	p := strings.TrimSpace(t.OptionOr("path", ""))
+	if rest, ok := strings.CutPrefix(p, "file://"); ok {
+		return rest
+	}
+	return p
 }

@@ -454,7 +454,7 @@ func newFileSink(t *catalog.Table, sc *exec.SinkContext) (*FileSink, error) {
 	default:
 		return nil, fmt.Errorf("filesystem sink: unsupported format '%s'", t.OptionOr("format", ""))
 	}
-	parts, err := NewPartFiles(t.OptionOr("path", ""), PartID(t), sc.Subtask)
+	parts, err := NewPartFiles(fsPath(t), PartID(t), sc.Subtask)
 	if err != nil {
 		return nil, err
 	}
@@ -666,13 +666,7 @@ func readSinkState(r *stateReader) (sinkState, error) {
 // Hidden files of subtask indices that are neither this subtask nor one of
 // the given old ones are left alone: another subtask owns them.
 func (s *FileSink) RestoreStates(states [][]byte) error {
-	var given [][]byte
-	for _, st := range states {
-		if len(st) > 0 {
-			given = append(given, st)
-		}
-	}
-	rs, err := openStates(given, kindFileSink, s.subtask, s.parallelism)
+	rs, err := openGiven(states, kindFileSink, s.subtask, s.parallelism)
 	if err != nil {
 		return err
 	}

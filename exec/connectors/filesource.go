@@ -6,9 +6,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/streamsql/streamsql/exec/expr"
+	"github.com/streamsql/streamsql/planner"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -78,6 +81,7 @@ func (d *recordDecoder) complete(rec []byte, scan *format.CSVScan) bool {
 // emit(nil), whatever it is in the middle of.
 type FileSource struct {
 	sc     *exec.SourceContext
+	parts  *sourcePartitions // a partitioned table (nil: not partitioned)
 	files  []string
 	starts []filePos // where reading of each file begins (restored offsets)
 	dec    recordDecoder
@@ -141,25 +145,41 @@ func newFileSource(t *catalog.Table, sc *exec.SourceContext) (*FileSource, error
 	if len(sc.Schema) == 0 {
 		return nil, fmt.Errorf("filesystem source: table '%s' has no columns", t.Name)
 	}
-	all, err := ListFiles(t.OptionOr("path", ""))
-	if err != nil {
-		return nil, err
+	mem := sc.Mem
+	if mem == nil {
+		mem = memory.DefaultAllocator
 	}
 	s := &FileSource{sc: sc, line: 1, emLine: 1}
+	var all []string
+	var err error
+	dataSchema := sc.Schema
+	if len(t.PartitionKeys) > 0 {
+		if s.parts, dataSchema, err = newSourcePartitions(t, sc.Schema, mem); err != nil {
+			return nil, err
+		}
+		all, err = s.parts.listFiles(fsPath(t), sc.PartitionFilter)
+	} else {
+		all, err = ListFiles(fsPath(t))
+	}
+	if err != nil {
+		if s.parts != nil {
+			s.parts.release()
+		}
+		return nil, err
+	}
 	for i, f := range all {
 		if i%sc.Parallelism == sc.Subtask {
 			s.files = append(s.files, f)
 			s.starts = append(s.starts, filePos{0, 1})
 		}
 	}
-	mem := sc.Mem
-	if mem == nil {
-		mem = memory.DefaultAllocator
-	}
-	s.rb = array.NewRecordBuilder(mem, sc.Schema.Arrow())
-	s.dec, err = newRecordDecoder(t, sc.Schema, s.rb)
+	s.rb = array.NewRecordBuilder(mem, dataSchema.Arrow())
+	s.dec, err = newRecordDecoder(t, dataSchema, s.rb)
 	if err != nil {
 		s.rb.Release()
+		if s.parts != nil {
+			s.parts.release()
+		}
 		return nil, err
 	}
 	if len(s.files) > 0 {
@@ -532,6 +552,12 @@ func (s *FileSource) Run(ctx context.Context, emit func(arrow.Record) error) err
 			}
 		}
 		s.closeFile()
+		if s.parts != nil {
+			// a batch holds the rows of one partition
+			if err := s.flush(emit); err != nil {
+				return err
+			}
+		}
 		if s.fi+1 < len(s.files) {
 			s.fi++
 			s.startFile()
@@ -554,6 +580,13 @@ func (s *FileSource) flush(emit func(arrow.Record) error) error {
 	if s.rb.Field(0).Len() == 0 {
 		return nil
 	}
+	if s.parts != nil {
+		rec, err := s.parts.complete(s.rb.NewRecord(), s.files[min(s.fi, len(s.files)-1)])
+		if err != nil {
+			return err
+		}
+		return emit(rec)
+	}
 	return emit(s.rb.NewRecord())
 }
 
@@ -565,5 +598,218 @@ func (s *FileSource) Close() error {
 	s.closed = true
 	s.closeFile()
 	s.rb.Release()
+	if s.parts != nil {
+		s.parts.release()
+	}
 	return nil
+}
+
+// sourcePartitions completes the batches of a partitioned table: the files
+// hold the other columns, the partition columns come from the directory
+// names (<path>/k1=v1/k2=v2/file), decoded as CSV fields are (NULL for the
+// default partition name).
+type sourcePartitions struct {
+	keys    []string      // partition columns, in PARTITIONED BY order
+	cols    []int         // their positions in the table's schema (ascending)
+	full    *arrow.Schema // the table's schema
+	defName string        // partition.default-name
+	rb      *array.RecordBuilder
+	dec     *format.CSVDecoder
+	file    string // of line
+	line    []byte // the partition values of file as one CSV record
+	mem     memory.Allocator
+}
+
+func newSourcePartitions(t *catalog.Table, schema catalog.Schema, mem memory.Allocator) (*sourcePartitions, catalog.Schema, error) {
+	p := &sourcePartitions{keys: t.PartitionKeys, full: schema.Arrow(), mem: mem,
+		defName: t.OptionOr("partition.default-name", "__DEFAULT_PARTITION__")}
+	var data, keys catalog.Schema
+	for _, k := range t.PartitionKeys {
+		if i := schema.Index(k); i >= 0 {
+			keys = append(keys, schema[i])
+		}
+	}
+	for i, c := range schema {
+		if slices.ContainsFunc(t.PartitionKeys, func(k string) bool { return strings.EqualFold(k, c.Name) }) {
+			p.cols = append(p.cols, i)
+			continue
+		}
+		data = append(data, c)
+	}
+	if len(data) == 0 {
+		return nil, nil, fmt.Errorf("filesystem source: table '%s' has only partition columns", t.Name)
+	}
+	if len(keys) != len(t.PartitionKeys) {
+		return nil, nil, fmt.Errorf("filesystem source: table '%s': a partition column is not in the source's schema", t.Name)
+	}
+	// the decoder's columns in schema order (cols ascending), keys by name
+	ordered := make(catalog.Schema, len(p.cols))
+	for j, i := range p.cols {
+		ordered[j] = schema[i]
+	}
+	p.rb = array.NewRecordBuilder(mem, ordered.Arrow())
+	opts := format.DefaultCSVOptions()
+	opts.HasNullLiteral, opts.NullLiteral = true, "NULL" // unquoted; values are quoted
+	dec, err := format.NewCSVDecoder(ordered, opts, p.rb)
+	if err != nil {
+		p.rb.Release()
+		return nil, nil, err
+	}
+	p.dec = dec
+	return p, data, nil
+}
+
+func (p *sourcePartitions) release() { p.rb.Release() }
+
+// complete returns data (rows of file) with the partition columns added;
+// it takes over data's reference.
+func (p *sourcePartitions) complete(data arrow.Record, file string) (arrow.Record, error) {
+	defer data.Release()
+	if file != p.file {
+		if err := p.setFile(file); err != nil {
+			return nil, err
+		}
+	}
+	n := int(data.NumRows())
+	for r := 0; r < n; r++ {
+		if _, err := p.dec.Decode(p.line); err != nil {
+			p.rb.NewRecord().Release()
+			return nil, fmt.Errorf("filesystem source: partition directory %s: %v", filepath.Dir(file), err)
+		}
+	}
+	keys := p.rb.NewRecord()
+	defer keys.Release()
+	cols := make([]arrow.Array, 0, p.full.NumFields())
+	di, pi := 0, 0
+	for i := 0; i < p.full.NumFields(); i++ {
+		if pi < len(p.cols) && p.cols[pi] == i {
+			cols = append(cols, keys.Column(pi))
+			pi++
+			continue
+		}
+		cols = append(cols, data.Column(di))
+		di++
+	}
+	return array.NewRecord(p.full, cols, int64(n)), nil
+}
+
+// setFile builds the CSV record of file's partition values (from the k=v
+// directories above it, in schema order).
+func (p *sourcePartitions) setFile(file string) error {
+	segs := strings.Split(filepath.ToSlash(filepath.Dir(file)), "/")
+	if len(segs) < len(p.keys) {
+		return fmt.Errorf("filesystem source: %s is not in a partition directory", file)
+	}
+	segs = segs[len(segs)-len(p.keys):]
+	byName := map[string]*string{}
+	for i, seg := range segs {
+		k, v, ok := strings.Cut(seg, "=")
+		if !ok || !strings.EqualFold(k, p.keys[i]) {
+			return fmt.Errorf("filesystem source: %s: expected the directory of partition column '%s' (%s=...), found '%s'", file, p.keys[i], p.keys[i], seg)
+		}
+		if v == p.defName {
+			byName[strings.ToLower(k)] = nil
+			continue
+		}
+		u := unescapePartition(v)
+		byName[strings.ToLower(k)] = &u
+	}
+	p.line = p.line[:0]
+	for j, i := range p.cols {
+		if j > 0 {
+			p.line = append(p.line, ',')
+		}
+		if v := byName[strings.ToLower(p.full.Field(i).Name)]; v != nil {
+			p.line = append(p.line, '"')
+			p.line = append(p.line, strings.ReplaceAll(*v, `"`, `""`)...)
+			p.line = append(p.line, '"')
+		} else {
+			p.line = append(p.line, "NULL"...)
+		}
+	}
+	p.file = file
+	return nil
+}
+
+// listFiles returns the files of a partitioned table's directory root:
+// those of every partition directory (depth levels of k=v) where filter
+// (nil: none) is true, sorted; names starting with '.' or '_' are skipped.
+func (p *sourcePartitions) listFiles(root string, filter planner.Expr) ([]string, error) {
+	if _, err := os.Stat(root); err != nil {
+		return nil, fmt.Errorf("filesystem source: %w", err)
+	}
+	dirs, err := partitionDirs(root, len(p.keys))
+	if err != nil {
+		return nil, err
+	}
+	if filter != nil && len(dirs) > 0 {
+		if dirs, err = p.prune(root, dirs, filter); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for _, rel := range dirs {
+		files, err := ListFiles(filepath.Join(root, filepath.FromSlash(rel)))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, files...)
+	}
+	return out, nil
+}
+
+// prune returns the directories whose partition values pass filter: it is
+// evaluated over one row per directory (the partition columns decoded from
+// the names, the other columns NULL; the filter reads partition columns
+// only).
+func (p *sourcePartitions) prune(root string, dirs []string, filter planner.Expr) ([]string, error) {
+	ev, err := expr.Compile(filter)
+	if err != nil {
+		return nil, fmt.Errorf("filesystem source: partition filter: %w", err)
+	}
+	for _, rel := range dirs {
+		if err := p.setFile(filepath.Join(root, filepath.FromSlash(rel), "x")); err != nil {
+			return nil, err
+		}
+		if _, err := p.dec.Decode(p.line); err != nil {
+			p.rb.NewRecord().Release()
+			return nil, fmt.Errorf("filesystem source: partition directory %s: %v", filepath.Join(root, rel), err)
+		}
+	}
+	p.file = ""
+	keys := p.rb.NewRecord()
+	defer keys.Release()
+	n := len(dirs)
+	cols := make([]arrow.Array, p.full.NumFields())
+	pi := 0
+	for i := range cols {
+		if pi < len(p.cols) && p.cols[pi] == i {
+			cols[i] = keys.Column(pi)
+			cols[i].Retain()
+			pi++
+			continue
+		}
+		cols[i] = array.MakeArrayOfNull(p.mem, p.full.Field(i).Type, n)
+	}
+	rec := array.NewRecord(p.full, cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	defer rec.Release()
+	res, err := ev.Eval(rec, p.mem)
+	if err != nil {
+		return nil, fmt.Errorf("filesystem source: partition filter: %w", err)
+	}
+	defer res.Release()
+	b, ok := res.(*array.Boolean)
+	if !ok {
+		return nil, fmt.Errorf("filesystem source: partition filter is not a condition (%s)", res.DataType())
+	}
+	var keep []string
+	for i, rel := range dirs {
+		if b.IsValid(i) && b.Value(i) {
+			keep = append(keep, rel)
+		}
+	}
+	return keep, nil
 }

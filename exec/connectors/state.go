@@ -12,13 +12,16 @@ var (
 	_ exec.SplitSource      = (*FileSource)(nil)
 	_ exec.RescalableSource = (*SocketSource)(nil)
 	_ exec.RescalableSink   = (*FileSink)(nil)
+	_ exec.RescalableSink   = (*PartitionedSink)(nil)
+	_ exec.WatermarkSink    = (*PartitionedSink)(nil)
 )
 
 // Checkpoint state of the connectors. Every state starts with two bytes:
 //
 //	byte 0: the encoding version of the connector's state (stateVersions)
 //	byte 1: the connector kind: 'G' datagen, 'F' file source, 'S' socket
-//	        source, 'K' file sink, 'N' nexmark source
+//	        source, 'K' file sink, 'N' nexmark source,
+//	        'P' partitioned file sink
 //
 // followed by uvarint subtask and uvarint parallelism of the subtask that
 // took it, then the connector's fields (see each SnapshotState/PreCommit).
@@ -37,16 +40,17 @@ const (
 	kindSocket     byte = 'S'
 	kindFileSink   byte = 'K'
 	kindNexmark    byte = 'N'
+	kindPartSink   byte = 'P'
 )
 
 // stateVersions is the version each kind writes (and the newest it reads).
 var stateVersions = map[byte]byte{
-	kindDatagen: 2, kindFileSource: 2, kindSocket: stateVersion, kindFileSink: 2, kindNexmark: 1,
+	kindDatagen: 2, kindFileSource: 2, kindSocket: stateVersion, kindFileSink: 2, kindNexmark: 1, kindPartSink: 1,
 }
 
 var kindNames = map[byte]string{
 	kindDatagen: "datagen source", kindFileSource: "filesystem source",
-	kindSocket: "socket source", kindFileSink: "filesystem sink", kindNexmark: "nexmark source",
+	kindSocket: "socket source", kindFileSink: "filesystem sink", kindNexmark: "nexmark source", kindPartSink: "filesystem sink",
 }
 
 func stateHeader(kind byte, subtask, parallelism int) []byte {
@@ -112,6 +116,18 @@ func openState(state []byte, kind byte, subtask, parallelism int) (*stateReader,
 		return nil, fmt.Errorf("%s: cannot restore the state of subtask %d of %d into subtask %d of %d (a state of another parallelism is taken over with RestoreStates)", r.what, r.subtask, r.parallelism, subtask, parallelism)
 	}
 	return r, nil
+}
+
+// openGiven is openStates over the non-empty ones of states (a rescaled
+// subtask may get empty states of old subtasks that had nothing).
+func openGiven(states [][]byte, kind byte, subtask, parallelism int) ([]*stateReader, error) {
+	var given [][]byte
+	for _, st := range states {
+		if len(st) > 0 {
+			given = append(given, st)
+		}
+	}
+	return openStates(given, kind, subtask, parallelism)
 }
 
 // openStates reads the headers of the states of an earlier run that
