@@ -48,7 +48,6 @@ var ignoredOptions = []ignoredOption{
 	{"table.exec.sink.type-length-enforcer", enumOf("IGNORE", "TRIM_PAD"), "values are written as they are"},
 	{"table.exec.sink.upsert-materialize", enumOf("NONE", "AUTO", "FORCE"), "sinks get the changelog as the query produces it"},
 	{"table.exec.sink.keyed-shuffle", enumOf("NONE", "AUTO", "FORCE"), "sinks get their input as the planner distributes it"},
-	{"table.exec.source.idle-timeout", durationOrZero, "sources are not marked idle by a timeout"},
 	{"table.exec.source.cdc-events-duplicate", boolCheck, "there are no CDC sources"},
 	{"table.exec.resource.default-parallelism", intAtLeast(-1), "set 'parallelism.default' instead"},
 	{"table.exec.legacy-cast-behaviour", enumOf("ENABLED", "DISABLED"), "CAST follows Flink's current rules"},

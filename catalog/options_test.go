@@ -92,7 +92,7 @@ func TestFlinkOnlyOptions(t *testing.T) {
 	if listed["table.exec.source.cdc-events-duplicate"] != "true" {
 		t.Errorf("SET does not list table.exec.source.cdc-events-duplicate: %v", listed)
 	}
-	if _, ok := listed["table.exec.source.idle-timeout"]; ok {
+	if _, ok := listed["table.exec.emit.allow-lateness"]; ok {
 		t.Error("SET lists a Flink-only key that was never set")
 	}
 	if err := o.Reset("table.exec.source.cdc-events-duplicate"); err != nil || o.IsSet("table.exec.source.cdc-events-duplicate") {

@@ -70,6 +70,9 @@ type gateHandler interface {
 	onBatch(ch int, b Batch) error
 	// onWatermark: the minimum watermark over the active channels advanced.
 	onWatermark(wm int64) error
+	// onIdle: every channel that has not ended is idle: forward the
+	// idleness (it ends when the subtask emits again).
+	onIdle() error
 	// onBarrier: barrier b arrived on every channel (aligned), or on every
 	// channel in at-least-once mode: snapshot and forward it.
 	onBarrier(b Barrier) error
@@ -131,6 +134,7 @@ type inputGate struct {
 	wm       []int64
 	idle     []bool
 	combined int64
+	allIdle  bool // onIdle was called and no channel is active since
 
 	pending    *Barrier // the barrier being aligned
 	alignID    int64    // barriers below this id are stale (done or cancelled)
@@ -232,7 +236,7 @@ func (g *inputGate) process(i int, m Message) error {
 	case MsgData:
 		<-g.chans.credits[i]
 		if g.idle[i] {
-			g.idle[i] = false
+			g.idle[i], g.allIdle = false, false
 		}
 		if g.upending != nil && !g.arrived[i] {
 			if err := g.h.onChannelState(i, m.Batch); err != nil {
@@ -358,11 +362,31 @@ func (g *inputGate) advance() error {
 		wm = min(wm, g.wm[i])
 	}
 	if !active {
-		// Every channel idle or ended: nothing holds event time back, and
-		// nothing moves it (a bounded source's end carries its final
-		// watermark before the end).
-		return nil
+		// Every channel idle or ended (a bounded source's end carries its
+		// final watermark before the end). As Flink's StatusWatermarkValve,
+		// once the last active channel went idle nothing holds event time
+		// back: the largest watermark of the idle channels is emitted, and
+		// the subtask's output becomes idle too.
+		wm, anyIdle := NoWatermark, false
+		for i := range g.wm {
+			if g.idle[i] && !g.ended[i] {
+				anyIdle = true
+				wm = max(wm, g.wm[i])
+			}
+		}
+		if !anyIdle || g.allIdle {
+			return nil
+		}
+		g.allIdle = true
+		if wm > g.combined {
+			g.combined = wm
+			if err := g.h.onWatermark(wm); err != nil {
+				return err
+			}
+		}
+		return g.h.onIdle()
 	}
+	g.allIdle = false
 	if wm > g.combined {
 		g.combined = wm
 		return g.h.onWatermark(wm)

@@ -30,6 +30,10 @@ func (h *scriptGate) onWatermark(wm int64) error {
 	h.log = append(h.log, fmt.Sprintf("watermark %d", wm))
 	return nil
 }
+func (h *scriptGate) onIdle() error {
+	h.log = append(h.log, "idle")
+	return nil
+}
 func (h *scriptGate) onBarrier(b Barrier) error {
 	h.log = append(h.log, fmt.Sprintf("snapshot+forward barrier %d", b.ID))
 	return nil

@@ -55,6 +55,9 @@ type OpContext struct {
 
 	wakeups *wakeups // processing-time wake-ups of the subtask (see WakeAt)
 	opIndex int
+	// markIdle tells the consumers of the subtask's output that it has no
+	// data for now (nil: not run by the runtime).
+	markIdle func() error
 }
 
 // Operator is the API every operator of a task chain implements (v2),

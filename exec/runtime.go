@@ -33,6 +33,9 @@ type Metrics struct {
 	// LateRecords counts rows dropped by window operators because their
 	// windows had fired (behind the watermark; window.go).
 	LateRecords atomic.Int64
+	// IdleMarks counts the times a source subtask was marked idle
+	// (table.exec.source.idle-timeout).
+	IdleMarks atomic.Int64
 }
 
 // JobConfig is everything a job needs besides its plan.
@@ -322,7 +325,7 @@ func (st *subtask) build() error {
 		oc := &OpContext{OpID: spec.OpID(), Subtask: st.index, Parallelism: t.Parallelism,
 			KeyGroups: st.keyGroups(), Checkpointing: st.checkpointing(), Mem: st.cfg.Mem,
 			BatchSize: st.cfg.BatchSize, Clock: st.cfg.Clock, Metrics: st.cfg.Metrics, StateTTL: st.cfg.StateTTL,
-			wakeups: wk, opIndex: i}
+			wakeups: wk, opIndex: i, markIdle: func() error { return st.out.idle() }}
 		op, err := newOperator(spec, oc)
 		if err != nil {
 			return err
@@ -1035,6 +1038,7 @@ func (st *subtask) runInputs() error {
 
 func (st *subtask) onBatch(ch int, b Batch) error { return st.process(st.chanInput[ch], b) }
 func (st *subtask) onWatermark(wm int64) error    { return st.watermark(wm) }
+func (st *subtask) onIdle() error                 { return st.out.idle() }
 func (st *subtask) onBarrier(b Barrier) error     { return st.barrier(b) }
 func (st *subtask) onCancel(id int64) error       { return st.out.cancel(id) }
 func (st *subtask) onEnd() error {

@@ -36,6 +36,14 @@ import (
 //
 // Watermarks the source itself emits are ignored except the maximum one
 // (Flink: the assigner replaces them).
+//
+// With table.exec.source.idle-timeout (spec.IdleTimeout > 0), a source
+// subtask that produced no rows for that long on the job's clock (also
+// one that never produced any: no split, or no data yet) is marked idle:
+// its consumers stop waiting for its watermark (the input gate, gate.go)
+// until it emits again, which its next row does (as Flink's
+// WatermarkAssignerOperator). The check is a processing-time wake-up, so
+// it runs between the source's batches and heartbeats.
 type watermarkAssigner struct {
 	spec  *planner.WatermarkAssignerOp
 	ctx   *OpContext
@@ -43,6 +51,10 @@ type watermarkAssigner struct {
 	wm    int64 // watermark implied by maxTs
 	sent  int64 // last watermark emitted
 	last  time.Time
+	// idleness: the clock's time of the last row (unix ns) and whether the
+	// subtask is marked idle
+	active int64
+	idle   bool
 	// takenOver are old subtasks (>= parallelism) whose state this one took
 	// over at a restore at lower parallelism: deleted by every snapshot.
 	takenOver []int
@@ -54,7 +66,49 @@ func init() {
 	})
 }
 
-func (a *watermarkAssigner) Open(*OpContext) error { return nil }
+func (a *watermarkAssigner) Open(*OpContext) error {
+	if a.spec.IdleTimeout > 0 && a.ctx.Clock != nil {
+		now := a.ctx.Clock.Now()
+		a.active = now.UnixNano()
+		a.ctx.WakeAt(now.Add(a.spec.IdleTimeout))
+	}
+	return nil
+}
+
+// OnProcessingTime marks the subtask idle once no row came for the idle
+// timeout, else asks again for the timeout after the last row.
+func (a *watermarkAssigner) OnProcessingTime(now time.Time, _ Collector) error {
+	if a.idle {
+		return nil
+	}
+	due := time.Unix(0, a.active).Add(a.spec.IdleTimeout)
+	if now.Before(due) {
+		a.ctx.WakeAt(due)
+		return nil
+	}
+	a.idle = true
+	if a.ctx.Metrics != nil {
+		a.ctx.Metrics.IdleMarks.Add(1)
+	}
+	if a.ctx.markIdle == nil {
+		return nil
+	}
+	return a.ctx.markIdle()
+}
+
+// noteRows: rows came (the subtask is active again: its batch tells its
+// consumers so).
+func (a *watermarkAssigner) noteRows() {
+	if a.spec.IdleTimeout <= 0 || a.ctx.Clock == nil {
+		return
+	}
+	now := a.ctx.Clock.Now()
+	a.active = now.UnixNano()
+	if a.idle {
+		a.idle = false
+		a.ctx.WakeAt(now.Add(a.spec.IdleTimeout))
+	}
+}
 
 func (a *watermarkAssigner) observe(ts int64) {
 	if ts > a.maxTs {
@@ -82,6 +136,9 @@ func (a *watermarkAssigner) ProcessBatch(_ int, b Batch, out Collector) error {
 	}
 	vs := col.TimestampValues()
 	nulls := col.NullN() > 0
+	if len(vs) > 0 {
+		a.noteRows()
+	}
 	start := 0
 	for i, v := range vs {
 		if nulls && col.IsNull(i) {

@@ -83,6 +83,10 @@ type windowAgg struct {
 	restored    []int64
 	restoredMax int64
 	staleWM     []int // old subtasks' watermark entries to delete
+	// proc: a processing-time window (windowproc.go): every row of a batch
+	// has the time procNow, whatever its time column holds.
+	proc    bool
+	procNow int64
 
 	// scratch
 	keyBuf  []byte
@@ -102,7 +106,12 @@ type windowAgg struct {
 }
 
 func init() {
-	RegisterOperator(func(s *planner.WindowAggOp, ctx *OpContext) (Operator, error) { return newWindowAgg(s, ctx) })
+	RegisterOperator(func(s *planner.WindowAggOp, ctx *OpContext) (Operator, error) {
+		if s.Proctime {
+			return newProcWindowAgg(s, ctx)
+		}
+		return newWindowAgg(s, ctx)
+	})
 }
 
 func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
@@ -231,6 +240,9 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 			continue
 		}
 		t := int64(ts[i])
+		if w.proc {
+			t = w.procNow
+		}
 		kg := int(w.hashes[i] % uint64(w.maxP))
 		wm := w.wmFor(kg)
 		gk := w.keyBuf[w.keyOffs[i]:w.keyOffs[i+1]]
@@ -375,6 +387,19 @@ func (w *windowAgg) freeSlot(g int32) {
 }
 
 func (w *windowAgg) ProcessWatermark(wm int64, out Collector) error {
+	if err := w.fireUpTo(wm, out); err != nil {
+		return err
+	}
+	if wm > w.forwarded {
+		w.forwarded = wm
+		return out.EmitWatermark(wm)
+	}
+	return nil
+}
+
+// fireUpTo emits the windows whose timers are <= wm (the window time
+// advanced to wm) without forwarding wm.
+func (w *windowAgg) fireUpTo(wm int64, out Collector) error {
 	if wm > w.wm {
 		w.wm = wm
 	}
@@ -406,10 +431,6 @@ func (w *windowAgg) ProcessWatermark(wm int64, out Collector) error {
 			}
 			w.freeSlot(g)
 		}
-	}
-	if wm > w.forwarded {
-		w.forwarded = wm
-		return out.EmitWatermark(wm)
 	}
 	return nil
 }

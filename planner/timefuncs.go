@@ -110,7 +110,7 @@ var fieldFuncs = map[string]string{
 var TimeFunctionNames = []string{
 	"CURRENT_DATE", "CURRENT_TIME", "CURRENT_TIMESTAMP", "DATE_FORMAT", "DAYOFMONTH", "DAYOFWEEK",
 	"DAYOFYEAR", "EXTRACT", "FROM_UNIXTIME", "HOUR", "LOCALTIME", "LOCALTIMESTAMP", "MINUTE",
-	"MONTH", "NOW", "QUARTER", "REGEXP", "REGEXP_EXTRACT", "REGEXP_REPLACE", "SECOND", "SPLIT_INDEX",
+	"MONTH", "NOW", "PROCTIME", "QUARTER", "REGEXP", "REGEXP_EXTRACT", "REGEXP_REPLACE", "SECOND", "SPLIT_INDEX",
 	"TIMESTAMPADD", "TIMESTAMPDIFF", "TO_DATE", "TO_TIMESTAMP", "TO_TIMESTAMP_LTZ", "UNIX_TIMESTAMP", "WEEK", "YEAR",
 }
 
@@ -255,6 +255,14 @@ func (b *exprBuilder) timeCall(x *ast.FuncCallExpr) (Expr, bool, error) {
 			t, fn = catalog.Type{Kind: catalog.KindTime}, "current_time"
 		}
 		return &Call{Fn: fn, Args: []Expr{b.zoneLit()}, T: t.WithNotNull(true)}, true, nil
+	case "proctime":
+		// PROCTIME(): a processing-time attribute (Flink's TIMESTAMP_LTZ(3)
+		// *PROCTIME*), the job clock's time when the Calc evaluates it; a
+		// processing-time window assigns rows by its own clock (window.go).
+		if len(x.Args) > 0 {
+			return errf("PROCTIME() takes no arguments")
+		}
+		return ProctimeCall(b.zoneLit()), true, nil
 	case "unix_timestamp":
 		if err := arity(0, 2); err != nil {
 			return nil, true, err
@@ -658,4 +666,16 @@ func parseTimeLit(s string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("bad TIME literal")
+}
+
+// ProctimeCall is the expression of PROCTIME() (zone: the session time
+// zone literal, as for CURRENT_TIMESTAMP).
+func ProctimeCall(zone Expr) *Call {
+	return &Call{Fn: "proctime", Args: []Expr{zone}, T: catalog.TimestampLTZ.WithNotNull(true)}
+}
+
+// IsProctimeCall reports whether e is PROCTIME().
+func IsProctimeCall(e Expr) bool {
+	c, ok := e.(*Call)
+	return ok && c.Fn == "proctime"
 }

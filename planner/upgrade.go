@@ -187,6 +187,9 @@ func windowAggMeta(t *Task, a *WindowAggOp) OperatorMeta {
 		g.Description += " on " + strings.Join(srcs, ", ")
 	}
 	g.State.Window = a.Window.String()
+	if a.Proctime { // its slices and timers are in processing time
+		g.State.Window += " over processing time"
+	}
 	return g
 }
 

@@ -116,6 +116,9 @@ func (o *WatermarkAssignerOp) Describe() string {
 	if o.Delay > 0 {
 		wm = fmt.Sprintf("%s - %s", o.TimeName, fmtMillis(o.Delay))
 	}
+	if o.IdleTimeout > 0 {
+		return fmt.Sprintf("WatermarkAssigner(rowtime=[%s], watermark=[%s], idle_timeout=[%s])", o.TimeName, wm, fmtMillis(o.IdleTimeout.Milliseconds()))
+	}
 	return fmt.Sprintf("WatermarkAssigner(rowtime=[%s], watermark=[%s])", o.TimeName, wm)
 }
 
@@ -148,6 +151,10 @@ type WindowAggOp struct {
 	Aggs        []AggCall
 	Out         catalog.Schema
 	MaxParallel int
+	// Proctime: TimeCol is a processing-time attribute (PROCTIME()): rows
+	// are assigned to windows by the operator's clock when they arrive and
+	// windows fire on processing-time timers (exec/windowproc.go).
+	Proctime bool
 }
 
 func (o *WindowAggOp) OpID() string { return o.ID }
@@ -156,8 +163,12 @@ func (o *WindowAggOp) Describe() string {
 	for i, a := range o.Aggs {
 		as[i] = a.String() + " AS " + a.Name
 	}
-	return fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], time_col=[%s], select=[%s])",
-		strings.Join(o.KeyNames, ", "), o.Window, o.TimeName, strings.Join(as, ", "))
+	timeCol := "time_col"
+	if o.Proctime {
+		timeCol = "proctime_col"
+	}
+	return fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], %s=[%s], select=[%s])",
+		strings.Join(o.KeyNames, ", "), o.Window, timeCol, o.TimeName, strings.Join(as, ", "))
 }
 
 // relKinds of windows (see rel.kind).
@@ -179,7 +190,58 @@ type windowRel struct {
 // windowColumns are what a window TVF appends.
 var windowColumns = []string{"window_start", "window_end", "window_time"}
 
-// timeAttrs reports which columns of r are time attributes (rowtime).
+// procTimeAttr reports whether column i of r is a processing-time
+// attribute: PROCTIME() (a computed column or a projection), a plain
+// reference to one, or the window_time of a processing-time window.
+func procTimeAttr(r *rel, i int) bool {
+	for r != nil && i >= 0 && i < len(r.schema) {
+		switch r.kind {
+		case relCalc:
+			if r.projs != nil {
+				if IsProctimeCall(r.projs[i]) {
+					return true
+				}
+				c, ok := r.projs[i].(*ColRef)
+				if !ok {
+					return false
+				}
+				i = c.Index
+			}
+		case relTableFunc:
+		case relWindowTVF:
+			if i == len(r.schema)-1 {
+				i = r.win.timeCol
+			}
+		case relWindowAgg:
+			return r.win.agg.Proctime && i == len(r.win.agg.Keys)+2
+		default:
+			return false
+		}
+		r = r.input
+	}
+	return false
+}
+
+// procWindowBelow reports whether the window TVF or window aggregation
+// that windowCols finds below r is over processing time.
+func procWindowBelow(r *rel) bool {
+	for r != nil {
+		switch r.kind {
+		case relWindowTVF:
+			return procTimeAttr(r.input, r.win.timeCol)
+		case relWindowAgg:
+			return r.win.agg.Proctime
+		case relCalc, relWindowRank:
+			r = r.input
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// timeAttrs reports which columns of r are time attributes (rowtime or
+// processing time: procTimeAttr tells which).
 func timeAttrs(r *rel) []bool {
 	out := make([]bool, len(r.schema))
 	switch r.kind {
@@ -198,6 +260,8 @@ func timeAttrs(r *rel) []bool {
 		for i, e := range r.projs {
 			if c, ok := e.(*ColRef); ok && c.Index < len(in) {
 				out[i] = in[c.Index]
+			} else if IsProctimeCall(e) {
+				out[i] = true
 			}
 		}
 		if t := r.computedOf; t != nil && t.Watermark != nil {
@@ -406,7 +470,7 @@ func timeAttrColumn(in *rel, name string, ctx *parser.QueryContext, at ast.ExprN
 		return 0, exprErr(ctx, at, name, "column '%s' not found in %s", name, strings.Join(in.schema.Names(), ", "))
 	}
 	if !timeAttrs(in)[i] {
-		return 0, exprErr(ctx, at, name, "column '%s' is not a time attribute: a window needs a column with a WATERMARK (WATERMARK FOR %s AS ...) or the window_time of a window aggregation", name, name)
+		return 0, exprErr(ctx, at, name, "column '%s' is not a time attribute: a window needs a column with a WATERMARK (WATERMARK FOR %s AS ...), a PROCTIME() column or the window_time of a window aggregation", name, name)
 	}
 	return i, nil
 }
@@ -513,7 +577,7 @@ func (p *Planner) legacyWindow(fc *ast.FuncCallExpr, kind string, in *rel, ctx *
 	}
 	col := ce.(*ColRef).Index
 	if !timeAttrs(in)[col] {
-		return nil, exprErr(ctx, tc, tc.Name.Name.O, "column '%s' is not a time attribute: a window needs a column with a WATERMARK (WATERMARK FOR %s AS ...) or the window_time of a window aggregation", tc.Name.Name.O, tc.Name.Name.O)
+		return nil, exprErr(ctx, tc, tc.Name.Name.O, "column '%s' is not a time attribute: a window needs a column with a WATERMARK (WATERMARK FOR %s AS ...), a PROCTIME() column or the window_time of a window aggregation", tc.Name.Name.O, tc.Name.Name.O)
 	}
 	var ms []int64
 	for _, a := range fc.Args[1:] {
@@ -586,8 +650,14 @@ func (w *windowGroup) auxiliary(n ast.ExprNode, base int, ctx *parser.QueryConte
 	if kind != "TUMBLE" && kind != "HOP" && kind != "SESSION" {
 		return nil, false, nil
 	}
-	if prop == "PROCTIME" {
-		return nil, true, exprErr(ctx, fc, fc.FnName.O, "%s is not supported: there is no processing time (PROCTIME) yet", name)
+	proc := w.input != nil && procTimeAttr(w.input, w.timeCol)
+	switch {
+	case prop == "PROCTIME" && !proc:
+		return nil, true, exprErr(ctx, fc, fc.FnName.O, "%s needs a processing-time window (GROUP BY %s over a PROCTIME() column); use %s_ROWTIME for an event-time window", name, kind, kind)
+	case prop == "ROWTIME" && proc:
+		return nil, true, exprErr(ctx, fc, fc.FnName.O, "%s needs an event-time window, but the window's time column is a processing-time attribute (PROCTIME()); use %s_PROCTIME", name, kind)
+	case prop == "PROCTIME":
+		prop = "ROWTIME" // both are window_time
 	}
 	j, ok := idx[prop]
 	if !ok {
@@ -627,6 +697,9 @@ func (b *physBuilder) buildWindow(r *rel) *Task {
 		op := r.win.tvf
 		if op.Window.Kind == Session && b.err == nil {
 			b.err = &parser.Error{Pos: r.win.pos, Msg: "a SESSION window table function is supported only under a window aggregation (GROUP BY window_start, window_end, ...)"}
+		}
+		if procTimeAttr(r.input, r.win.timeCol) && b.err == nil {
+			b.err = &parser.Error{Pos: r.win.pos, Msg: fmt.Sprintf("a %s window table function over the processing-time attribute %s is supported only under a window aggregation (GROUP BY window_start, window_end, ...)", op.Window.Kind, op.TimeName)}
 		}
 		t.Ops = append(t.Ops, op)
 		op.ID = b.id(t, op.Describe())
@@ -729,7 +802,7 @@ func (p *Planner) windowAggRel(w *windowGroup, preProjs []Expr, preSchema catalo
 		out = append(out, catalog.Column{Name: c.Name, Type: c.T})
 	}
 	op := &WindowAggOp{Keys: keys, KeyNames: keyNames, TimeCol: nKeys, TimeName: preSchema[nKeys].Name, Window: w.spec,
-		Aggs: calls, Out: out, MaxParallel: p.MaxParallelism}
+		Aggs: calls, Out: out, MaxParallel: p.MaxParallelism, Proctime: procTimeAttr(w.input, w.timeCol)}
 	return &rel{kind: relWindowAgg, input: preRel, schema: out, quals: make([]string, len(out)), mode: InsertOnly,
 		win: &windowRel{spec: w.spec, agg: op}, describ: op.Describe()}, nil
 }

@@ -245,6 +245,9 @@ func (p *Planner) buildWindowRank(sel *ast.SelectStmt, wf *ast.WindowFuncExpr, i
 	if spec.PartitionBy == nil || !windowed {
 		return nil, regular()
 	}
+	if procWindowBelow(in) {
+		return nil, errAt(wf, "a Window TopN or deduplication over a processing-time window (PROCTIME()) is not supported yet; it needs an event-time window")
+	}
 	col := func(n ast.ExprNode, clause string) (*ColRef, error) {
 		b := &exprBuilder{p: p, ctx: ctx, in: in, clause: clause}
 		e, err := b.build(n)

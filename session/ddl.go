@@ -71,6 +71,11 @@ func (s *Session) createTable(x *parser.CreateTable) (*Result, error) {
 		if !planner.IsRowtimeType(full[i].Type) {
 			return nil, &parser.Error{Pos: w.Pos, Msg: fmt.Sprintf("watermark column '%s' must be TIMESTAMP(3) or TIMESTAMP_LTZ(3), not %s", w.Column, full[i].Type)}
 		}
+		for _, cc := range t.Computed {
+			if cc.Name == full[i].Name && strings.EqualFold(strings.Join(strings.Fields(cc.ExprSQL), ""), "PROCTIME()") {
+				return nil, &parser.Error{Pos: w.Pos, Msg: fmt.Sprintf("watermark column '%s' is a processing-time attribute (PROCTIME()): a watermark needs an event-time column", w.Column)}
+			}
+		}
 		text := ""
 		var delay int64
 		if w.Expr != nil {

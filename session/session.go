@@ -38,6 +38,9 @@ type Session struct {
 	// is called at submission, after the session set its callbacks and
 	// savepoint channel (which the hook may wrap).
 	CheckpointTestHook func(*exec.CheckpointConfig)
+	// Clock, when set, is the processing time of every job (tests: a
+	// manual clock; nil: the wall clock).
+	Clock exec.Clock
 
 	mu   sync.Mutex
 	jobs []*job
@@ -202,6 +205,7 @@ func (s *Session) Planner() *planner.Planner {
 		MaxParallelism:    s.Options.Int("pipeline.max-parallelism"),
 		TimeZone:          s.Options.Get("table.local-time-zone"),
 		WatermarkInterval: s.Options.Duration("pipeline.auto-watermark-interval"),
+		IdleTimeout:       s.Options.Duration("table.exec.source.idle-timeout"),
 		SourceParallelism: connectors.SourceParallelism,
 		SinkParallelism:   connectors.SinkParallelism,
 		NoSourceReuse:     !s.Options.Bool("table.optimizer.reuse-source-enabled"),
@@ -241,6 +245,7 @@ func (s *Session) jobConfig(m *exec.Metrics) exec.JobConfig {
 		NewSource:      connectors.NewSource,
 		NewSink:        connectors.NewSink,
 		Metrics:        m,
+		Clock:          s.Clock,
 	}
 }
 

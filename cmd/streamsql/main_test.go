@@ -101,7 +101,7 @@ func TestRun(t *testing.T) {
 INSERT INTO out SELECT id FROM src;`,
 		"badopt.sql": "CREATE TABLE t (a INT) WITH ('connector' = 'datagen', 'rows-per-second' = 'fast');\n",
 		"flinkopts.sql": "SET 'table.exec.mini-batch.enabled' = 'true';\nSET 'table.exec.mini-batch.enabled' = 'true';\n" +
-			"SET 'table.exec.source.idle-timeout' = '1 min';\n" + printJob,
+			"SET 'table.exec.sink.not-null-enforcer' = 'DROP';\n" + printJob,
 		"data.csv": "1\nabc\n3\n",
 		"fail.sql": `CREATE TABLE src (id INT) WITH ('connector' = 'filesystem', 'path' = 'data.csv', 'format' = 'csv');
 CREATE TABLE out (id INT) WITH ('connector' = 'print');
@@ -133,7 +133,7 @@ INSERT INTO out SELECT id FROM src;
 			args:   []string{"run", "-p", "1", "flinkopts.sql"},
 			stdout: []string{"+I[1, 2]", "+I[2, 4]", "+I[3, 6]"},
 			stderr: []string{"[WARNING] streamsql accepts Flink's option 'table.exec.mini-batch.enabled' but does not act on it",
-				"[WARNING] streamsql accepts Flink's option 'table.exec.source.idle-timeout'", "(insert-into_out) FINISHED"},
+				"[WARNING] streamsql accepts Flink's option 'table.exec.sink.not-null-enforcer'", "(insert-into_out) FINISHED"},
 			stderrOnce: []string{"option 'table.exec.mini-batch.enabled'"},
 		},
 		{

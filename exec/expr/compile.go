@@ -347,7 +347,7 @@ var strictFns = map[string]bool{
 
 // volatileFns read the clock: never folded into constants.
 var volatileFns = map[string]bool{
-	"current_timestamp": true, "localtimestamp": true, "current_date": true, "current_time": true, "unix_timestamp": true,
+	"current_timestamp": true, "proctime": true, "localtimestamp": true, "current_date": true, "current_time": true, "unix_timestamp": true,
 }
 
 func (cp *compiler) compileCall(c *planner.Call) (Evaluator, error) {
@@ -426,7 +426,7 @@ func (cp *compiler) compileCall(c *planner.Call) (Evaluator, error) {
 	case "abs", "floor", "ceil", "round", "power", "sqrt", "exp", "ln", "log10":
 		return compileMath(c, args)
 	case "extract", "floor_to", "ceil_to", "dt_add_ms", "dt_add_months", "iv_add", "iv_sub", "ts_diff",
-		"current_timestamp", "localtimestamp", "current_date", "current_time", "unix_timestamp",
+		"current_timestamp", "proctime", "localtimestamp", "current_date", "current_time", "unix_timestamp",
 		"to_timestamp_ltz", "date_format", "from_unixtime", "to_timestamp", "to_date", "unix_timestamp_str",
 		"regexp", "regexp_extract", "regexp_replace", "split_index", "field":
 		return cp.compileTimeFn(c, args)

@@ -303,7 +303,7 @@ func (cp *compiler) compileTimeFn(c *planner.Call, args []Evaluator) (Evaluator,
 			f = func(a, b int64) int32 { return int32(monthsBetween(a, b) / div) }
 		}
 		return &binMap[int64, int64, int32]{l: newOperand(args[0]), r: newOperand(args[1]), dt: dt, f: f}, nil
-	case "current_timestamp", "localtimestamp", "current_date", "current_time", "unix_timestamp":
+	case "current_timestamp", "proctime", "localtimestamp", "current_date", "current_time", "unix_timestamp":
 		loc, err := zoneArg(c, 0)
 		if err != nil {
 			return nil, err
@@ -387,7 +387,7 @@ func (n *nowNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, err
 	local := ms + zoneOffsetMillis(ms, n.loc)
 	rows := int(rec.NumRows())
 	switch n.fn {
-	case "current_timestamp":
+	case "current_timestamp", "proctime":
 		return fill(n.dt, ms, rows, mem), nil
 	case "unix_timestamp":
 		return fill(n.dt, floorDiv(ms, 1000), rows, mem), nil
