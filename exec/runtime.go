@@ -373,6 +373,7 @@ func (st *subtask) build() error {
 			Linger:         st.cfg.Linger,
 			Table:          t.Source.Table,
 			Schema:         t.Source.Schema,
+			Columns:        SourceColumnUse(t),
 			SkippedRecords: &st.cfg.Metrics.Skipped,
 		}
 		src, err := st.cfg.NewSource(t.Source.Table, sc)
