@@ -89,16 +89,21 @@ type windowAgg struct {
 	keyOffs []int
 	full    []byte
 	hashes  []uint64
-	gids    []int32
-	take    []int32
-	remap   map[int32]int32
-	dead    []int32
-	reprs   []int32
-	starts  []arrow.Timestamp
-	ends    []arrow.Timestamp
-	times   []arrow.Timestamp
-	toFree  []int32
-	outIdx  []int32
+	// slotCache remembers, by the hash of (group key, slice end), the slot
+	// last found for it: a hit is checked against the table (slot alive,
+	// same key), so the cache never needs invalidating; a miss goes to the
+	// table's map. Most rows of a batch hit (the same keys, one slice).
+	slotCache []int32
+	gids      []int32
+	take      []int32
+	remap     map[int32]int32
+	dead      []int32
+	reprs     []int32
+	starts    []arrow.Timestamp
+	ends      []arrow.Timestamp
+	times     []arrow.Timestamp
+	toFree    []int32
+	outIdx    []int32
 }
 
 func init() {
@@ -209,6 +214,10 @@ func (w *windowAgg) slotKey(gk []byte, v int64) []byte {
 	return w.full
 }
 
+// slotCacheBits: the window slot cache has 2^slotCacheBits entries (512
+// KiB): direct-mapped, about 3% misses with 10,000 keys.
+const slotCacheBits = 17
+
 func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 	defer b.Rec.Release()
 	rec := b.Rec
@@ -225,6 +234,12 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 	w.keyBuf, w.keyOffs = encodeKeyColumns(rec, w.spec.Keys, w.keyBuf, w.keyOffs)
 	w.hashes = HashKeys(rec, w.spec.Keys, w.hashes[:0])
 	w.gids, w.take = w.gids[:0], w.take[:0]
+	if w.slotCache == nil && !w.session {
+		w.slotCache = make([]int32, 1<<slotCacheBits)
+		for i := range w.slotCache {
+			w.slotCache[i] = -1
+		}
+	}
 	late := 0
 	for i := 0; i < n; i++ {
 		if nulls && tcol.IsNull(i) {
@@ -248,9 +263,14 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 				continue
 			}
 			full := w.slotKey(gk, se)
-			var ok bool
-			if g, ok = w.tbl.LookupBytes(full); !ok {
+			c := &w.slotCache[((w.hashes[i]^uint64(se)*0x9E3779B97F4A7C15)*0xBF58476D1CE4E5B9)>>(64-slotCacheBits)]
+			if g = *c; g >= 0 && g < int32(w.tbl.Slots()) && w.tbl.Alive(g) && w.tbl.Key(g) == string(full) {
+				// cached
+			} else if g, ok = w.tbl.LookupBytes(full); ok {
+				*c = g
+			} else {
 				g = w.tbl.InsertBytes(full, kg)
+				*c = g
 				w.putKeys(g, rec, i)
 				w.aux[g] = se
 				fe := w.firstEnd(se)

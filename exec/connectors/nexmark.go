@@ -237,9 +237,12 @@ func newNexmark(t *catalog.Table, sc *exec.SourceContext) (*Nexmark, error) {
 
 // Run implements exec.Source.
 func (n *Nexmark) Run(ctx context.Context, emit func(arrow.Record) error) error {
-	if n.tab == nil {
-		n.tab = nexTablesFor(n.cfg.seed)
+	if n.b == nil {
 		n.b = newNexBatch(n.sc.Mem, n.sc.BatchSize, n.sc.Columns, n.plan)
+		n.tab = &nexTables{} // not read unless a field drawn from them is
+		if n.b.needTables() {
+			n.tab = nexTablesFor(n.cfg.seed)
+		}
 	}
 	out := emit
 	if !n.identity {
@@ -258,7 +261,7 @@ func (n *Nexmark) Run(ctx context.Context, emit func(arrow.Record) error) error 
 		if r := s.remaining(); r >= 0 {
 			cnt = min(cnt, r)
 		}
-		n.b.start(int(cnt))
+		n.b.start(int(cnt), &n.cfg)
 		for e := int64(0); e < cnt; e++ {
 			n.b.event(&n.cfg, n.tab, int64(s.start+s.step*uint64(s.k+e)), int(e))
 		}

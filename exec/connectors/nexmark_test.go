@@ -364,25 +364,47 @@ func TestNexmarkKeepAlive(t *testing.T) {
 	}
 }
 
-// BenchmarkNexmarkSource: events per second of one subtask generating the
-// whole DDL's columns (the generator's share of every Nexmark query).
+// BenchmarkNexmarkSource: events per second of one subtask of the nexmark
+// source into a blackhole (the generator's share of every Nexmark query):
+// "all" generates every column of the DDL, "tumble" only what the TUMBLE
+// benchmark (bench.BenchmarkNexmarkTumble) reads after projection
+// push-down: event_type, the three dateTime fields and bid.price.
 func BenchmarkNexmarkSource(b *testing.B) {
-	mem := memory.NewGoAllocator()
-	const events = 2_000_000
-	tb := nexTable("events.num", fmt.Sprint(events))
-	start := time.Now()
-	for i := 0; i < b.N; i++ {
-		sc := &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: 1024, Schema: tb.Schema, SkippedRecords: new(atomic.Int64)}
-		src, err := NewSource(tb, sc)
-		if err != nil {
-			b.Fatal(err)
+	field := func(fs ...int) []bool {
+		v := make([]bool, 10)
+		for _, f := range fs {
+			v[f] = true
 		}
-		if err := src.Run(context.Background(), func(r arrow.Record) error { r.Release(); return nil }); err != nil {
-			b.Fatal(err)
-		}
-		src.Close()
+		return v
 	}
-	b.ReportMetric(float64(events)*float64(b.N)/time.Since(start).Seconds(), "events/s")
+	for _, c := range []struct {
+		name string
+		use  []exec.ColumnUse
+	}{
+		{"all", nil},
+		{"tumble", []exec.ColumnUse{{Used: true}, {Used: true, Fields: field(pTime)}, {Used: true, Fields: field(aTime)}, {Used: true, Fields: field(bPrice, bTime)}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			mem := memory.NewGoAllocator()
+			const events = 2_000_000
+			tb := nexTable("events.num", fmt.Sprint(events))
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				sc := &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: 1024, Schema: tb.Schema, Columns: c.use, SkippedRecords: new(atomic.Int64)}
+				src, err := NewSource(tb, sc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := src.Run(context.Background(), func(r arrow.Record) error { r.Release(); return nil }); err != nil {
+					b.Fatal(err)
+				}
+				src.Close()
+			}
+			el := time.Since(start)
+			b.ReportMetric(float64(events)*float64(b.N)/el.Seconds(), "events/s")
+			b.ReportMetric(float64(el.Nanoseconds())/float64(events)/float64(b.N), "ns/event")
+		})
+	}
 }
 
 // TestNexmarkOptionErrors: options the source cannot honour are refused at
@@ -531,4 +553,25 @@ func nexEventsInOrder(t *testing.T, mem memory.Allocator, tb *catalog.Table, bat
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestNexmarkPriceFormula: nexPrice (exp(6u ln 10)) gives the prices of
+// the reference formula round(10^(6u) * 100) for 2,000,000 draws of the
+// events' generator.
+func TestNexmarkPriceFormula(t *testing.T) {
+	diff := 0
+	for n := int64(0); n < 2_000_000; n++ {
+		r := newNexRand(7, n)
+		ref := r
+		got := nexPrice(&r)
+		if want := int64(math.Round(math.Pow(10, ref.float()*6) * 100)); got != want {
+			diff++
+			if diff < 5 {
+				t.Errorf("draw %d: price %d, the reference formula gives %d", n, got, want)
+			}
+		}
+	}
+	if diff > 0 {
+		t.Fatalf("%d of 2,000,000 prices differ", diff)
+	}
 }

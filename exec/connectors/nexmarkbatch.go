@@ -1,6 +1,8 @@
 package connectors
 
 import (
+	"sync"
+
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -23,8 +25,9 @@ const (
 // event's random draws come from its own generator (seeded by its number),
 // so a field not generated changes no other field.
 type nexBatch struct {
-	mem   memory.Allocator
-	batch int // the batch size: null arrays of that length are cached
+	mem   memory.Allocator // the job's: builders, null arrays
+	pool  *bufPool         // the integer fields' and validity buffers
+	batch int              // the batch size: null arrays of that length are cached
 
 	kind    bool // event_type is read
 	kinds   []int32
@@ -64,7 +67,7 @@ type nexInts struct {
 }
 
 func newNexBatch(mem memory.Allocator, batch int, use []exec.ColumnUse, plan []nexColumn) *nexBatch {
-	b := &nexBatch{mem: mem, batch: batch}
+	b := &nexBatch{mem: mem, pool: &bufPool{parent: mem, free: map[int][][]byte{}}, batch: batch}
 	// Map the table's column use onto NexmarkSchema's columns.
 	gen := make([]exec.ColumnUse, NexmarkSchema.NumFields())
 	for i, p := range plan {
@@ -136,10 +139,19 @@ func newNexBatch(mem memory.Allocator, batch int, use []exec.ColumnUse, plan []n
 	return b
 }
 
+// needTables reports whether a field read is drawn from the seed's tables
+// (nexTables: the padding pool and the channels): an extra, a channel or
+// a URL.
+func (b *nexBatch) needTables() bool {
+	p, a, d := &b.rows[0], &b.rows[1], &b.rows[2]
+	return p.used && p.fields[pExtra] || a.used && a.fields[aXt] ||
+		d.used && (d.fields[bChannel] || d.fields[bURL] || d.fields[bExtra])
+}
+
 // start begins a batch of n events.
-func (b *nexBatch) start(n int) {
+func (b *nexBatch) start(n int, c *nexConfig) {
 	if b.kind {
-		b.kindBuf = newBuffer(b.mem, n*4)
+		b.kindBuf = newBuffer(b.pool, n*4)
 		b.kinds = arrow.Int32Traits.CastFromBytes(b.kindBuf.Bytes())[:n]
 	}
 	for r := range b.rows {
@@ -147,18 +159,48 @@ func (b *nexBatch) start(n int) {
 		if !row.used {
 			continue
 		}
-		row.valid = newBuffer(b.mem, (n+7)/8)
+		row.valid = newBuffer(b.pool, (n+7)/8)
 		row.bits = row.valid.Bytes()[:(n+7)/8]
 		clear(row.bits)
 		row.nulls = 0
 		for _, f := range row.intIdx {
-			buf := newBuffer(b.mem, n*8)
+			buf := newBuffer(b.pool, n*8)
 			row.ints[f] = nexInts{buf: buf, vals: arrow.Int64Traits.CastFromBytes(buf.Bytes())[:n]}
 		}
 		for _, f := range row.strIdx {
 			row.strs[f].Reserve(n)
+			if d := nexStringBytes(r, f, n, c); d > 0 {
+				row.strs[f].ReserveData(d)
+			}
 		}
 	}
+}
+
+// nexStringBytes estimates the bytes of string field f of ROW r in a
+// batch of n events (by the average sizes), so that appending does not
+// grow its buffer event by event.
+func nexStringBytes(r, f, n int, c *nexConfig) int {
+	rows := n * int([]int64{c.personProp, c.auctionProp, c.bidProp}[r]) / int(c.total)
+	per := 0
+	switch {
+	case r == 0 && f == pExtra:
+		per = max(c.personSize-60, 0)
+	case r == 0:
+		per = 16
+	case r == 1 && f == aXt:
+		per = max(c.auctionSize-100, 0)
+	case r == 1 && f == aDesc:
+		per = 50
+	case r == 1:
+		per = 10
+	case f == bExtra:
+		per = max(c.bidSize-32, 0)
+	case f == bURL:
+		per = 80
+	default:
+		per = 12
+	}
+	return (rows + 1) * per
 }
 
 func newBuffer(mem memory.Allocator, size int) *memory.Buffer {
@@ -414,9 +456,65 @@ func (b *nexBatch) nullArray(slot *arrow.Array, dt arrow.DataType, n int) arrow.
 	return *slot
 }
 
+// bufPool is the allocator of the buffers the source writes in place
+// (every byte of them is written before use: they need not be zeroed). A
+// buffer comes back when the last reference to it is released, on any
+// goroutine, and is handed out again for the next batch: the consumers own
+// the batch as usual, and the source reuses only what they gave back. At
+// most bufPoolKeep buffers of each size are kept; after close every buffer
+// goes back to the parent.
+type bufPool struct {
+	parent memory.Allocator
+	mu     sync.Mutex
+	free   map[int][][]byte // by size
+	closed bool
+}
+
+const bufPoolKeep = 64
+
+func (p *bufPool) Allocate(size int) []byte {
+	p.mu.Lock()
+	if l := p.free[size]; len(l) > 0 {
+		buf := l[len(l)-1]
+		p.free[size] = l[:len(l)-1]
+		p.mu.Unlock()
+		return buf
+	}
+	p.mu.Unlock()
+	return p.parent.Allocate(size)
+}
+
+func (p *bufPool) Reallocate(size int, b []byte) []byte { return p.parent.Reallocate(size, b) }
+
+func (p *bufPool) Free(b []byte) {
+	p.mu.Lock()
+	if l := p.free[len(b)]; !p.closed && len(l) < bufPoolKeep {
+		p.free[len(b)] = append(l, b)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	p.parent.Free(b)
+}
+
+// close returns the free buffers to the parent; buffers still in use go
+// back to it when released.
+func (p *bufPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for size, l := range p.free {
+		for _, buf := range l {
+			p.parent.Free(buf)
+		}
+		delete(p.free, size)
+	}
+}
+
 // release frees the builders and the cached arrays (and a batch begun but
 // not finished).
 func (b *nexBatch) release() {
+	defer b.pool.close()
 	if b.kindBuf != nil {
 		b.kindBuf.Release()
 		b.kindBuf = nil
