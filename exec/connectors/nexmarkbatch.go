@@ -346,22 +346,17 @@ func (b *nexBatch) bid(c *nexConfig, t *nexTables, n, ts int64, row *nexRow, i i
 		return
 	}
 	r := newNexRand(c.seed, n)
-	var auction int64
-	if r.intn(int64(c.hotAuctions)) > 0 { // a hot auction: the first of the last 100
-		auction = c.lastAuction(n) / nexHotAuctionRatio * nexHotAuctionRatio
+	if !row.fields[bAuction] && !row.fields[bBidder] {
+		// Only the draws: a cold auction or bidder takes one more.
+		if r.intn(int64(c.hotAuctions)) == 0 {
+			r.next()
+		}
+		if r.intn(int64(c.hotBidders)) == 0 {
+			r.next()
+		}
 	} else {
-		auction = c.nextAuction(n, &r)
+		b.bidParties(c, n, row, i, &r)
 	}
-	var bidder int64
-	if r.intn(int64(c.hotBidders)) > 0 { // a hot bidder: the second of the last 100 people
-		bidder = c.lastPerson(n)/nexHotBidderRatio*nexHotBidderRatio + 1
-	} else {
-		bidder = c.nextPerson(n, &r)
-	}
-	row.setInt(bAuction, i, auction+nexFirstAuctionID)
-	// The reference generator adds FIRST_PERSON_ID to the bidder twice;
-	// kept, so that bidders join people as they do in Flink's runs.
-	row.setInt(bBidder, i, bidder+2*nexFirstPersonID)
 	if !(row.fields[bPrice] || row.fields[bChannel] || row.fields[bURL] || row.fields[bExtra]) {
 		return
 	}
@@ -382,6 +377,26 @@ func (b *nexBatch) bid(c *nexConfig, t *nexTables, n, ts int64, row *nexRow, i i
 	if row.fields[bExtra] {
 		row.setStr(bExtra, nexExtra(t.pool, &r, 32, c.bidSize))
 	}
+}
+
+// bidParties draws a bid's auction and bidder.
+func (b *nexBatch) bidParties(c *nexConfig, n int64, row *nexRow, i int, r *nexRand) {
+	var auction int64
+	if r.intn(int64(c.hotAuctions)) > 0 { // a hot auction: the first of the last 100
+		auction = c.lastAuction(n) / nexHotAuctionRatio * nexHotAuctionRatio
+	} else {
+		auction = c.nextAuction(n, r)
+	}
+	var bidder int64
+	if r.intn(int64(c.hotBidders)) > 0 { // a hot bidder: the second of the last 100 people
+		bidder = c.lastPerson(n)/nexHotBidderRatio*nexHotBidderRatio + 1
+	} else {
+		bidder = c.nextPerson(n, r)
+	}
+	row.setInt(bAuction, i, auction+nexFirstAuctionID)
+	// The reference generator adds FIRST_PERSON_ID to the bidder twice;
+	// kept, so that bidders join people as they do in Flink's runs.
+	row.setInt(bBidder, i, bidder+2*nexFirstPersonID)
 }
 
 // record finishes the batch of n events as a record of NexmarkSchema.
