@@ -192,8 +192,8 @@ func (a *groupAgg) encodeKeys(rec arrow.Record) {
 // string. Row i's key is buf[offs[i]:offs[i+1]]; buf and offs are reused.
 func encodeKeyColumns(rec arrow.Record, keys []int, keyBuf []byte, keyOffs []int) ([]byte, []int) {
 	n := int(rec.NumRows())
-	if cap(keyOffs) < n+1 {
-		keyOffs = make([]int, n+1)
+	if cap(keyOffs) < 2*n+1 {
+		keyOffs = make([]int, 2*n+1)
 	}
 	offs := keyOffs[:n+1]
 	for i := range offs {
@@ -220,11 +220,25 @@ func encodeKeyColumns(rec arrow.Record, keys []int, keyBuf []byte, keyOffs []int
 		keyBuf = make([]byte, offs[n])
 	}
 	buf := keyBuf[:offs[n]]
-	cur := make([]int, n)
+	cur := keyOffs[n+1 : 2*n+1] // each row's write position (reused)
 	copy(cur, offs[:n])
 	for _, k := range keys {
 		col := rec.Column(k)
 		nulls := col.NullN() > 0
+		// The common fixed-width types without nulls: one typed loop.
+		if !nulls {
+			switch c := col.(type) {
+			case *array.Int64:
+				putKeys64(buf, cur, c.Int64Values())
+				continue
+			case *array.Timestamp:
+				putKeys64(buf, cur, c.TimestampValues())
+				continue
+			case *array.Int32:
+				putKeys32(buf, cur, c.Int32Values())
+				continue
+			}
+		}
 		for i := 0; i < n; i++ {
 			p := cur[i]
 			if nulls && col.IsNull(i) {
@@ -296,6 +310,26 @@ func encodeKeyColumns(rec arrow.Record, keys []int, keyBuf []byte, keyOffs []int
 		}
 	}
 	return buf, offs
+}
+
+// putKeys64 appends a non-null flag and each 8-byte value at cur[i].
+func putKeys64[T ~int64](buf []byte, cur []int, vals []T) {
+	for i, v := range vals[:len(cur)] {
+		p := cur[i]
+		buf[p] = 1
+		binary.LittleEndian.PutUint64(buf[p+1:], uint64(v))
+		cur[i] = p + 9
+	}
+}
+
+// putKeys32 appends a non-null flag and each 4-byte value at cur[i].
+func putKeys32[T ~int32](buf []byte, cur []int, vals []T) {
+	for i, v := range vals[:len(cur)] {
+		p := cur[i]
+		buf[p] = 1
+		binary.LittleEndian.PutUint32(buf[p+1:], uint32(v))
+		cur[i] = p + 5
+	}
 }
 
 func fixedWidth(dt arrow.DataType) int {

@@ -125,6 +125,10 @@ type SourceContext struct {
 	Linger      time.Duration // flush a partial batch after this long (execution.batch-linger)
 	Table       *catalog.Table
 	Schema      catalog.Schema // the table's physical columns, in order
+	// Columns says which columns of Schema (and fields of its ROWs) the
+	// job reads (projection push-down); nil: all. A source may fill what
+	// is not read with nulls.
+	Columns []ColumnUse
 	// SkippedRecords counts bad records skipped by ignore-parse-errors.
 	SkippedRecords *atomic.Int64
 	// PartitionFilter, over Schema and reading partition columns only,

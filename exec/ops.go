@@ -31,6 +31,10 @@ type calc struct {
 	// filter copies only the columns kept (a view over a wide table).
 	projectFirst bool
 	cols         []arrow.Array // reused by project
+	// leafEvs, when set, pick what the projections read (see narrowInput)
+	// into a record of leafSchema, which the filter then copies.
+	leafEvs    []expr.Evaluator
+	leafSchema *arrow.Schema
 }
 
 func newCalc(s *planner.CalcOp, mem memory.Allocator, clock Clock) (*calc, error) {
@@ -56,7 +60,76 @@ func newCalc(s *planner.CalcOp, mem memory.Allocator, clock Clock) (*calc, error
 	for _, p := range s.Projs {
 		c.projectFirst = c.projectFirst && picksOnly(p)
 	}
+	if s.Filter != nil && s.Projs != nil && !c.projectFirst {
+		if err := c.narrowInput(opts); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// narrowInput prepares the filter of a Calc with computed projections to
+// copy only what they read: the columns and ROW fields they use are
+// picked (no copy) into a narrow record, the filter copies that, and the
+// projections, rewritten over it, are evaluated on the rows kept (a
+// query over a view of a wide table filters a few leaves, not every
+// ROW; picking costs no copy, so it is never worse).
+func (c *calc) narrowInput(opts expr.Options) error {
+	var leaves []planner.Expr
+	index := map[string]int{}
+	var rewrite func(e planner.Expr) planner.Expr
+	rewrite = func(e planner.Expr) planner.Expr {
+		switch x := e.(type) {
+		case *planner.ColRef:
+		case *planner.Call:
+			if !(x.Fn == "field" && len(x.Args) == 2 && isColRef(x.Args[0])) {
+				y := *x
+				y.Args = make([]planner.Expr, len(x.Args))
+				for i, a := range x.Args {
+					y.Args[i] = rewrite(a)
+				}
+				return &y
+			}
+		default:
+			return e
+		}
+		key := e.String()
+		i, ok := index[key]
+		if !ok {
+			i = len(leaves)
+			index[key] = i
+			leaves = append(leaves, e)
+		}
+		return &planner.ColRef{Index: i, Name: key, T: e.Type()}
+	}
+	projs := make([]planner.Expr, len(c.spec.Projs))
+	for i, p := range c.spec.Projs {
+		projs[i] = rewrite(p)
+	}
+	fields := make([]arrow.Field, len(leaves))
+	for i, l := range leaves {
+		ev, err := expr.CompileWith(l, opts)
+		if err != nil {
+			return err
+		}
+		c.leafEvs = append(c.leafEvs, ev)
+		fields[i] = arrow.Field{Name: fmt.Sprintf("$%d", i), Type: l.Type().ArrowType(), Nullable: true}
+	}
+	c.leafSchema = arrow.NewSchema(fields, nil)
+	c.projs = c.projs[:0]
+	for _, p := range projs {
+		ev, err := expr.CompileWith(p, opts)
+		if err != nil {
+			return err
+		}
+		c.projs = append(c.projs, ev)
+	}
+	return nil
+}
+
+func isColRef(e planner.Expr) bool {
+	_, ok := e.(*planner.ColRef)
+	return ok
 }
 
 // picksOnly reports whether e is a column, or a field of a ROW it picks.
@@ -73,6 +146,9 @@ func picksOnly(e planner.Expr) bool {
 func (c *calc) ProcessBatch(_ int, b Batch, out Collector) error {
 	if c.projectFirst {
 		return c.projectThenFilter(b, out)
+	}
+	if c.leafEvs != nil {
+		return c.narrowThenFilter(b, out)
 	}
 	if c.filter != nil {
 		fb, err := c.applyFilter(b)
@@ -142,6 +218,48 @@ func (c *calc) projectThenFilter(b Batch, out Collector) error {
 		return nil
 	}
 	return out.Collect(fb)
+}
+
+// narrowThenFilter evaluates the filter's mask on the input, picks the
+// leaves the projections read (references), filters only those and
+// evaluates the projections over them.
+func (c *calc) narrowThenFilter(b Batch, out Collector) error {
+	m, err := c.filter.Eval(b.Rec, c.mem)
+	if err != nil {
+		b.Rec.Release()
+		return err
+	}
+	defer m.Release()
+	cols := make([]arrow.Array, 0, len(c.leafEvs))
+	for _, ev := range c.leafEvs {
+		a, err := ev.Eval(b.Rec, c.mem)
+		if err != nil {
+			for _, x := range cols {
+				x.Release()
+			}
+			b.Rec.Release()
+			return err
+		}
+		cols = append(cols, a)
+	}
+	narrow := array.NewRecord(c.leafSchema, cols, b.Rec.NumRows())
+	for _, x := range cols {
+		x.Release()
+	}
+	b.Rec.Release()
+	fb, err := c.filterWith(Batch{Rec: narrow, Ops: b.Ops}, m.(*array.Boolean))
+	if err != nil {
+		return err
+	}
+	if fb.Rows() == 0 {
+		fb.Rec.Release()
+		return nil
+	}
+	rec, err := c.project(fb.Rec)
+	if err != nil {
+		return err
+	}
+	return out.Collect(Batch{Rec: rec, Ops: fb.Ops})
 }
 
 // applyFilter keeps the rows passing the filter. On a changelog, an adjacent

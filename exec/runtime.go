@@ -379,6 +379,7 @@ func (st *subtask) build() error {
 			Linger:          st.cfg.Linger,
 			Table:           t.Source.Table,
 			Schema:          t.Source.Schema,
+			Columns:         SourceColumnUse(t),
 			SkippedRecords:  &st.cfg.Metrics.Skipped,
 			PartitionFilter: t.Source.PartitionFilter,
 		}

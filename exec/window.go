@@ -93,16 +93,23 @@ type windowAgg struct {
 	keyOffs []int
 	full    []byte
 	hashes  []uint64
-	gids    []int32
-	take    []int32
-	remap   map[int32]int32
-	dead    []int32
-	reprs   []int32
-	starts  []arrow.Timestamp
-	ends    []arrow.Timestamp
-	times   []arrow.Timestamp
-	toFree  []int32
-	outIdx  []int32
+	// slotCache remembers the slots of recent (group key, slice end)
+	// pairs whose group key packs into an integer (packKey), in sets of
+	// two entries chosen by their hash. An entry is valid while no slot is
+	// freed: freeSlot and Restore empty the cache, so a hit needs no look
+	// at the table. Keys that do not pack, and misses, go to the table.
+	slotCache []slotEntry
+	cacheFull bool // the cache has entries to clear
+	gids      []int32
+	take      []int32
+	remap     map[int32]int32
+	dead      []int32
+	reprs     []int32
+	starts    []arrow.Timestamp
+	ends      []arrow.Timestamp
+	times     []arrow.Timestamp
+	toFree    []int32
+	outIdx    []int32
 }
 
 func init() {
@@ -218,6 +225,47 @@ func (w *windowAgg) slotKey(gk []byte, v int64) []byte {
 	return w.full
 }
 
+// packKey packs a group key of at most 8 bytes after a leading non-null
+// flag into an integer (ok false: longer, or null first).
+func packKey(gk []byte) (uint64, bool) {
+	if len(gk) < 2 || len(gk) > 9 || gk[0] != 1 {
+		return 0, false
+	}
+	b := gk[1:]
+	switch len(b) {
+	case 8:
+		return binary.LittleEndian.Uint64(b), true
+	case 4:
+		return uint64(binary.LittleEndian.Uint32(b)), true
+	}
+	var v uint64
+	for i, x := range b {
+		v |= uint64(x) << (8 * i)
+	}
+	return v, true
+}
+
+// slotCacheBits: the window slot cache has 2^slotCacheBits sets of two
+// entries (768 KiB).
+const slotCacheBits = 14
+
+// slotEntry is an entry of the window slot cache: the slot of (packed
+// group key of len bytes, slice end se); len 0: empty.
+type slotEntry struct {
+	key  uint64
+	se   int64
+	slot int32
+	len  uint8
+}
+
+// clearSlotCache empties the window slot cache (a slot was freed).
+func (w *windowAgg) clearSlotCache() {
+	if w.cacheFull {
+		clear(w.slotCache)
+		w.cacheFull = false
+	}
+}
+
 func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 	defer b.Rec.Release()
 	rec := b.Rec
@@ -234,6 +282,9 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 	w.keyBuf, w.keyOffs = encodeKeyColumns(rec, w.spec.Keys, w.keyBuf, w.keyOffs)
 	w.hashes = HashKeys(rec, w.spec.Keys, w.hashes[:0])
 	w.gids, w.take = w.gids[:0], w.take[:0]
+	if w.slotCache == nil && !w.session {
+		w.slotCache = make([]slotEntry, 2<<slotCacheBits)
+	}
 	late := 0
 	for i := 0; i < n; i++ {
 		if nulls && tcol.IsNull(i) {
@@ -259,6 +310,27 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 				late++
 				continue
 			}
+			pk, packed := packKey(gk)
+			var e *[2]slotEntry
+			if packed {
+				set := ((w.hashes[i] ^ uint64(se)*0x9E3779B97F4A7C15) * 0xBF58476D1CE4E5B9) >> (64 - slotCacheBits)
+				e = (*[2]slotEntry)(w.slotCache[2*set : 2*set+2])
+				l := uint8(len(gk))
+				if x := &e[0]; x.len == l && x.key == pk && x.se == se {
+					g = x.slot
+				} else if x := &e[1]; x.len == l && x.key == pk && x.se == se {
+					g = x.slot
+				} else {
+					g = -1
+				}
+				if g >= 0 {
+					w.tbl.Touch(g) // cached
+					w.rowCount[g]++
+					w.gids = append(w.gids, g)
+					w.take = append(w.take, int32(i))
+					continue
+				}
+			}
 			full := w.slotKey(gk, se)
 			var ok bool
 			if g, ok = w.tbl.LookupBytes(full); !ok {
@@ -270,6 +342,10 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 					fe += w.step()
 				}
 				w.timers.Register(kg, fe-1, gk)
+			}
+			if packed { // the older entry makes room
+				e[1], e[0] = e[0], slotEntry{key: pk, se: se, slot: g, len: uint8(len(gk))}
+				w.cacheFull = true
 			}
 			w.tbl.Touch(g)
 		}
@@ -381,6 +457,7 @@ func (w *windowAgg) assignSession(rec arrow.Record, i int, gk []byte, kg int, t,
 func (w *windowAgg) freeSlot(g int32) {
 	w.tbl.Remove(g, 0, false)
 	w.rowCount[g], w.aux[g], w.sstart[g] = 0, 0, 0
+	w.clearSlotCache()
 	for _, acc := range w.accs {
 		acc.reset(g)
 	}
@@ -649,6 +726,7 @@ func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 			fields[i], v = x, v[n:]
 		}
 		w.rowCount[g], w.aux[g], w.sstart[g] = fields[0], fields[1], fields[2]
+		w.clearSlotCache()
 		for _, acc := range w.accs {
 			m, err := acc.decode(v, g)
 			if err != nil {

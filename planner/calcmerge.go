@@ -12,7 +12,7 @@ import "github.com/streamsql/streamsql/catalog"
 
 // mergeCalc returns the Calc doing inner then outer, or false when merging
 // would compute an inner expression more than once (an inner projection
-// that is not a column or a constant, used twice by outer).
+// that is not a column, a constant or a ROW field, used twice by outer).
 func mergeCalc(inner, outer *CalcOp) (*CalcOp, bool) {
 	if inner.Projs != nil {
 		uses := make([]int, len(inner.Projs))
@@ -26,7 +26,7 @@ func mergeCalc(inner, outer *CalcOp) (*CalcOp, bool) {
 			}
 		}
 		for i, n := range uses {
-			if _, call := inner.Projs[i].(*Call); call && n > 1 {
+			if n > 1 && !isFieldPick(inner.Projs[i]) {
 				return nil, false
 			}
 		}
@@ -69,6 +69,18 @@ func substitute(e Expr, projs []Expr) Expr {
 		return &c
 	}
 	return e
+}
+
+// isFieldPick reports whether e is a column, a constant or a field of a
+// ROW it picks: as cheap to repeat as a column (no copy).
+func isFieldPick(e Expr) bool {
+	switch x := e.(type) {
+	case *ColRef, *Literal:
+		return true
+	case *Call:
+		return x.Fn == "field" && len(x.Args) == 2 && isFieldPick(x.Args[0])
+	}
+	return false
 }
 
 func countRefs(e Expr, uses []int) {

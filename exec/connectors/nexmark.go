@@ -9,7 +9,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/exec"
@@ -59,279 +58,6 @@ var (
 		{Name: "bid", Type: nexBidTyp, Nullable: true},
 	}, nil)
 )
-
-// nexBuilders build one batch of events: a typed builder per leaf field
-// (no interface call per value), the struct validity as bools.
-type nexBuilders struct {
-	kind *array.Int32Builder
-
-	pValid                                     []bool
-	pID                                        *array.Int64Builder
-	pName, pEmail, pCard, pCity, pState, pXtra *array.StringBuilder
-	pTime                                      *array.TimestampBuilder
-
-	aValid                       []bool
-	aID, aInit, aRes, aSel, aCat *array.Int64Builder
-	aName, aDesc, aXtra          *array.StringBuilder
-	aTime, aExp                  *array.TimestampBuilder
-
-	bValid                []bool
-	bAuc, bBidder, bPrice *array.Int64Builder
-	bChan, bURL, bXtra    *array.StringBuilder
-	bTime                 *array.TimestampBuilder
-
-	scratch []byte
-	every   []array.Builder // all the builders above (see all)
-}
-
-func newNexBuilders(mem memory.Allocator) *nexBuilders {
-	i64 := func() *array.Int64Builder { return array.NewInt64Builder(mem) }
-	str := func() *array.StringBuilder { return array.NewStringBuilder(mem) }
-	ts := func() *array.TimestampBuilder { return array.NewTimestampBuilder(mem, nexTS) }
-	return &nexBuilders{kind: array.NewInt32Builder(mem),
-		pID: i64(), pName: str(), pEmail: str(), pCard: str(), pCity: str(), pState: str(), pTime: ts(), pXtra: str(),
-		aID: i64(), aName: str(), aDesc: str(), aInit: i64(), aRes: i64(), aTime: ts(), aExp: ts(), aSel: i64(), aCat: i64(), aXtra: str(),
-		bAuc: i64(), bBidder: i64(), bPrice: i64(), bChan: str(), bURL: str(), bTime: ts(), bXtra: str(),
-	}
-}
-
-// reserve makes room for n events (their strings by the average sizes),
-// so that appending does not grow buffers event by event.
-func (b *nexBuilders) reserve(n int, c *nexConfig) {
-	for _, x := range b.all() {
-		x.Reserve(n)
-	}
-	bids := n * int(c.bidProp) / int(c.total)
-	others := n - bids
-	b.bXtra.ReserveData(bids * max(c.bidSize-32, 0))
-	b.bURL.ReserveData(bids * 80)
-	b.bChan.ReserveData(bids * 12)
-	b.aXtra.ReserveData(others * max(c.auctionSize-100, 0))
-	b.aDesc.ReserveData(others * 50)
-	b.pXtra.ReserveData(others / 4 * max(c.personSize-60, 0))
-}
-
-func (b *nexBuilders) release() {
-	for _, x := range b.all() {
-		x.Release()
-	}
-}
-
-func (b *nexBuilders) all() []array.Builder {
-	if b.every != nil {
-		return b.every
-	}
-	b.every = []array.Builder{b.kind,
-		b.pID, b.pName, b.pEmail, b.pCard, b.pCity, b.pState, b.pTime, b.pXtra,
-		b.aID, b.aName, b.aDesc, b.aInit, b.aRes, b.aTime, b.aExp, b.aSel, b.aCat, b.aXtra,
-		b.bAuc, b.bBidder, b.bPrice, b.bChan, b.bURL, b.bTime, b.bXtra}
-	return b.every
-}
-
-func (b *nexBuilders) nullPerson() {
-	b.pValid = append(b.pValid, false)
-	b.pID.AppendNull()
-	b.pName.AppendNull()
-	b.pEmail.AppendNull()
-	b.pCard.AppendNull()
-	b.pCity.AppendNull()
-	b.pState.AppendNull()
-	b.pTime.AppendNull()
-	b.pXtra.AppendNull()
-}
-
-func (b *nexBuilders) nullAuction() {
-	b.aValid = append(b.aValid, false)
-	b.aID.AppendNull()
-	b.aName.AppendNull()
-	b.aDesc.AppendNull()
-	b.aInit.AppendNull()
-	b.aRes.AppendNull()
-	b.aTime.AppendNull()
-	b.aExp.AppendNull()
-	b.aSel.AppendNull()
-	b.aCat.AppendNull()
-	b.aXtra.AppendNull()
-}
-
-func (b *nexBuilders) nullBid() {
-	b.bValid = append(b.bValid, false)
-	b.bAuc.AppendNull()
-	b.bBidder.AppendNull()
-	b.bPrice.AppendNull()
-	b.bChan.AppendNull()
-	b.bURL.AppendNull()
-	b.bTime.AppendNull()
-	b.bXtra.AppendNull()
-}
-
-// appendEvent appends event n.
-func (b *nexBuilders) appendEvent(c *nexConfig, t *nexTables, n int64) {
-	r := newNexRand(c.seed, n)
-	ts := c.timestamp(n)
-	kind := c.kind(n)
-	b.kind.Append(int32(kind))
-	switch kind {
-	case nexPerson:
-		b.person(c, t, n, ts, &r)
-		b.nullAuction()
-		b.nullBid()
-	case nexAuction:
-		b.nullPerson()
-		b.auction(c, t, n, ts, &r)
-		b.nullBid()
-	default:
-		b.nullPerson()
-		b.nullAuction()
-		b.bid(c, t, n, ts, &r)
-	}
-}
-
-func (b *nexBuilders) person(c *nexConfig, t *nexTables, n, ts int64, r *nexRand) {
-	b.pValid = append(b.pValid, true)
-	b.pID.Append(c.lastPerson(n) + nexFirstPersonID)
-	s := append(b.scratch[:0], nexFirstNames[r.intn(int64(len(nexFirstNames)))]...)
-	s = append(s, ' ')
-	s = append(s, nexLastNames[r.intn(int64(len(nexLastNames)))]...)
-	b.pName.BinaryBuilder.Append(s)
-	size := len(s)
-	s = nexString(s[:0], r, 7, ' ')
-	s = append(s, '@')
-	s = append(nexString(s, r, 5, ' '), ".com"...)
-	b.pEmail.BinaryBuilder.Append(s)
-	size += len(s)
-	s = s[:0]
-	for i := 0; i < 4; i++ {
-		if i > 0 {
-			s = append(s, ' ')
-		}
-		d := r.intn(10000)
-		s = append(s, byte('0'+d/1000), byte('0'+d/100%10), byte('0'+d/10%10), byte('0'+d%10))
-	}
-	b.pCard.BinaryBuilder.Append(s)
-	city, state := nexCities[r.intn(int64(len(nexCities)))], nexStates[r.intn(int64(len(nexStates)))]
-	b.pCity.Append(city)
-	b.pState.Append(state)
-	b.pTime.Append(arrow.Timestamp(ts))
-	size += 8 + len(s) + len(city) + len(state)
-	b.pXtra.BinaryBuilder.Append(nexExtra(t.pool, r, size, c.personSize))
-	b.scratch = s
-}
-
-func (b *nexBuilders) auction(c *nexConfig, t *nexTables, n, ts int64, r *nexRand) {
-	b.aValid = append(b.aValid, true)
-	b.aID.Append(c.lastAuction(n) + nexFirstAuctionID)
-	var seller int64
-	if r.intn(int64(c.hotSellers)) > 0 { // a hot seller: the first of the last 100 people
-		seller = c.lastPerson(n) / nexHotSellerRatio * nexHotSellerRatio
-	} else {
-		seller = c.nextPerson(n, r)
-	}
-	category := nexFirstCategoryID + r.intn(nexNumCategories)
-	initial := nexPrice(r)
-	// expires: on average when the auction inFlightAuctions later is created
-	ahead := c.inFlightAuctions * c.total / c.auctionProp
-	horizon := c.timestamp(n+ahead) - ts
-	expires := ts + 1 + r.intn(max(horizon*2, 1))
-	s := nexString(b.scratch[:0], r, 20, ' ')
-	b.aName.BinaryBuilder.Append(s)
-	size := len(s)
-	s = nexString(s[:0], r, 100, ' ')
-	b.aDesc.BinaryBuilder.Append(s)
-	size += len(s)
-	b.scratch = s
-	b.aInit.Append(initial)
-	b.aRes.Append(initial + nexPrice(r))
-	b.aTime.Append(arrow.Timestamp(ts))
-	b.aExp.Append(arrow.Timestamp(expires))
-	b.aSel.Append(seller + nexFirstPersonID)
-	b.aCat.Append(category)
-	b.aXtra.BinaryBuilder.Append(nexExtra(t.pool, r, 8+size+40, c.auctionSize))
-}
-
-func (b *nexBuilders) bid(c *nexConfig, t *nexTables, n, ts int64, r *nexRand) {
-	b.bValid = append(b.bValid, true)
-	var auction int64
-	if r.intn(int64(c.hotAuctions)) > 0 { // a hot auction: the first of the last 100
-		auction = c.lastAuction(n) / nexHotAuctionRatio * nexHotAuctionRatio
-	} else {
-		auction = c.nextAuction(n, r)
-	}
-	var bidder int64
-	if r.intn(int64(c.hotBidders)) > 0 { // a hot bidder: the second of the last 100 people
-		bidder = c.lastPerson(n)/nexHotBidderRatio*nexHotBidderRatio + 1
-	} else {
-		bidder = c.nextPerson(n, r)
-	}
-	price := nexPrice(r)
-	var channel, url string
-	if r.intn(2) > 0 {
-		i := r.intn(nexHotChannels)
-		channel, url = nexHotNames[i], t.hotURLs[i]
-	} else {
-		i := r.intn(nexChannels)
-		channel, url = t.channels[i], t.channelURLs[i]
-	}
-	b.bAuc.Append(auction + nexFirstAuctionID)
-	// The reference generator adds FIRST_PERSON_ID to the bidder twice;
-	// kept, so that bidders join people as they do in Flink's runs.
-	b.bBidder.Append(bidder + 2*nexFirstPersonID)
-	b.bPrice.Append(price)
-	b.bChan.Append(channel)
-	b.bURL.Append(url)
-	b.bTime.Append(arrow.Timestamp(ts))
-	b.bXtra.BinaryBuilder.Append(nexExtra(t.pool, r, 32, c.bidSize))
-}
-
-// record finishes the batch as a record of NexmarkSchema.
-func (b *nexBuilders) record(mem memory.Allocator, n int) arrow.Record {
-	kind := b.kind.NewArray()
-	person := structArray(mem, nexPersonTyp, b.pValid, b.pID, b.pName, b.pEmail, b.pCard, b.pCity, b.pState, b.pTime, b.pXtra)
-	auction := structArray(mem, nexAuctionTyp, b.aValid, b.aID, b.aName, b.aDesc, b.aInit, b.aRes, b.aTime, b.aExp, b.aSel, b.aCat, b.aXtra)
-	bid := structArray(mem, nexBidTyp, b.bValid, b.bAuc, b.bBidder, b.bPrice, b.bChan, b.bURL, b.bTime, b.bXtra)
-	b.pValid, b.aValid, b.bValid = b.pValid[:0], b.aValid[:0], b.bValid[:0]
-	rec := array.NewRecord(NexmarkSchema, []arrow.Array{kind, person, auction, bid}, int64(n))
-	for _, a := range []arrow.Array{kind, person, auction, bid} {
-		a.Release()
-	}
-	return rec
-}
-
-// structArray makes a struct array of typ from the children the builders
-// hold and the validity of each row.
-func structArray(mem memory.Allocator, typ *arrow.StructType, valid []bool, children ...array.Builder) arrow.Array {
-	kids := make([]arrow.ArrayData, len(children))
-	for i, c := range children {
-		a := c.NewArray()
-		kids[i] = a.Data()
-		kids[i].Retain()
-		a.Release()
-	}
-	nulls := 0
-	bitmap := memory.NewResizableBuffer(mem)
-	bitmap.Resize(int(bitutilBytes(len(valid))))
-	bm := bitmap.Bytes()
-	for i := range bm {
-		bm[i] = 0
-	}
-	for i, v := range valid {
-		if v {
-			bm[i/8] |= 1 << (i % 8)
-		} else {
-			nulls++
-		}
-	}
-	data := array.NewData(typ, len(valid), []*memory.Buffer{bitmap}, kids, nulls, 0)
-	bitmap.Release()
-	for _, k := range kids {
-		k.Release()
-	}
-	a := array.NewStructData(data)
-	data.Release()
-	return a
-}
-
-func bitutilBytes(n int) int { return (n + 7) / 8 }
 
 // project returns the columns of rec (of NexmarkSchema) that schema names,
 // in its order, with the fields of each ROW it names (by name,
@@ -454,7 +180,7 @@ type Nexmark struct {
 	sc       *exec.SourceContext
 	cfg      nexConfig
 	tab      *nexTables
-	b        *nexBuilders
+	b        *nexBatch
 	schema   *arrow.Schema
 	plan     []nexColumn
 	identity bool  // the table's schema is NexmarkSchema
@@ -511,9 +237,12 @@ func newNexmark(t *catalog.Table, sc *exec.SourceContext) (*Nexmark, error) {
 
 // Run implements exec.Source.
 func (n *Nexmark) Run(ctx context.Context, emit func(arrow.Record) error) error {
-	if n.tab == nil {
-		n.tab = nexTablesFor(n.cfg.seed)
-		n.b = newNexBuilders(n.sc.Mem)
+	if n.b == nil {
+		n.b = newNexBatch(n.sc.Mem, n.sc.BatchSize, n.sc.Columns, n.plan)
+		n.tab = &nexTables{} // not read unless a field drawn from them is
+		if n.b.needTables() {
+			n.tab = nexTablesFor(n.cfg.seed)
+		}
 	}
 	out := emit
 	if !n.identity {
@@ -532,11 +261,11 @@ func (n *Nexmark) Run(ctx context.Context, emit func(arrow.Record) error) error 
 		if r := s.remaining(); r >= 0 {
 			cnt = min(cnt, r)
 		}
-		n.b.reserve(int(cnt), &n.cfg)
+		n.b.start(int(cnt), &n.cfg)
 		for e := int64(0); e < cnt; e++ {
-			n.b.appendEvent(&n.cfg, n.tab, int64(s.start+s.step*uint64(s.k+e)))
+			n.b.event(&n.cfg, n.tab, int64(s.start+s.step*uint64(s.k+e)), int(e))
 		}
-		rec := n.b.record(n.sc.Mem, int(cnt))
+		rec := n.b.record(int(cnt))
 		s.k += cnt
 		n.cur = i + 1
 		if err := out(rec); err != nil {

@@ -364,25 +364,47 @@ func TestNexmarkKeepAlive(t *testing.T) {
 	}
 }
 
-// BenchmarkNexmarkSource: events per second of one subtask generating the
-// whole DDL's columns (the generator's share of every Nexmark query).
+// BenchmarkNexmarkSource: events per second of one subtask of the nexmark
+// source into a blackhole (the generator's share of every Nexmark query):
+// "all" generates every column of the DDL, "tumble" only what the TUMBLE
+// benchmark (bench.BenchmarkNexmarkTumble) reads after projection
+// push-down: event_type, the three dateTime fields and bid.price.
 func BenchmarkNexmarkSource(b *testing.B) {
-	mem := memory.NewGoAllocator()
-	const events = 2_000_000
-	tb := nexTable("events.num", fmt.Sprint(events))
-	start := time.Now()
-	for i := 0; i < b.N; i++ {
-		sc := &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: 1024, Schema: tb.Schema, SkippedRecords: new(atomic.Int64)}
-		src, err := NewSource(tb, sc)
-		if err != nil {
-			b.Fatal(err)
+	field := func(fs ...int) []bool {
+		v := make([]bool, 10)
+		for _, f := range fs {
+			v[f] = true
 		}
-		if err := src.Run(context.Background(), func(r arrow.Record) error { r.Release(); return nil }); err != nil {
-			b.Fatal(err)
-		}
-		src.Close()
+		return v
 	}
-	b.ReportMetric(float64(events)*float64(b.N)/time.Since(start).Seconds(), "events/s")
+	for _, c := range []struct {
+		name string
+		use  []exec.ColumnUse
+	}{
+		{"all", nil},
+		{"tumble", []exec.ColumnUse{{Used: true}, {Used: true, Fields: field(pTime)}, {Used: true, Fields: field(aTime)}, {Used: true, Fields: field(bPrice, bTime)}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			mem := memory.NewGoAllocator()
+			const events = 2_000_000
+			tb := nexTable("events.num", fmt.Sprint(events))
+			start := time.Now()
+			for i := 0; i < b.N; i++ {
+				sc := &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: 1024, Schema: tb.Schema, Columns: c.use, SkippedRecords: new(atomic.Int64)}
+				src, err := NewSource(tb, sc)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := src.Run(context.Background(), func(r arrow.Record) error { r.Release(); return nil }); err != nil {
+					b.Fatal(err)
+				}
+				src.Close()
+			}
+			el := time.Since(start)
+			b.ReportMetric(float64(events)*float64(b.N)/el.Seconds(), "events/s")
+			b.ReportMetric(float64(el.Nanoseconds())/float64(events)/float64(b.N), "ns/event")
+		})
+	}
 }
 
 // TestNexmarkOptionErrors: options the source cannot honour are refused at
@@ -406,5 +428,150 @@ func TestNexmarkOptionErrors(t *testing.T) {
 	}
 	if err := catalog.ValidateTable(nexTable("events.num", "10", "rate.limited", "false")); err != nil {
 		t.Errorf("valid options: %v", err)
+	}
+}
+
+// TestNexmarkColumnPushDown: told which columns and ROW fields a job reads
+// (SourceContext.Columns), the source generates exactly those, with the
+// values of the full generator, and leaves the rest NULL; a ROW not read
+// is NULL throughout; at batch sizes that leave a partial last batch; no
+// leak.
+func TestNexmarkColumnPushDown(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	const events = 2000
+	tb := nexTable("events.num", fmt.Sprint(events))
+	field := func(fs ...int) []bool {
+		b := make([]bool, 10)
+		for _, f := range fs {
+			b[f] = true
+		}
+		return b
+	}
+	for _, c := range []struct {
+		name string
+		use  []exec.ColumnUse
+	}{
+		{"tumble", []exec.ColumnUse{{Used: true}, {Used: true, Fields: field(pTime)}, {Used: true, Fields: field(aTime)}, {Used: true, Fields: field(bPrice, bTime)}}},
+		{"strings", []exec.ColumnUse{{Used: true}, {Used: true, Fields: field(pName, pCity, pExtra)}, {}, {Used: true, Fields: field(bURL, bExtra)}}},
+		{"auction", []exec.ColumnUse{{Used: true}, {}, {Used: true, Fields: field(aReserve, aSeller, aXt)}, {}}},
+		{"no kind", []exec.ColumnUse{{}, {}, {}, {Used: true}}},
+	} {
+		for _, batch := range []int{7, 1024} {
+			t.Run(fmt.Sprintf("%s/batch%d", c.name, batch), func(t *testing.T) {
+				sc := &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: batch, Schema: tb.Schema, Columns: c.use, SkippedRecords: new(atomic.Int64)}
+				src, err := NewSource(tb, sc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The full generator's events in order, to compare with.
+				ref := nexEventsInOrder(t, mem, tb, batch)
+				n := 0
+				err = src.Run(context.Background(), func(r arrow.Record) error {
+					defer r.Release()
+					for i := 0; i < int(r.NumRows()); i++ {
+						want := ref[n]
+						n++
+						for col := 0; col < 4; col++ {
+							got := r.Column(col)
+							u := c.use[col]
+							if !u.Used {
+								if got.IsValid(i) {
+									t.Fatalf("event %d: column %d not read but set", n-1, col)
+								}
+								continue
+							}
+							if col == 0 {
+								if got.ValueStr(i) != want[0] {
+									t.Fatalf("event %d: event_type %s, want %s", n-1, got.ValueStr(i), want[0])
+								}
+								continue
+							}
+							st := got.(*array.Struct)
+							if st.IsValid(i) != (want[col] != nil) {
+								t.Fatalf("event %d: ROW %d valid %v", n-1, col, st.IsValid(i))
+							}
+							for f := 0; f < st.NumField(); f++ {
+								v := st.Field(f)
+								switch {
+								case !u.FieldUsed(f) || want[col] == nil:
+									if v.IsValid(i) {
+										t.Fatalf("event %d: field %d.%d set (not read, or another kind)", n-1, col, f)
+									}
+								case v.ValueStr(i) != want[col].([]string)[f]:
+									t.Fatalf("event %d: field %d.%d = %q, want %q", n-1, col, f, v.ValueStr(i), want[col].([]string)[f])
+								}
+							}
+						}
+					}
+					return nil
+				})
+				src.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n != events {
+					t.Fatalf("%d events", n)
+				}
+			})
+		}
+	}
+}
+
+// nexEventsInOrder returns the full generator's events in order: per
+// event, event_type then for each ROW its fields' values (nil: NULL).
+func nexEventsInOrder(t *testing.T, mem memory.Allocator, tb *catalog.Table, batch int) [][4]any {
+	t.Helper()
+	sc := &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: batch, Schema: tb.Schema, SkippedRecords: new(atomic.Int64)}
+	src, err := NewSource(tb, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var out [][4]any
+	err = src.Run(context.Background(), func(r arrow.Record) error {
+		defer r.Release()
+		for i := 0; i < int(r.NumRows()); i++ {
+			var e [4]any
+			e[0] = r.Column(0).ValueStr(i)
+			for col := 1; col < 4; col++ {
+				st := r.Column(col).(*array.Struct)
+				if !st.IsValid(i) {
+					continue
+				}
+				vals := make([]string, st.NumField())
+				for f := range vals {
+					vals[f] = st.Field(f).ValueStr(i)
+				}
+				e[col] = vals
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestNexmarkPriceFormula: nexPrice (exp(6u ln 10)) gives the prices of
+// the reference formula round(10^(6u) * 100) for 2,000,000 draws of the
+// events' generator.
+func TestNexmarkPriceFormula(t *testing.T) {
+	diff := 0
+	for n := int64(0); n < 2_000_000; n++ {
+		r := newNexRand(7, n)
+		ref := r
+		got := nexPrice(&r)
+		if want := int64(math.Round(math.Pow(10, ref.float()*6) * 100)); got != want {
+			diff++
+			if diff < 5 {
+				t.Errorf("draw %d: price %d, the reference formula gives %d", n, got, want)
+			}
+		}
+	}
+	if diff > 0 {
+		t.Fatalf("%d of 2,000,000 prices differ", diff)
 	}
 }

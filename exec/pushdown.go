@@ -1,0 +1,159 @@
+package exec
+
+import "github.com/streamsql/streamsql/planner"
+
+// ColumnUse says whether a job reads a column of a source's schema and,
+// for a ROW column, which of its fields.
+type ColumnUse struct {
+	Used bool
+	// Fields, for a ROW column, says which fields are read; nil: all of
+	// them (or the column is not a ROW).
+	Fields []bool
+}
+
+// FieldUsed reports whether field f of the column is read.
+func (u ColumnUse) FieldUsed(f int) bool {
+	return u.Used && (u.Fields == nil || (f < len(u.Fields) && u.Fields[f]))
+}
+
+// SourceColumnUse is the projection push-down into a source: which columns
+// (and ROW fields) of the source's schema the operators chained after it
+// read, by liveness backwards over the chain. The last operator analysed
+// counts as reading all its output (an exchange, a sink or an operator not
+// analysed reads it). A Calc's computed projections and its filter read
+// their columns whatever happens downstream (they are evaluated on every
+// row); a projection that only picks a column or a ROW field reads it only
+// when its output is read. The watermark assigner reads its time column and
+// passes every column on. nil: every column is read (nothing to prune).
+//
+// A source may fill a column or field that is not read with nulls: the
+// chain never looks at it.
+func SourceColumnUse(t *planner.Task) []ColumnUse {
+	if t.Source == nil || t.Source.Values {
+		return nil
+	}
+	widths := []int{len(t.Source.Schema)} // widths[i]: input width of op i
+	n := 0
+ops:
+	for _, op := range t.Ops {
+		in := widths[len(widths)-1]
+		switch o := op.(type) {
+		case *planner.CalcOp:
+			if o.Projs != nil {
+				in = len(o.Projs)
+			}
+		case *planner.WatermarkAssignerOp:
+		default:
+			break ops
+		}
+		widths = append(widths, in)
+		n++
+	}
+	need := make([]ColumnUse, widths[n])
+	for i := range need {
+		need[i].Used = true
+	}
+	for i := n - 1; i >= 0; i-- {
+		in := make([]ColumnUse, widths[i])
+		switch o := t.Ops[i].(type) {
+		case *planner.CalcOp:
+			markExpr(in, o.Filter)
+			if o.Projs == nil {
+				for c, u := range need {
+					mergeUse(&in[c], u)
+				}
+				break
+			}
+			for j, p := range o.Projs {
+				if !picksOnly(p) {
+					markExpr(in, p)
+					continue
+				}
+				if !need[j].Used {
+					continue
+				}
+				if col, ok := p.(*planner.ColRef); ok && col.Index < len(in) {
+					mergeUse(&in[col.Index], need[j])
+					continue
+				}
+				markExpr(in, p) // a field: read whole
+			}
+		case *planner.WatermarkAssignerOp:
+			for c, u := range need {
+				mergeUse(&in[c], u)
+			}
+			if o.TimeCol < len(in) {
+				in[o.TimeCol] = ColumnUse{Used: true}
+			}
+		}
+		need = in
+	}
+	for _, u := range need {
+		if !u.Used || u.Fields != nil {
+			return need
+		}
+	}
+	return nil
+}
+
+// mergeUse adds u to dst.
+func mergeUse(dst *ColumnUse, u ColumnUse) {
+	switch {
+	case !u.Used:
+	case !dst.Used:
+		*dst = ColumnUse{Used: true, Fields: append([]bool(nil), u.Fields...)}
+		if u.Fields == nil {
+			dst.Fields = nil
+		}
+	case dst.Fields == nil:
+	case u.Fields == nil:
+		dst.Fields = nil
+	default:
+		for len(dst.Fields) < len(u.Fields) {
+			dst.Fields = append(dst.Fields, false)
+		}
+		for f, ok := range u.Fields {
+			dst.Fields[f] = dst.Fields[f] || ok
+		}
+	}
+}
+
+// markExpr marks what e reads: a column whole, or the ROW field that a
+// field access of a column picks (the whole field, at any depth below).
+func markExpr(in []ColumnUse, e planner.Expr) {
+	switch x := e.(type) {
+	case *planner.ColRef:
+		if x.Index < len(in) {
+			in[x.Index] = ColumnUse{Used: true}
+		}
+	case *planner.Call:
+		if x.Fn == "field" && len(x.Args) == 2 {
+			col, okc := x.Args[0].(*planner.ColRef)
+			lit, okl := x.Args[1].(*planner.Literal)
+			if k, oki := literalInt(lit); okc && okl && oki && col.Index < len(in) {
+				f := make([]bool, k+1)
+				f[k] = true
+				mergeUse(&in[col.Index], ColumnUse{Used: true, Fields: f})
+				return
+			}
+		}
+		for _, a := range x.Args {
+			markExpr(in, a)
+		}
+	}
+}
+
+func literalInt(l *planner.Literal) (int, bool) {
+	if l == nil {
+		return 0, false
+	}
+	switch v := l.Value.(type) {
+	case int32:
+		return int(v), v >= 0
+	case int64:
+		return int(v), v >= 0
+	case int:
+		return v, v >= 0
+	}
+	return 0, false
+}
