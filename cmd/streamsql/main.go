@@ -107,7 +107,8 @@ func (f *sessionFlags) newSession(stdout, log io.Writer) (*session.Session, erro
 const rootLong = `streamsql runs continuous SQL queries over streams, with Flink's SQL dialect:
 tables backed by connectors (datagen, filesystem, socket, nexmark, print,
 blackhole), filters and projections, GROUP BY aggregations and DISTINCT, event
-time (WATERMARK FOR) and windows (TUMBLE, HOP, CUMULATE, SESSION), the SPLIT
+time (WATERMARK FOR), PROCTIME() and windows (TUMBLE, HOP, CUMULATE, SESSION,
+window TopN and deduplication), partitioned filesystem tables, the SPLIT
 table function, and INSERT jobs with checkpoints and savepoints. Joins, ORDER
 BY and UNION are not supported yet (docs/sql.md lists what is not).
 
