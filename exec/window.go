@@ -75,14 +75,7 @@ type windowAgg struct {
 	timers   *state.Timers
 	sessions map[string][]int32 // session: live slots per group key
 
-	wm        int64
-	wmReal    int64 // the last watermark before MaxWatermark (what a snapshot stores)
-	forwarded int64
-	// restored is the watermark restored per key group of the subtask
-	// (index kg - KeyGroups.Start); nil once the live watermark passed all.
-	restored    []int64
-	restoredMax int64
-	staleWM     []int // old subtasks' watermark entries to delete
+	kgWatermark
 	// proc: a processing-time window (windowproc.go): every row of a batch
 	// has the time procNow, whatever its time column holds.
 	proc    bool
@@ -124,7 +117,7 @@ func init() {
 func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
 	w := &windowAgg{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), win: s.Window, slice: s.Window.Slice(),
 		maxP: max(ctx.KeyGroups.MaxParallelism, 1), session: s.Window.Kind == planner.Session,
-		wm: NoWatermark, wmReal: NoWatermark, forwarded: NoWatermark, restoredMax: NoWatermark}
+		kgWatermark: newKGWatermark()}
 	for i := range s.Keys {
 		ks, err := newKeyStore(s.Out[i].Type)
 		if err != nil {
@@ -207,12 +200,7 @@ func (w *windowAgg) lastEnd(se int64) int64 {
 }
 
 // wmFor is the watermark that judges rows of key group kg.
-func (w *windowAgg) wmFor(kg int) int64 {
-	if w.restored != nil {
-		return max(w.wm, w.restored[kg-w.ctx.KeyGroups.Start])
-	}
-	return w.wm
-}
+func (w *windowAgg) wmFor(kg int) int64 { return w.kgWatermark.wmFor(kg, w.ctx.KeyGroups.Start) }
 
 func (w *windowAgg) putKeys(g int32, rec arrow.Record, row int) {
 	for i, k := range w.spec.Keys {
@@ -477,15 +465,7 @@ func (w *windowAgg) ProcessWatermark(wm int64, out Collector) error {
 // fireUpTo emits the windows whose timers are <= wm (the window time
 // advanced to wm) without forwarding wm.
 func (w *windowAgg) fireUpTo(wm int64, out Collector) error {
-	if wm > w.wm {
-		w.wm = wm
-	}
-	if wm != MaxWatermark && wm > w.wmReal {
-		w.wmReal = wm
-	}
-	if w.restored != nil && w.wmReal >= w.restoredMax {
-		w.restored = nil
-	}
+	w.advance(wm)
 	w.reprs, w.starts, w.ends, w.times, w.toFree = w.reprs[:0], w.starts[:0], w.ends[:0], w.times[:0], w.toFree[:0]
 	err := w.timers.Advance(w.wm, func(kg int, ts int64, key []byte) error {
 		if w.session {
@@ -651,10 +631,6 @@ func (c windowCodec) AppendValue(dst []byte, g int32) []byte {
 	return dst
 }
 
-func (w *windowAgg) wmKey(subtask int) []byte {
-	return checkpoint.SubtaskKey(w.spec.ID+"/watermark", subtask)
-}
-
 func (w *windowAgg) Snapshot(id int64, sw checkpoint.StateWriter) error {
 	if err := w.tbl.Snapshot(id, sw); err != nil {
 		return err
@@ -662,29 +638,7 @@ func (w *windowAgg) Snapshot(id int64, sw checkpoint.StateWriter) error {
 	if err := w.timers.Snapshot(id, sw); err != nil {
 		return err
 	}
-	kgs := w.ctx.KeyGroups
-	v := binary.AppendUvarint(nil, uint64(kgs.Start))
-	v = binary.AppendUvarint(v, uint64(kgs.End))
-	// The end of input or a drain (MaxWatermark) is not stored: a job
-	// restored from a drained savepoint judges later rows by the watermark
-	// before the drain (as Flink, which restarts watermarks from scratch,
-	// it fires the windows the drain fired again for later rows).
-	for kg := kgs.Start; kg < kgs.End; kg++ {
-		x := w.wmReal
-		if w.restored != nil {
-			x = max(x, w.restored[kg-kgs.Start])
-		}
-		v = binary.AppendVarint(v, x)
-	}
-	if err := sw.Put(w.wmKey(w.ctx.Subtask), v); err != nil {
-		return err
-	}
-	for _, j := range w.staleWM {
-		if err := sw.Delete(w.wmKey(j)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return w.kgWatermark.snapshot(w.spec.ID, w.ctx, sw)
 }
 
 func (w *windowAgg) NotifyComplete(id int64) error {
@@ -746,47 +700,5 @@ func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 	if err := w.timers.Restore(r, kgs.Start, kgs.End); err != nil {
 		return err
 	}
-	k0 := w.wmKey(0)
-	prefix := k0[:len(k0)-4]
-	restored := make([]int64, kgs.End-kgs.Start)
-	for i := range restored {
-		restored[i] = NoWatermark
-	}
-	err = r.Scan(prefix, func(k, v []byte) error {
-		if len(k) != len(k0) {
-			return nil
-		}
-		if i := int(binary.BigEndian.Uint32(k[len(prefix):])); i >= w.ctx.Parallelism {
-			w.staleWM = append(w.staleWM, i)
-		}
-		s, n := binary.Uvarint(v)
-		if n <= 0 {
-			return errCorrupt
-		}
-		v = v[n:]
-		e, n := binary.Uvarint(v)
-		if n <= 0 {
-			return errCorrupt
-		}
-		v = v[n:]
-		for kg := int(s); kg < int(e); kg++ {
-			x, n, err := readVarint(v)
-			if err != nil {
-				return err
-			}
-			v = v[n:]
-			if kg >= kgs.Start && kg < kgs.End {
-				restored[kg-kgs.Start] = x
-				w.restoredMax = max(w.restoredMax, x)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if w.restoredMax > w.wm {
-		w.restored = restored
-	}
-	return nil
+	return w.kgWatermark.restore(w.spec.ID, w.ctx, r)
 }

@@ -67,12 +67,7 @@ type windowRank struct {
 	freeRows []int32
 	nRows    int32
 
-	wm          int64
-	wmReal      int64
-	forwarded   int64
-	restored    []int64
-	restoredMax int64
-	staleWM     []int
+	kgWatermark
 
 	// scratch
 	slotCols []int
@@ -97,7 +92,7 @@ func newWindowRank(s *planner.WindowRankOp, ctx *OpContext) (*windowRank, error)
 		nIn--
 	}
 	w := &windowRank{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), nIn: nIn,
-		wm: NoWatermark, wmReal: NoWatermark, forwarded: NoWatermark, restoredMax: NoWatermark}
+		kgWatermark: newKGWatermark()}
 	for i := 0; i < nIn; i++ {
 		ks, err := newKeyStore(s.Out[i].Type)
 		if err != nil {
@@ -128,12 +123,7 @@ func (w *windowRank) Close() error {
 	return nil
 }
 
-func (w *windowRank) wmFor(kg int) int64 {
-	if w.restored != nil {
-		return max(w.wm, w.restored[kg-w.ctx.KeyGroups.Start])
-	}
-	return w.wm
-}
+func (w *windowRank) wmFor(kg int) int64 { return w.kgWatermark.wmFor(kg, w.ctx.KeyGroups.Start) }
 
 // newRow stores row i of rec under a fresh row id with sort key sk.
 func (w *windowRank) newRow(rec arrow.Record, i int, sk []byte) int32 {
@@ -383,15 +373,7 @@ func (w *windowRank) denseRankAt(buf []int32, p int) int64 {
 }
 
 func (w *windowRank) ProcessWatermark(wm int64, out Collector) error {
-	if wm > w.wm {
-		w.wm = wm
-	}
-	if wm != MaxWatermark && wm > w.wmReal {
-		w.wmReal = wm
-	}
-	if w.restored != nil && w.wmReal >= w.restoredMax {
-		w.restored = nil
-	}
+	w.advance(wm)
 	w.outRows, w.outRanks, w.toFree = w.outRows[:0], w.outRanks[:0], w.toFree[:0]
 	err := w.timers.Advance(w.wm, func(kg int, ts int64, key []byte) error {
 		g, ok := w.tbl.LookupBytes(key)
@@ -715,10 +697,6 @@ func (c rankCodec) AppendValue(dst []byte, g int32) []byte {
 	return dst
 }
 
-func (w *windowRank) wmKey(subtask int) []byte {
-	return checkpoint.SubtaskKey(w.spec.ID+"/watermark", subtask)
-}
-
 func (w *windowRank) Snapshot(id int64, sw checkpoint.StateWriter) error {
 	if err := w.tbl.Snapshot(id, sw); err != nil {
 		return err
@@ -726,25 +704,7 @@ func (w *windowRank) Snapshot(id int64, sw checkpoint.StateWriter) error {
 	if err := w.timers.Snapshot(id, sw); err != nil {
 		return err
 	}
-	kgs := w.ctx.KeyGroups
-	v := binary.AppendUvarint(nil, uint64(kgs.Start))
-	v = binary.AppendUvarint(v, uint64(kgs.End))
-	for kg := kgs.Start; kg < kgs.End; kg++ {
-		x := w.wmReal
-		if w.restored != nil {
-			x = max(x, w.restored[kg-kgs.Start])
-		}
-		v = binary.AppendVarint(v, x)
-	}
-	if err := sw.Put(w.wmKey(w.ctx.Subtask), v); err != nil {
-		return err
-	}
-	for _, j := range w.staleWM {
-		if err := sw.Delete(w.wmKey(j)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return w.kgWatermark.snapshot(w.spec.ID, w.ctx, sw)
 }
 
 func (w *windowRank) NotifyComplete(id int64) error {
@@ -806,47 +766,5 @@ func (w *windowRank) Restore(r checkpoint.StateReader) error {
 	if err := w.timers.Restore(r, kgs.Start, kgs.End); err != nil {
 		return err
 	}
-	k0 := w.wmKey(0)
-	prefix := k0[:len(k0)-4]
-	restored := make([]int64, kgs.End-kgs.Start)
-	for i := range restored {
-		restored[i] = NoWatermark
-	}
-	err = r.Scan(prefix, func(k, v []byte) error {
-		if len(k) != len(k0) {
-			return nil
-		}
-		if i := int(binary.BigEndian.Uint32(k[len(prefix):])); i >= w.ctx.Parallelism {
-			w.staleWM = append(w.staleWM, i)
-		}
-		s, n := binary.Uvarint(v)
-		if n <= 0 {
-			return errCorrupt
-		}
-		v = v[n:]
-		e, n := binary.Uvarint(v)
-		if n <= 0 {
-			return errCorrupt
-		}
-		v = v[n:]
-		for kg := int(s); kg < int(e); kg++ {
-			x, n, err := readVarint(v)
-			if err != nil {
-				return err
-			}
-			v = v[n:]
-			if kg >= kgs.Start && kg < kgs.End {
-				restored[kg-kgs.Start] = x
-				w.restoredMax = max(w.restoredMax, x)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if w.restoredMax > w.wm {
-		w.restored = restored
-	}
-	return nil
+	return w.kgWatermark.restore(w.spec.ID, w.ctx, r)
 }
