@@ -1,7 +1,6 @@
 package nexmark
 
 import (
-	"context"
 	"database/sql"
 	"database/sql/driver"
 	"encoding/csv"
@@ -20,10 +19,6 @@ import (
 	"time"
 
 	"modernc.org/sqlite"
-
-	"github.com/streamsql/streamsql/exec"
-	"github.com/streamsql/streamsql/parser"
-	"github.com/streamsql/streamsql/session"
 )
 
 // Golden tests of the Nexmark queries: each runs as the benchmark writes
@@ -131,37 +126,7 @@ var oracles = map[string]string{
 // checkpoint crashAfter, restored by one restart (asserted).
 func runScript(t *testing.T, script string, crashAfter int64) {
 	t.Helper()
-	s := session.New(session.Config{})
-	defer s.Close()
-	if crashAfter > 0 {
-		script = fmt.Sprintf(`SET 'execution.checkpointing.interval' = '1 h';
-SET 'state.checkpoints.dir' = '%s';
-SET 'restart-strategy.type' = 'fixed-delay';
-SET 'restart-strategy.fixed-delay.attempts' = '1';
-SET 'restart-strategy.fixed-delay.delay' = '0 ms';
-`, t.TempDir()) + script
-		s.CheckpointTestHook = func(c *exec.CheckpointConfig) { c.TriggerEveryBatch, c.FailAfter = true, crashAfter }
-		defer func() {
-			for _, j := range s.Jobs() {
-				if j.Attempts != 2 || len(j.Failures) != 1 || !strings.Contains(j.Failures[0], "injected crash") {
-					t.Errorf("job %s: %d attempts, failures %q: the crash after checkpoint %d did not happen once", j.Name, j.Attempts, j.Failures, crashAfter)
-				}
-			}
-		}()
-	}
-	stmts, err := parser.ParseScript(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	for _, st := range stmts {
-		if _, err := s.Execute(ctx, st); err != nil {
-			t.Fatalf("%s: %v", st.SQL(), err)
-		}
-	}
-	if err := s.WaitJobs(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runScriptClock(t, script, nil, crashAfter)
 }
 
 var blackhole = regexp.MustCompile(`'connector'\s*=\s*'blackhole'`)

@@ -72,12 +72,15 @@ func (c *steppingClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool
 
 var _ exec.TimerClock = (*steppingClock)(nil)
 
-// runScriptClock is runScript with the session's jobs on clock.
+// runScriptClock is runScript with the session's jobs on clock (nil: the
+// wall clock).
 func runScriptClock(t *testing.T, script string, clock exec.Clock, crashAfter int64) {
 	t.Helper()
 	s := session.New(session.Config{})
 	defer s.Close()
-	s.Clock = clock
+	if clock != nil {
+		s.Clock = clock
+	}
 	if crashAfter > 0 {
 		script = fmt.Sprintf(`SET 'execution.checkpointing.interval' = '1 h';
 SET 'state.checkpoints.dir' = '%s';
