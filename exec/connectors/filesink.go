@@ -435,24 +435,12 @@ func newFileSink(t *catalog.Table, sc *exec.SinkContext) (*FileSink, error) {
 	if v, ok := t.Option("sink.rolling-policy.file-size"); ok {
 		s.fileSize, _ = catalog.ParseMemorySize(v)
 	}
-	switch strings.ToLower(t.OptionOr("format", "")) {
-	case "csv":
-		if sc.Updating {
-			return nil, fmt.Errorf("filesystem sink with 'format' = 'csv' cannot write updating input (-U/+U/-D); use 'format' = 'json'")
-		}
-		o, err := format.CSVOptionsFromTable(t)
-		if err != nil {
-			return nil, err
-		}
-		s.csv = format.NewCSVEncoder(o)
-	case "json":
-		o, err := format.JSONOptionsFromTable(t)
-		if err != nil {
-			return nil, err
-		}
-		s.json = format.NewJSONEncoder(sc.Schema.Names(), o)
-	default:
-		return nil, fmt.Errorf("filesystem sink: unsupported format '%s'", t.OptionOr("format", ""))
+	if sc.Updating && strings.EqualFold(t.OptionOr("format", ""), "csv") {
+		return nil, fmt.Errorf("filesystem sink with 'format' = 'csv' cannot write updating input (-U/+U/-D); use 'format' = 'json'")
+	}
+	var err error
+	if s.csv, s.json, err = sinkEncoder(t, sc.Schema.Names()); err != nil {
+		return nil, err
 	}
 	parts, err := NewPartFiles(fsPath(t), PartID(t), sc.Subtask)
 	if err != nil {
@@ -702,4 +690,24 @@ func (s *FileSink) Close() error {
 	}
 	s.parts.Discard()
 	return nil
+}
+
+// sinkEncoder returns the encoder of the table's 'format' for columns
+// names: a CSV or a JSON one.
+func sinkEncoder(t *catalog.Table, names []string) (*format.CSVEncoder, *format.JSONEncoder, error) {
+	switch strings.ToLower(t.OptionOr("format", "")) {
+	case "csv":
+		o, err := format.CSVOptionsFromTable(t)
+		if err != nil {
+			return nil, nil, err
+		}
+		return format.NewCSVEncoder(o), nil, nil
+	case "json":
+		o, err := format.JSONOptionsFromTable(t)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, format.NewJSONEncoder(names, o), nil
+	}
+	return nil, nil, fmt.Errorf("filesystem sink: unsupported format '%s'", t.OptionOr("format", ""))
 }

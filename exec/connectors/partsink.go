@@ -148,21 +148,8 @@ func newPartitionedSink(t *catalog.Table, sc *exec.SinkContext) (*PartitionedSin
 		s.keyCols = append(s.keyCols, i)
 		s.keyNames = append(s.keyNames, sc.Schema[i].Name)
 	}
-	switch strings.ToLower(t.OptionOr("format", "")) {
-	case "csv":
-		o, err := format.CSVOptionsFromTable(t)
-		if err != nil {
-			return nil, err
-		}
-		s.csv = format.NewCSVEncoder(o)
-	case "json":
-		o, err := format.JSONOptionsFromTable(t)
-		if err != nil {
-			return nil, err
-		}
-		s.json = format.NewJSONEncoder(names, o)
-	default:
-		return nil, fmt.Errorf("filesystem sink: unsupported format '%s'", t.OptionOr("format", ""))
+	if s.csv, s.json, err = sinkEncoder(t, names); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(s.root, 0o755); err != nil {
 		return nil, fmt.Errorf("filesystem sink: %w", err)
