@@ -76,6 +76,11 @@ type windowAgg struct {
 	sessions map[string][]int32 // session: live slots per group key
 
 	kgWatermark
+	// off is the window offset: the operator works in window time, the
+	// event (or processing) time minus off, where windows start at
+	// multiples of the slide; rows, watermarks and timers are in window
+	// time, emitted bounds are shifted back (shift).
+	off int64
 	// proc: a processing-time window (windowproc.go): every row of a batch
 	// has the time procNow, whatever its time column holds.
 	proc    bool
@@ -115,7 +120,7 @@ func init() {
 }
 
 func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
-	w := &windowAgg{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), win: s.Window, slice: s.Window.Slice(),
+	w := &windowAgg{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), win: s.Window, slice: s.Window.Slice(), off: s.Window.Offset,
 		maxP: max(ctx.KeyGroups.MaxParallelism, 1), session: s.Window.Kind == planner.Session,
 		kgWatermark: newKGWatermark()}
 	for i := range s.Keys {
@@ -199,6 +204,15 @@ func (w *windowAgg) lastEnd(se int64) int64 {
 	return se
 }
 
+// shift turns an event-time (or processing-time) watermark into window
+// time (the bounds NoWatermark and MaxWatermark stay).
+func (w *windowAgg) shift(wm int64) int64 {
+	if wm == NoWatermark || wm == MaxWatermark {
+		return wm
+	}
+	return wm - w.off
+}
+
 // wmFor is the watermark that judges rows of key group kg.
 func (w *windowAgg) wmFor(kg int) int64 { return w.kgWatermark.wmFor(kg, w.ctx.KeyGroups.Start) }
 
@@ -278,9 +292,9 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 		if nulls && tcol.IsNull(i) {
 			continue
 		}
-		t := int64(ts[i])
+		t := int64(ts[i]) - w.off
 		if w.proc {
-			t = w.procNow
+			t = w.procNow - w.off
 		}
 		kg := int(w.hashes[i] % uint64(w.maxP))
 		wm := w.wmFor(kg)
@@ -465,7 +479,7 @@ func (w *windowAgg) ProcessWatermark(wm int64, out Collector) error {
 // fireUpTo emits the windows whose timers are <= wm (the window time
 // advanced to wm) without forwarding wm.
 func (w *windowAgg) fireUpTo(wm int64, out Collector) error {
-	w.advance(wm)
+	w.advance(w.shift(wm))
 	w.reprs, w.starts, w.ends, w.times, w.toFree = w.reprs[:0], w.starts[:0], w.ends[:0], w.times[:0], w.toFree[:0]
 	err := w.timers.Advance(w.wm, func(kg int, ts int64, key []byte) error {
 		if w.session {
@@ -497,9 +511,9 @@ func (w *windowAgg) fireUpTo(wm int64, out Collector) error {
 func (w *windowAgg) addOutput(repr int32, start, end int64) int32 {
 	j := int32(len(w.reprs))
 	w.reprs = append(w.reprs, repr)
-	w.starts = append(w.starts, arrow.Timestamp(start))
-	w.ends = append(w.ends, arrow.Timestamp(end))
-	w.times = append(w.times, arrow.Timestamp(end-1))
+	w.starts = append(w.starts, arrow.Timestamp(start+w.off))
+	w.ends = append(w.ends, arrow.Timestamp(end+w.off))
+	w.times = append(w.times, arrow.Timestamp(end+w.off-1))
 	for _, f := range w.fire {
 		f.grow(int(j) + 1)
 		f.reset(j)

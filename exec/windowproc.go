@@ -56,7 +56,7 @@ func (p *procWindowAgg) wake() {
 	if !ok || ts == MaxWatermark {
 		return
 	}
-	if end := ts + 1; p.asked == 0 || end < p.asked {
+	if end := ts + 1 + p.off; p.asked == 0 || end < p.asked {
 		p.asked = end
 		p.ctx.WakeAt(time.UnixMilli(end))
 	}
@@ -64,8 +64,8 @@ func (p *procWindowAgg) wake() {
 
 func (p *procWindowAgg) ProcessBatch(input int, b Batch, out Collector) error {
 	now := p.now()
-	if p.wm != MaxWatermark && now <= p.wm {
-		now = p.wm + 1 // the clock went back (another clock after a restore)
+	if p.wm != MaxWatermark && p.shift(now) <= p.wm {
+		now = p.wm + p.off + 1 // the clock went back (another clock after a restore)
 	}
 	p.procNow = now
 	if err := p.windowAgg.ProcessBatch(input, b, out); err != nil {

@@ -51,20 +51,20 @@ func (o *windowTVF) ProcessBatch(_ int, b Batch, out Collector) error {
 		if nulls && tcol.IsNull(i) {
 			continue
 		}
-		t := int64(v)
+		t := int64(v) - w.Offset // windows start at multiples of the slide plus the offset
 		switch w.Kind {
 		case planner.Tumble:
 			s := floorDiv(t, w.Size) * w.Size
-			o.add(i, s, s+w.Size)
+			o.add(i, s+w.Offset, s+w.Size+w.Offset)
 		case planner.Hop:
 			// windows [s, s+size) with s a multiple of slide, s <= t < s+size
 			for s := floorDiv(t, w.Slide) * w.Slide; s > t-w.Size; s -= w.Slide {
-				o.add(i, s, s+w.Size)
+				o.add(i, s+w.Offset, s+w.Size+w.Offset)
 			}
 		case planner.Cumulate:
 			s := floorDiv(t, w.Size) * w.Size
 			for e := floorDiv(t, w.Slide)*w.Slide + w.Slide; e <= s+w.Size; e += w.Slide {
-				o.add(i, s, e)
+				o.add(i, s+w.Offset, e+w.Offset)
 			}
 		}
 	}

@@ -48,6 +48,10 @@ type WindowSpec struct {
 	Size  int64
 	Slide int64
 	Gap   int64
+	// Offset shifts the windows (TUMBLE, HOP, CUMULATE): window starts are
+	// Offset plus a multiple of the slide (Flink's OFFSET argument, ms,
+	// positive or negative).
+	Offset int64
 }
 
 // Slice is the size of the panes rows are accumulated in: windows are
@@ -71,15 +75,19 @@ func gcd(a, b int64) int64 {
 }
 
 func (w WindowSpec) String() string {
+	off := ""
+	if w.Offset != 0 {
+		off = fmt.Sprintf(", offset=[%s]", fmtMillis(w.Offset))
+	}
 	switch w.Kind {
 	case Hop:
-		return fmt.Sprintf("HOP(slide=[%s], size=[%s])", fmtMillis(w.Slide), fmtMillis(w.Size))
+		return fmt.Sprintf("HOP(slide=[%s], size=[%s]%s)", fmtMillis(w.Slide), fmtMillis(w.Size), off)
 	case Cumulate:
-		return fmt.Sprintf("CUMULATE(max_size=[%s], step=[%s])", fmtMillis(w.Size), fmtMillis(w.Slide))
+		return fmt.Sprintf("CUMULATE(max_size=[%s], step=[%s]%s)", fmtMillis(w.Size), fmtMillis(w.Slide), off)
 	case Session:
 		return fmt.Sprintf("SESSION(gap=[%s])", fmtMillis(w.Gap))
 	}
-	return fmt.Sprintf("TUMBLE(size=[%s])", fmtMillis(w.Size))
+	return fmt.Sprintf("TUMBLE(size=[%s]%s)", fmtMillis(w.Size), off)
 }
 
 func fmtMillis(ms int64) string {
@@ -371,9 +379,6 @@ func (p *Planner) buildWindowTVF(tf *parser.TableFunc, ctx *parser.QueryContext)
 		}
 		args[key] = a
 	}
-	if _, ok := args["OFFSET"]; ok {
-		return nil, errf("the OFFSET argument of %s is not supported yet", name)
-	}
 	for _, need := range params {
 		if _, ok := args[need]; !ok && need != "OFFSET" {
 			return nil, errf("%s needs the argument %s: %s(TABLE t, DESCRIPTOR(ts), ...)", name, need, name)
@@ -436,6 +441,13 @@ func (p *Planner) buildWindowTVF(tf *parser.TableFunc, ctx *parser.QueryContext)
 		if spec.Gap, err = iv("GAP"); err != nil {
 			return nil, err
 		}
+	}
+	if a, ok := args["OFFSET"]; ok {
+		v, ok := parser.IntervalOf(unparen(a))
+		if !ok || v.YearMonth {
+			return nil, errf("the offset of %s must be a day-time INTERVAL, e.g. INTERVAL '1' MINUTE (or negative: INTERVAL '-1' MINUTE)", name)
+		}
+		spec.Offset = v.Millis
 	}
 	wr := &windowRel{spec: spec, timeCol: timeCol, pos: tf.Pos}
 	for _, k := range tf.PartitionBy {

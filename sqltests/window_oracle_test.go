@@ -74,6 +74,9 @@ func TestWindowOracleSQLite(t *testing.T) {
 	tsStr := func(e string) string {
 		return fmt.Sprintf("strftime('%%Y-%%m-%%d %%H:%%M:%%f', (%s + %d) / 1000.0, 'unixepoch')", e, base)
 	}
+	fl := func(x string, size int) string { // floor(x / size) * size for x > -1e9
+		return fmt.Sprintf("((%s) + %d) / %d * %d - %d", x, 1_000_000*size, size, size, 1_000_000*size)
+	}
 	queries := []oracleQuery{
 		{name: "tumble",
 			stream: "SELECT k, window_start, window_end, COUNT(*) AS n, SUM(v) AS s, MAX(v) AS hi FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '2' SECONDS)) GROUP BY window_start, window_end, k",
@@ -86,6 +89,20 @@ func TestWindowOracleSQLite(t *testing.T) {
 		{name: "cumulate",
 			stream: "SELECT k, window_start, window_end, COUNT(*) AS n, SUM(v) AS s FROM TABLE(CUMULATE(TABLE ev, DESCRIPTOR(ts), INTERVAL '1' SECONDS, INTERVAL '4' SECONDS)) GROUP BY window_start, window_end, k",
 			sqlite: "SELECT k, " + tsStr("p") + ", " + tsStr("e") + ", COUNT(*), SUM(v) FROM (SELECT k, v, wm, ts, (ts / 4000) * 4000 AS p, (ts / 4000) * 4000 + (n + 1) * 1000 AS e FROM ev, offs WHERE n < 4) WHERE e > ts AND e - 1 > wm GROUP BY k, p, e",
+			kinds:  "issii"},
+		// OFFSET: window starts at a multiple of the slide plus the offset
+		// (SQLite's / truncates: fl floors)
+		{name: "tumble-offset",
+			stream: "SELECT k, window_start, window_end, COUNT(*) AS n, SUM(v) AS s FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '2' SECONDS, INTERVAL '0.7' SECOND)) GROUP BY window_start, window_end, k",
+			sqlite: "SELECT k, " + tsStr("ws") + ", " + tsStr("ws + 2000") + ", COUNT(*), SUM(v) FROM (SELECT k, v, wm, " + fl("ts - 700", 2000) + " + 700 AS ws FROM ev) WHERE ws + 2000 - 1 > wm GROUP BY k, ws",
+			kinds:  "issii"},
+		{name: "hop-negative-offset",
+			stream: "SELECT k, window_start, window_end, COUNT(*) AS n, MAX(v) AS hi FROM TABLE(HOP(DATA => TABLE ev, TIMECOL => DESCRIPTOR(ts), SLIDE => INTERVAL '1' SECONDS, SIZE => INTERVAL '3' SECONDS, OFFSET => INTERVAL '-0.3' SECOND)) GROUP BY window_start, window_end, k",
+			sqlite: "SELECT k, " + tsStr("ws") + ", " + tsStr("ws + 3000") + ", COUNT(*), MAX(v) FROM (SELECT k, v, wm, " + fl("ts + 300", 1000) + " - 300 - n * 1000 AS ws FROM ev, offs WHERE n < 3) WHERE ws + 3000 - 1 > wm GROUP BY k, ws",
+			kinds:  "issii"},
+		{name: "cumulate-offset",
+			stream: "SELECT k, window_start, window_end, COUNT(*) AS n, SUM(v) AS s FROM TABLE(CUMULATE(TABLE ev, DESCRIPTOR(ts), INTERVAL '1' SECONDS, INTERVAL '4' SECONDS, INTERVAL '1.5' SECOND)) GROUP BY window_start, window_end, k",
+			sqlite: "SELECT k, " + tsStr("p") + ", " + tsStr("e") + ", COUNT(*), SUM(v) FROM (SELECT k, v, wm, ts, " + fl("ts - 1500", 4000) + " + 1500 AS p, " + fl("ts - 1500", 4000) + " + 1500 + (n + 1) * 1000 AS e FROM ev, offs WHERE n < 4) WHERE e > ts AND e - 1 > wm GROUP BY k, p, e",
 			kinds:  "issii"},
 		{name: "global-legacy-tumble",
 			stream: "SELECT TUMBLE_START(ts, INTERVAL '5' SECOND) AS ws, COUNT(*) AS n, SUM(v) AS s FROM ev GROUP BY TUMBLE(ts, INTERVAL '5' SECOND)",
