@@ -503,6 +503,10 @@ func (c *coordinator) complete(p *pendingCkpt) error {
 		return fail(fmt.Errorf("checkpoint %d: committing state: %w", id, err))
 	}
 	syncDur := time.Since(start)
+	for _, b := range p.bufs {
+		checkpoint.Recycle(b) // in the store now; the subtasks gave them up with their acks
+	}
+	p.bufs = nil
 	if err := c.fault(StepCommitted, id); err != nil {
 		return fail(err)
 	}

@@ -661,7 +661,7 @@ func (st *subtask) barrier(b Barrier) error { return st.takeSnapshot(b, false) }
 // takeSnapshot is barrier; unaligned keeps the snapshot open for the
 // channel state, acknowledged by onUnalignedDone.
 func (st *subtask) takeSnapshot(b Barrier, unaligned bool) error {
-	buf := checkpoint.NewBuffer()
+	buf := checkpoint.GetBuffer() // recycled by the coordinator once committed
 	if unaligned {
 		st.upend = &unalignedSnap{id: b.ID, buf: buf} // snapshot keeps the channel-state key
 	}
