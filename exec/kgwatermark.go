@@ -4,7 +4,42 @@ import (
 	"encoding/binary"
 
 	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/exec/state"
 )
+
+// windowState is the keyed state every event-time window operator has:
+// slots (a state.Table), event-time timers and the per-key-group watermark.
+// Embedded, it gives the operator its Snapshot, NotifyComplete and
+// NotifyAborted.
+type windowState struct {
+	tbl    *state.Table
+	timers *state.Timers
+	kgWatermark
+	opID  string
+	opCtx *OpContext
+}
+
+func (s *windowState) Snapshot(id int64, sw checkpoint.StateWriter) error {
+	if err := s.tbl.Snapshot(id, sw); err != nil {
+		return err
+	}
+	if err := s.timers.Snapshot(id, sw); err != nil {
+		return err
+	}
+	return s.kgWatermark.snapshot(s.opID, s.opCtx, sw)
+}
+
+func (s *windowState) NotifyComplete(id int64) error {
+	s.tbl.Complete(id)
+	s.timers.Complete(id)
+	return nil
+}
+
+func (s *windowState) NotifyAborted(id int64) error {
+	s.tbl.Abort(id)
+	s.timers.Abort(id)
+	return nil
+}
 
 // kgWatermark is the event-time watermark of a keyed window operator
 // (window aggregation, window rank), kept per key group across restores:

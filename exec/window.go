@@ -65,17 +65,15 @@ type windowAgg struct {
 	maxP    int
 	session bool
 
-	tbl      *state.Table
 	keys     []keyStore
 	rowCount []int64
 	aux      []int64 // slice end (aligned) or session end, by slot
 	sstart   []int64 // session start, by slot
 	accs     []accumulator
-	fire     []accumulator // merged windows being emitted, by output row
-	timers   *state.Timers
+	fire     []accumulator      // merged windows being emitted, by output row
 	sessions map[string][]int32 // session: live slots per group key
 
-	kgWatermark
+	windowState
 	// off is the window offset: the operator works in window time, the
 	// event (or processing) time minus off, where windows start at
 	// multiples of the slide; rows, watermarks and timers are in window
@@ -122,7 +120,7 @@ func init() {
 func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
 	w := &windowAgg{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), win: s.Window, slice: s.Window.Slice(), off: s.Window.Offset,
 		maxP: max(ctx.KeyGroups.MaxParallelism, 1), session: s.Window.Kind == planner.Session,
-		kgWatermark: newKGWatermark()}
+		windowState: windowState{kgWatermark: newKGWatermark(), opID: s.ID, opCtx: ctx}}
 	for i := range s.Keys {
 		ks, err := newKeyStore(s.Out[i].Type)
 		if err != nil {
@@ -643,28 +641,6 @@ func (c windowCodec) AppendValue(dst []byte, g int32) []byte {
 		dst = acc.encode(dst, g)
 	}
 	return dst
-}
-
-func (w *windowAgg) Snapshot(id int64, sw checkpoint.StateWriter) error {
-	if err := w.tbl.Snapshot(id, sw); err != nil {
-		return err
-	}
-	if err := w.timers.Snapshot(id, sw); err != nil {
-		return err
-	}
-	return w.kgWatermark.snapshot(w.spec.ID, w.ctx, sw)
-}
-
-func (w *windowAgg) NotifyComplete(id int64) error {
-	w.tbl.Complete(id)
-	w.timers.Complete(id)
-	return nil
-}
-
-func (w *windowAgg) NotifyAborted(id int64) error {
-	w.tbl.Abort(id)
-	w.timers.Abort(id)
-	return nil
 }
 
 func (w *windowAgg) Restore(r checkpoint.StateReader) error {

@@ -57,17 +57,15 @@ type windowRank struct {
 	maxP   int
 	nIn    int // input columns
 
-	tbl    *state.Table
 	bufs   [][]int32 // by slot: row ids in rank order
 	winEnd []int64   // by slot
-	timers *state.Timers
 
 	cols     []keyStore // by input column: values by row id
 	sortKeys [][]byte   // by row id
 	freeRows []int32
 	nRows    int32
 
-	kgWatermark
+	windowState
 
 	// scratch
 	slotCols []int
@@ -92,7 +90,7 @@ func newWindowRank(s *planner.WindowRankOp, ctx *OpContext) (*windowRank, error)
 		nIn--
 	}
 	w := &windowRank{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), nIn: nIn,
-		kgWatermark: newKGWatermark()}
+		windowState: windowState{kgWatermark: newKGWatermark(), opID: s.ID, opCtx: ctx}}
 	for i := 0; i < nIn; i++ {
 		ks, err := newKeyStore(s.Out[i].Type)
 		if err != nil {
@@ -695,28 +693,6 @@ func (c rankCodec) AppendValue(dst []byte, g int32) []byte {
 		}
 	}
 	return dst
-}
-
-func (w *windowRank) Snapshot(id int64, sw checkpoint.StateWriter) error {
-	if err := w.tbl.Snapshot(id, sw); err != nil {
-		return err
-	}
-	if err := w.timers.Snapshot(id, sw); err != nil {
-		return err
-	}
-	return w.kgWatermark.snapshot(w.spec.ID, w.ctx, sw)
-}
-
-func (w *windowRank) NotifyComplete(id int64) error {
-	w.tbl.Complete(id)
-	w.timers.Complete(id)
-	return nil
-}
-
-func (w *windowRank) NotifyAborted(id int64) error {
-	w.tbl.Abort(id)
-	w.timers.Abort(id)
-	return nil
 }
 
 func (w *windowRank) Restore(r checkpoint.StateReader) error {
