@@ -1,7 +1,5 @@
 package checkpoint
 
-import "sync"
-
 // Buffer collects one subtask's state writes for one checkpoint. It
 // implements StateWriter. Keys and values are copied into one arena, so a
 // Put does not allocate per call once the buffer has grown. Not safe for
@@ -19,25 +17,6 @@ type bufOp struct {
 
 // NewBuffer returns an empty buffer.
 func NewBuffer() *Buffer { return &Buffer{} }
-
-// buffers holds buffers given back with Recycle: a snapshot of the same
-// subtask takes about as much memory every checkpoint, so reusing it saves
-// growing a new one each time.
-var buffers = sync.Pool{New: func() any { return &Buffer{} }}
-
-// GetBuffer returns an empty buffer, reusing one given back with Recycle
-// when there is one.
-func GetBuffer() *Buffer { return buffers.Get().(*Buffer) }
-
-// Recycle empties b and keeps its memory for a later GetBuffer; the caller
-// must not use b again. Very large buffers are dropped.
-func Recycle(b *Buffer) {
-	if b == nil || cap(b.data) > 256<<20 {
-		return
-	}
-	b.Reset()
-	buffers.Put(b)
-}
 
 // Put records key = value (both copied).
 func (b *Buffer) Put(key, value []byte) error {

@@ -163,6 +163,9 @@ type ctlMsg struct {
 	tr     trigger
 	id     int64
 	commit bool
+	// buf (ctlComplete): the subtask's snapshot buffer, committed and
+	// empty, handed back for its next snapshot.
+	buf *checkpoint.Buffer
 }
 
 // mailbox is an unbounded queue with a wake-up signal: senders never
@@ -503,10 +506,6 @@ func (c *coordinator) complete(p *pendingCkpt) error {
 		return fail(fmt.Errorf("checkpoint %d: committing state: %w", id, err))
 	}
 	syncDur := time.Since(start)
-	for _, b := range p.bufs {
-		checkpoint.Recycle(b) // in the store now; the subtasks gave them up with their acks
-	}
-	p.bufs = nil
 	if err := c.fault(StepCommitted, id); err != nil {
 		return fail(err)
 	}
@@ -549,9 +548,13 @@ func (c *coordinator) complete(p *pendingCkpt) error {
 	// An intermediate savepoint has no side effects: sinks commit nothing
 	// (its output is committed by the next checkpoint).
 	commit := !p.tr.savepoint || p.tr.stop
-	for _, m := range c.all {
-		m.put(ctlMsg{kind: ctlComplete, id: id, commit: commit})
+	for slot, m := range c.all {
+		// The store emptied the buffers it committed: each goes back to
+		// its subtask for the next snapshot (it grew to about the size
+		// one needs).
+		m.put(ctlMsg{kind: ctlComplete, id: id, commit: commit, buf: p.bufs[slot]})
 	}
+	p.bufs = nil
 	if c.cfg.OnComplete != nil {
 		c.cfg.OnComplete(info)
 	}

@@ -251,6 +251,7 @@ type subtask struct {
 	// keys are deleted by every checkpoint, so no stale state survives.
 	takenOver map[string][]int
 	wakeups   *wakeups // nil: no operator with processing-time timers
+	spareBuf  *checkpoint.Buffer
 }
 
 func (st *subtask) checkpointing() bool { return st.coord != nil }
@@ -591,6 +592,9 @@ func (st *subtask) handleCtl() error {
 				return err
 			}
 		case ctlComplete:
+			if c.buf != nil && st.spareBuf == nil {
+				st.spareBuf = c.buf
+			}
 			if err := st.notifyComplete(c.id, c.commit); err != nil {
 				return err
 			}
@@ -661,7 +665,12 @@ func (st *subtask) barrier(b Barrier) error { return st.takeSnapshot(b, false) }
 // takeSnapshot is barrier; unaligned keeps the snapshot open for the
 // channel state, acknowledged by onUnalignedDone.
 func (st *subtask) takeSnapshot(b Barrier, unaligned bool) error {
-	buf := checkpoint.GetBuffer() // recycled by the coordinator once committed
+	buf := st.spareBuf // the last committed snapshot's buffer, handed back
+	st.spareBuf = nil
+	if buf == nil {
+		buf = checkpoint.NewBuffer()
+	}
+	buf.Reset() // the store empties what it commits; a test backend may not
 	if unaligned {
 		st.upend = &unalignedSnap{id: b.ID, buf: buf} // snapshot keeps the channel-state key
 	}
