@@ -28,13 +28,15 @@ type ProcessingTimeOperator interface {
 // the difference the Clock tells.
 type TimerClock interface {
 	Clock
-	// NewTimer returns a channel that receives once d has passed on the
-	// clock, and a function that stops the timer.
-	NewTimer(d time.Duration) (<-chan time.Time, func() bool)
+	// NewTimer returns a channel that receives once the clock reaches at
+	// (at once when it has), and a function that stops the timer. The
+	// deadline is absolute, so a clock that moves between a reading and
+	// the arming cannot push it back.
+	NewTimer(at time.Time) (<-chan time.Time, func() bool)
 }
 
-func (wallClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
-	t := time.NewTimer(d)
+func (wallClock) NewTimer(at time.Time) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(time.Until(at))
 	return t.C, t.Stop
 }
 
@@ -83,11 +85,10 @@ func (w *wakeups) timer() <-chan time.Time {
 	if w.next == 0 {
 		return nil
 	}
-	d := time.Duration(w.next - w.clock.Now().UnixNano())
 	if tc, ok := w.clock.(TimerClock); ok {
-		w.c, w.stop = tc.NewTimer(d)
+		w.c, w.stop = tc.NewTimer(time.Unix(0, w.next))
 	} else {
-		t := time.NewTimer(d)
+		t := time.NewTimer(time.Duration(w.next - w.clock.Now().UnixNano()))
 		w.c, w.stop = t.C, t.Stop
 	}
 	w.armed = w.next

@@ -31,11 +31,11 @@ func (c *manualClock) Now() time.Time {
 	return c.now
 }
 
-func (c *manualClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
+func (c *manualClock) NewTimer(at time.Time) (<-chan time.Time, func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := manualTimer{at: c.now.Add(d), c: make(chan time.Time, 1)}
-	if d <= 0 {
+	t := manualTimer{at: at, c: make(chan time.Time, 1)}
+	if !at.After(c.now) {
 		t.c <- c.now
 		return t.c, func() bool { return false }
 	}

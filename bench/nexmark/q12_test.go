@@ -48,11 +48,11 @@ func (c *steppingClock) Now() time.Time {
 	return c.now
 }
 
-func (c *steppingClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
+func (c *steppingClock) NewTimer(at time.Time) (<-chan time.Time, func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := stepTimer{at: c.now.Add(d), c: make(chan time.Time, 1)}
-	if d <= 0 {
+	t := stepTimer{at: at, c: make(chan time.Time, 1)}
+	if !at.After(c.now) {
 		t.c <- c.now
 		return t.c, func() bool { return false }
 	}
