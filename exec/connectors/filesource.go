@@ -615,8 +615,9 @@ type sourcePartitions struct {
 	defName string        // partition.default-name
 	rb      *array.RecordBuilder
 	dec     *format.CSVDecoder
-	file    string // of line
-	line    []byte // the partition values of file as one CSV record
+	file    string       // of line
+	line    []byte       // the partition values of file as one CSV record
+	vals    arrow.Record // ... decoded (one row); nil until the first batch
 	mem     memory.Allocator
 }
 
@@ -659,38 +660,60 @@ func newSourcePartitions(t *catalog.Table, schema catalog.Schema, mem memory.All
 	return p, data, nil
 }
 
-func (p *sourcePartitions) release() { p.rb.Release() }
+func (p *sourcePartitions) release() {
+	if p.vals != nil {
+		p.vals.Release()
+	}
+	p.rb.Release()
+}
 
 // complete returns data (rows of file) with the partition columns added;
 // it takes over data's reference.
 func (p *sourcePartitions) complete(data arrow.Record, file string) (arrow.Record, error) {
 	defer data.Release()
-	if file != p.file {
-		if err := p.setFile(file); err != nil {
+	if file != p.file || p.vals == nil {
+		if err := p.decodeFile(file); err != nil {
 			return nil, err
 		}
 	}
 	n := int(data.NumRows())
-	for r := 0; r < n; r++ {
-		if _, err := p.dec.Decode(p.line); err != nil {
-			p.rb.NewRecord().Release()
-			return nil, fmt.Errorf("filesystem source: partition directory %s: %v", filepath.Dir(file), err)
-		}
-	}
-	keys := p.rb.NewRecord()
-	defer keys.Release()
 	cols := make([]arrow.Array, 0, p.full.NumFields())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
 	di, pi := 0, 0
 	for i := 0; i < p.full.NumFields(); i++ {
 		if pi < len(p.cols) && p.cols[pi] == i {
-			cols = append(cols, keys.Column(pi))
+			cols = append(cols, expr.Broadcast(p.vals.Column(pi), n, p.mem))
 			pi++
 			continue
 		}
-		cols = append(cols, data.Column(di))
+		c := data.Column(di)
+		c.Retain()
+		cols = append(cols, c)
 		di++
 	}
 	return array.NewRecord(p.full, cols, int64(n)), nil
+}
+
+// decodeFile decodes file's partition values once, into the 1-row p.vals.
+func (p *sourcePartitions) decodeFile(file string) error {
+	if err := p.setFile(file); err != nil {
+		return err
+	}
+	if p.vals != nil {
+		p.vals.Release()
+		p.vals = nil
+	}
+	if _, err := p.dec.Decode(p.line); err != nil {
+		p.rb.NewRecord().Release()
+		p.file = ""
+		return fmt.Errorf("filesystem source: partition directory %s: %v", filepath.Dir(file), err)
+	}
+	p.vals = p.rb.NewRecord()
+	return nil
 }
 
 // setFile builds the CSV record of file's partition values (from the k=v

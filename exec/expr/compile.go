@@ -99,7 +99,7 @@ func (c *colNode) Eval(rec arrow.Record, _ memory.Allocator) (arrow.Array, error
 type constNode struct{ arr arrow.Array }
 
 func (c *constNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
-	return broadcast(c.arr, int(rec.NumRows()), mem), nil
+	return Broadcast(c.arr, int(rec.NumRows()), mem), nil
 }
 
 // constArr returns the 1-row array of a constant evaluator, or nil.

@@ -225,8 +225,9 @@ func gatherFixed[T any](dt arrow.DataType, srcs []arrow.Array, which []uint16, r
 	return makeArray(dt, len(rows), vbuf, buf)
 }
 
-// broadcast repeats the single row of a 1-row array n times.
-func broadcast(a arrow.Array, n int, mem memory.Allocator) arrow.Array {
+// Broadcast repeats the single row of a 1-row array n times (a new array
+// the caller releases).
+func Broadcast(a arrow.Array, n int, mem memory.Allocator) arrow.Array {
 	if a.DataType().ID() == arrow.NULL {
 		return array.NewNull(n)
 	}
