@@ -86,7 +86,7 @@ func (c *partitionCommitter) report(subtask int, wm int64, parts map[string]comm
 			continue
 		}
 		if c.pc.PartitionTime {
-			t, text, ok := c.pc.ExtractTime(c.keys, partitionValues(rel))
+			t, text, ok := c.pc.ExtractTime(c.keys, e.values) // values parsed when the partition was opened or restored
 			if !ok {
 				if len(c.warnings) < 100 {
 					c.warnings = append(c.warnings, fmt.Sprintf("partition %s: '%s' does not match 'partition.time-extractor.timestamp-formatter'", rel, text))
