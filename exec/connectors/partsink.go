@@ -69,13 +69,14 @@ type PartitionedSink struct {
 	reported map[int64]int64
 
 	// per batch, reused
-	keyCols_ []format.Column
-	keyBuf   []byte
-	valBuf   []byte
-	prevKey  []byte
-	rowPart  []*sinkPartition
-	batchPs  []*sinkPartition
-	closed   bool
+	keyFmt  []format.Column
+	cols    []arrow.Array // the data columns of the batch
+	keyBuf  []byte
+	valBuf  []byte
+	prevKey []byte
+	rowPart []*sinkPartition
+	batchPs []*sinkPartition
+	closed  bool
 }
 
 // sinkPartition is one partition directory's writer.
@@ -255,9 +256,9 @@ func (s *PartitionedSink) Write(b exec.Batch) error {
 		return nil
 	}
 	n := b.Rows()
-	s.keyCols_ = s.keyCols_[:0]
+	s.keyFmt = s.keyFmt[:0]
 	for _, c := range s.keyCols {
-		s.keyCols_ = append(s.keyCols_, format.NewColumn(b.Rec.Column(c)))
+		s.keyFmt = append(s.keyFmt, format.NewColumn(b.Rec.Column(c)))
 	}
 	s.rowPart = s.rowPart[:0]
 	s.batchPs = s.batchPs[:0]
@@ -265,13 +266,13 @@ func (s *PartitionedSink) Write(b exec.Batch) error {
 	s.prevKey = s.prevKey[:0]
 	for i := 0; i < n; i++ {
 		s.keyBuf = s.keyBuf[:0]
-		for k := range s.keyCols_ {
+		for k := range s.keyFmt {
 			if k > 0 {
 				s.keyBuf = append(s.keyBuf, '/')
 			}
 			s.keyBuf = append(s.keyBuf, s.keyNames[k]...)
 			s.keyBuf = append(s.keyBuf, '=')
-			c := &s.keyCols_[k]
+			c := &s.keyFmt[k]
 			start := len(s.keyBuf)
 			if !c.IsNull(i) {
 				s.valBuf = c.Append(s.valBuf[:0], i, format.StyleFormatSQL)
@@ -302,11 +303,11 @@ func (s *PartitionedSink) Write(b exec.Batch) error {
 		}
 		s.dataSchema = arrow.NewSchema(fields, nil)
 	}
-	cols := make([]arrow.Array, len(s.dataCols))
-	for j, c := range s.dataCols {
-		cols[j] = b.Rec.Column(c)
+	s.cols = s.cols[:0]
+	for _, c := range s.dataCols {
+		s.cols = append(s.cols, b.Rec.Column(c))
 	}
-	data := array.NewRecord(s.dataSchema, cols, int64(n))
+	data := array.NewRecord(s.dataSchema, s.cols, int64(n))
 	defer data.Release()
 	if s.csv != nil {
 		s.csv.Reset(data)
