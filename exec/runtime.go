@@ -19,6 +19,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/planner"
 )
 
@@ -481,6 +482,22 @@ func (st *subtask) emitRecord(rec arrow.Record) error {
 func (st *subtask) runSource() error {
 	t := st.task
 	if t.Source.Values {
+		if !st.valuesDone && t.Source.Rows != nil { // the rows of a VALUES list (values.go)
+			recs, err := valuesRecords(t.Source, st.cfg.Mem, st.cfg.BatchSize, expr.Options{Now: st.cfg.Clock.Now})
+			if err != nil {
+				return err
+			}
+			for i, rec := range recs {
+				st.cfg.Metrics.RecordsIn.Add(rec.NumRows())
+				if err := st.process(0, Batch{Rec: rec}); err != nil {
+					for _, r := range recs[i+1:] {
+						r.Release()
+					}
+					return err
+				}
+			}
+			st.valuesDone = true
+		}
 		if !st.valuesDone { // a restored Values source emitted its row already
 			rec := array.NewRecord(arrow.NewSchema(nil, nil), nil, 1)
 			st.cfg.Metrics.RecordsIn.Add(1)

@@ -39,6 +39,8 @@ type Planner struct {
 	// IdleTimeout table.exec.source.idle-timeout (window.go).
 	WatermarkInterval time.Duration
 	IdleTimeout       time.Duration
+
+	ctes []cte // WITH queries in scope while planning (subquery.go)
 }
 
 // rel is a node of the logical plan: a tree from the sources (a join has
@@ -60,6 +62,9 @@ type rel struct {
 	rank   *rankRel       // relWindowRank (windowrank.go)
 	right  *rel           // relJoin: the right input (input is the left one)
 	join   *joinRel       // relJoin (joinplan.go)
+	inputs []*rel         // relUnion (setops.go)
+	rows   [][]Expr       // relScan of a VALUES list (values.go)
+	srt    *sortRel       // relSort, relLimit (sort.go)
 	// hidden trailing columns that SELECT * does not expand (the rank of
 	// a window rank).
 	hidden int
@@ -133,39 +138,11 @@ func (p *Planner) buildQuery(q *parser.Query) (*rel, error) {
 	sel, ok := q.Node.(*ast.SelectStmt)
 	if !ok {
 		if so, ok := q.Node.(*ast.SetOprStmt); ok {
-			return nil, setOprError(so, q.Ctx)
+			return p.buildSetOpr(so, q.Ctx)
 		}
 		return nil, q.Ctx.Errorf("", "unsupported query")
 	}
 	return p.buildSelect(sel, q.Ctx)
-}
-
-// setOprError reports the first UNION, INTERSECT or EXCEPT of so, at its
-// keyword.
-func setOprError(so *ast.SetOprStmt, ctx *parser.QueryContext) error {
-	word := "UNION"
-	if so.SelectList != nil {
-		for _, s := range so.SelectList.Selects {
-			var op *ast.SetOprType
-			switch x := s.(type) {
-			case *ast.SelectStmt:
-				op = x.AfterSetOperator
-			case *ast.SetOprSelectList:
-				op = x.AfterSetOperator
-			}
-			if op == nil {
-				continue
-			}
-			switch *op {
-			case ast.Intersect, ast.IntersectAll:
-				word = "INTERSECT"
-			case ast.Except, ast.ExceptAll:
-				word = "EXCEPT"
-			}
-			break
-		}
-	}
-	return ctx.Errorf(word, "UNION, INTERSECT and EXCEPT are not supported yet")
 }
 
 // joinPos returns where join j is written: the ',' or JOIN keyword before
@@ -222,20 +199,25 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 	if err := noSubqueries(sel, ctx); err != nil {
 		return nil, err
 	}
-	if sel.OrderBy != nil {
-		return nil, ctx.Errorf("ORDER", "ORDER BY is not supported yet (in a streaming query Flink sorts only by an ascending time attribute)")
+	pop, err := p.pushWith(sel.With, ctx)
+	if err != nil {
+		return nil, err
 	}
-	if sel.Limit != nil {
-		return nil, ctx.Errorf("LIMIT", "LIMIT is not supported yet")
-	}
-	if sel.With != nil {
-		return nil, ctx.Errorf("WITH", "WITH (common table expressions) is not supported yet; use CREATE VIEW")
+	defer pop()
+	if sel.OrderBy != nil || sel.Limit != nil {
+		// ORDER BY / LIMIT apply to the result of the rest (sort.go)
+		inner := *sel
+		inner.OrderBy, inner.Limit, inner.With = nil, nil, nil
+		r, err := p.buildSelectBody(&inner, ctx)
+		if err != nil {
+			return nil, err
+		}
+		return p.orderLimit(r, sel.OrderBy, sel.Limit, ctx)
 	}
 	if sel.WindowSpecs != nil {
 		return nil, ctx.Errorf("WINDOW", "named windows (WINDOW w AS (...)) are not supported; write the window in the OVER clause")
 	}
 	var in *rel
-	var err error
 	if sel.From == nil {
 		in = &rel{kind: relScan, values: true, describ: "Values"}
 	} else {
@@ -540,6 +522,9 @@ func (p *Planner) buildFrom(n ast.ResultSetNode, ctx *parser.QueryContext) (*rel
 		switch src := x.Source.(type) {
 		case *ast.TableName:
 			if tf, ok := ctx.TableFunc(src); ok {
+				if tf.Kind == "VALUES" {
+					return p.buildValues(tf, ctx)
+				}
 				switch strings.ToUpper(tf.Name) {
 				case "TUMBLE", "HOP", "CUMULATE", "SESSION":
 					r, err := p.buildWindowTVF(tf, ctx)
@@ -557,7 +542,10 @@ func (p *Planner) buildFrom(n ast.ResultSetNode, ctx *parser.QueryContext) (*rel
 				r = r.qualify("")
 			}
 		case *ast.SetOprStmt:
-			return nil, setOprError(src, ctx)
+			r, err = p.buildSetOpr(src, ctx)
+			if err == nil {
+				r = r.qualify("")
+			}
 		default:
 			return nil, ctx.Errorf("FROM", "unsupported FROM item")
 		}
@@ -586,6 +574,9 @@ func (p *Planner) buildTableName(tn *ast.TableName, ctx *parser.QueryContext) (*
 		return nil, &parser.Error{Pos: ref.QualifierPos, Msg: fmt.Sprintf("catalogs and databases are not supported: write %s, not %s.%s", name, strings.Join(ref.Qualifiers, "."), name)}
 	case !hasRef && tn.Schema.O != "":
 		return nil, ctx.Errorf(tn.Schema.O, "catalogs and databases are not supported: use '%s'", name)
+	}
+	if i := p.lookupCTE(name); i >= 0 && !(hasRef && len(ref.Qualifiers) > 0) && tn.Schema.O == "" {
+		return p.cteRef(i, tn, ctx)
 	}
 	if t, ok := p.Catalog.Table(name); ok {
 		if p.CanRead != nil && !p.CanRead(t) {

@@ -221,6 +221,15 @@ func lineage(r *rel, i int) string {
 				continue
 			}
 			return "@" + r.rank.op.ID + ".rank"
+		case relLimit, relSort:
+			r = r.input
+			continue
+		case relUnion:
+			parts := make([]string, len(r.inputs))
+			for j, in := range r.inputs {
+				parts[j] = lineage(in, i)
+			}
+			return "union(" + strings.Join(parts, ", ") + ")"
 		case relJoin:
 			if r.join.op != nil && r.join.op.ID != "" {
 				return "@" + r.join.op.ID + "." + strconv.Itoa(i)

@@ -350,6 +350,10 @@ func (b *physBuilder) build(r *rel) *Task {
 		return b.buildWindowRankTask(r)
 	case relJoin:
 		return b.buildJoinTask(r)
+	case relUnion:
+		return b.buildUnionTask(r)
+	case relSort, relLimit:
+		return b.buildSortTask(r)
 	}
 	panic("unknown rel")
 }
@@ -381,7 +385,10 @@ func (b *physBuilder) scanTask(r *rel) *Task {
 		par = b.p.SourceParallelism(r.table, par)
 	}
 	t := b.newTask(par)
-	spec := &SourceSpec{Values: r.values}
+	spec := &SourceSpec{Values: r.values, Rows: r.rows}
+	if r.rows != nil {
+		spec.Schema = r.schema
+	}
 	if !r.values {
 		spec.Table = r.table
 		spec.Schema = r.table.Schema
@@ -400,6 +407,8 @@ func setID(op Op, id string) {
 	case *TableFuncOp:
 		o.ID = id
 	case *AggOp:
+		o.ID = id
+	case *UnionOp:
 		o.ID = id
 	}
 }
@@ -446,7 +455,9 @@ func Explain(ph *Physical) string {
 			fmt.Fprintf(&sb, "  <- %s from Task %d %s\n", exchangeDesc(e), e.From.Index+1, e.Mode)
 		}
 		if t.Source != nil {
-			if t.Source.Values {
+			if t.Source.Rows != nil {
+				fmt.Fprintf(&sb, "  Source: Values(tuples=[%s], fields=[%s]) [I]\n", valuesTuples(t.Source.Rows), strings.Join(t.Source.Schema.Names(), ", "))
+			} else if t.Source.Values {
 				sb.WriteString("  Source: Values(1 row) [I]\n")
 			} else {
 				pf := ""
@@ -495,6 +506,12 @@ func opMode(op Op) string {
 		return InsertOnly.String()
 	case *JoinOp:
 		return o.OutMode.String()
+	case *UnionOp:
+		return o.Mode.String()
+	case *SortOp:
+		return InsertOnly.String()
+	case *LimitOp:
+		return o.Mode.String()
 	}
 	return ""
 }

@@ -1,0 +1,173 @@
+package planner
+
+// ORDER BY and LIMIT of a query.
+//
+// LIMIT n [OFFSET m] without ORDER BY keeps rows m+1 .. m+n of an
+// append-only input, in arrival order (Flink's StreamExecLimit): one task
+// at parallelism 1, append-only output, the count of rows seen in state.
+// ORDER BY <time attribute> ASC [, ...] is Flink's temporal sort (not
+// implemented yet: a clear error); ORDER BY other columns is a TopN (with
+// LIMIT) or not supported on a stream, as in Flink.
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/parser"
+)
+
+const (
+	relLimit relKind = 140
+	relSort  relKind = 141
+)
+
+// sortRel is what relSort and relLimit add to rel.
+type sortRel struct {
+	limit *LimitOp
+	sort  *SortOp
+}
+
+// orderLimit plans ORDER BY and LIMIT over r.
+func (p *Planner) orderLimit(r *rel, ob *ast.OrderByClause, lim *ast.Limit, ctx *parser.QueryContext) (*rel, error) {
+	if ob != nil {
+		var err error
+		if r, err = p.temporalSort(r, ob, ctx); err != nil {
+			return nil, err
+		}
+	}
+	if lim == nil {
+		return r, nil
+	}
+	count, err := limitValue(lim.Count, "LIMIT", ctx)
+	if err != nil {
+		return nil, err
+	}
+	var offset int64
+	if lim.Offset != nil {
+		if offset, err = limitValue(lim.Offset, "OFFSET", ctx); err != nil {
+			return nil, err
+		}
+	}
+	if r.mode != InsertOnly {
+		return nil, ctx.Errorf("LIMIT", "LIMIT over an updating input (produced by %s) is not supported yet", r.updatingNode())
+	}
+	if r.hidden > 0 {
+		r = dropHidden(r)
+	}
+	op := &LimitOp{Offset: offset, Count: count, Out: r.schema, Mode: r.mode}
+	return &rel{kind: relLimit, input: r, schema: r.schema, quals: r.quals, mode: r.mode, srt: &sortRel{limit: op}, describ: op.Describe()}, nil
+}
+
+// limitValue reads the non-negative integer literal of LIMIT or OFFSET.
+func limitValue(n ast.ExprNode, word string, ctx *parser.QueryContext) (int64, error) {
+	b := &exprBuilder{ctx: ctx, in: &rel{kind: relScan, values: true}, clause: word}
+	e, err := b.build(n)
+	if err == nil {
+		if l, ok := e.(*Literal); ok {
+			switch v := l.Value.(type) {
+			case int32:
+				if v >= 0 {
+					return int64(v), nil
+				}
+			case int64:
+				if v >= 0 {
+					return v, nil
+				}
+			}
+		}
+	}
+	return 0, ctx.Errorf(word, "%s takes a non-negative integer literal", word)
+}
+
+// temporalSort plans ORDER BY over r.
+func (p *Planner) temporalSort(r *rel, ob *ast.OrderByClause, ctx *parser.QueryContext) (*rel, error) {
+	if len(ob.Items) == 0 {
+		return r, nil
+	}
+	first := ob.Items[0]
+	attrs := timeAttrs(r)
+	b := &exprBuilder{p: p, ctx: ctx, in: r, clause: "ORDER BY"}
+	e, err := b.build(first.Expr)
+	if err != nil {
+		return nil, err
+	}
+	c, isCol := e.(*ColRef)
+	if !isCol || !attrs[c.Index] {
+		return nil, exprErr(ctx, first.Expr, "ORDER", "Sort on a non-time-attribute field is not supported: a streaming ORDER BY must start with a time attribute in ascending order (ORDER BY <column> LIMIT n, a TopN, is not supported yet)")
+	}
+	if first.Desc {
+		return nil, exprErr(ctx, first.Expr, "ORDER", "a streaming ORDER BY sorts by a time attribute in ascending order only: %s DESC is not supported", c.Name)
+	}
+	return nil, exprErr(ctx, first.Expr, "ORDER", "ORDER BY a time attribute (temporal sort) is not supported yet")
+}
+
+// buildSortTask builds the task of a relLimit or relSort: at parallelism
+// 1, chained to an input at parallelism 1, else behind a GLOBAL edge.
+func (b *physBuilder) buildSortTask(r *rel) *Task {
+	in := b.build(r.input)
+	t := in
+	if in.Parallelism != 1 {
+		t = b.newTask(1)
+		b.connect(b.skipReader(in), t, Global, nil)
+	}
+	ord := b.ids.ordinal
+	b.ids.ordinal++
+	cols := make([]string, len(r.schema))
+	for i := range cols {
+		cols[i] = lineage(r.input, i)
+	}
+	var op Op
+	switch {
+	case r.srt.limit != nil:
+		l := r.srt.limit
+		l.ID = b.unique(hashID("Limit", "sources="+strings.Join(sourceTables(r.input), ","),
+			"cols="+strings.Join(cols, ","), "ordinal="+strconv.Itoa(ord)))
+		op = l
+	default:
+		s := r.srt.sort
+		s.ID = b.unique(hashID("TemporalSort", "sources="+strings.Join(sourceTables(r.input), ","),
+			"cols="+strings.Join(cols, ","), "ordinal="+strconv.Itoa(ord)))
+		op = s
+	}
+	t.Ops = append(t.Ops, op)
+	t.OutSchema, t.OutMode = r.schema, r.mode
+	return t
+}
+
+// LimitOp keeps rows Offset+1 .. Offset+Count of its append-only input
+// (parallelism 1).
+type LimitOp struct {
+	ID     string
+	Offset int64
+	Count  int64
+	Out    catalog.Schema
+	Mode   ChangelogMode
+}
+
+func (o *LimitOp) OpID() string { return o.ID }
+func (o *LimitOp) Describe() string {
+	return fmt.Sprintf("Limit(offset=[%d], fetch=[%d])", o.Offset, o.Count)
+}
+
+// SortOp is the temporal sort: rows are buffered until the watermark
+// passes their time (column Time), then emitted ordered by Time and the
+// further Keys.
+type SortOp struct {
+	ID   string
+	Time int
+	Keys []SortKey
+	Out  catalog.Schema
+}
+
+func (o *SortOp) OpID() string { return o.ID }
+func (o *SortOp) Describe() string {
+	parts := []string{o.Out[o.Time].Name + " ASC"}
+	for _, k := range o.Keys {
+		parts = append(parts, k.String())
+	}
+	return "TemporalSort(orderBy=[" + strings.Join(parts, ", ") + "])"
+}
