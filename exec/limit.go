@@ -59,8 +59,8 @@ func (l *limitOp) ProcessBatch(_ int, b Batch, out Collector) error {
 }
 
 func (l *limitOp) Snapshot(id int64, w checkpoint.StateWriter) error { return l.kv.Snapshot(id, w) }
-func (l *limitOp) NotifyComplete(id int64) error                      { l.kv.Complete(id); return nil }
-func (l *limitOp) NotifyAborted(id int64) error                       { l.kv.Abort(id); return nil }
+func (l *limitOp) NotifyComplete(id int64) error                     { l.kv.Complete(id); return nil }
+func (l *limitOp) NotifyAborted(id int64) error                      { l.kv.Abort(id); return nil }
 func (l *limitOp) Restore(r checkpoint.StateReader) error {
 	if err := l.kv.Restore(r, l.kgs.Start, l.kgs.End); err != nil {
 		return err

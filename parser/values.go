@@ -96,3 +96,18 @@ func (r *rewriter) rewriteValues(kw int, query bool) *Error {
 		argOrig: r.codeTok(kw).end, argStop: r.codeTok(end).end})
 	return nil
 }
+
+// afterSetOp reports whether code token k follows UNION, INTERSECT or
+// EXCEPT (with ALL or DISTINCT): a VALUES query as an input of a set
+// operation.
+func (r *rewriter) afterSetOp(k int) bool {
+	p := k - 1
+	if w := r.word(p); w == "ALL" || w == "DISTINCT" {
+		p--
+	}
+	switch r.word(p) {
+	case "UNION", "INTERSECT", "EXCEPT":
+		return true
+	}
+	return false
+}

@@ -575,7 +575,7 @@ func (p *Planner) buildTableName(tn *ast.TableName, ctx *parser.QueryContext) (*
 	case !hasRef && tn.Schema.O != "":
 		return nil, ctx.Errorf(tn.Schema.O, "catalogs and databases are not supported: use '%s'", name)
 	}
-	if i := p.lookupCTE(name); i >= 0 && !(hasRef && len(ref.Qualifiers) > 0) && tn.Schema.O == "" {
+	if i := p.lookupCTE(name); i >= 0 {
 		return p.cteRef(i, tn, ctx)
 	}
 	if t, ok := p.Catalog.Table(name); ok {
