@@ -5,9 +5,11 @@ package planner
 // LIMIT n [OFFSET m] without ORDER BY keeps rows m+1 .. m+n of an
 // append-only input, in arrival order (Flink's StreamExecLimit): one task
 // at parallelism 1, append-only output, the count of rows seen in state.
-// ORDER BY <time attribute> ASC [, ...] is Flink's temporal sort (not
-// implemented yet: a clear error); ORDER BY other columns is a TopN (with
-// LIMIT) or not supported on a stream, as in Flink.
+// ORDER BY <event-time attribute> ASC [, other columns] is Flink's temporal
+// sort (exec/sort.go): rows are buffered until the watermark passes them,
+// then emitted in order; append-only, at parallelism 1; with LIMIT, the
+// Limit runs after it. ORDER BY other columns would be a TopN (with
+// LIMIT; not supported yet) or is not supported on a stream, as in Flink.
 
 import (
 	"fmt"
@@ -102,7 +104,28 @@ func (p *Planner) temporalSort(r *rel, ob *ast.OrderByClause, ctx *parser.QueryC
 	if first.Desc {
 		return nil, exprErr(ctx, first.Expr, "ORDER", "a streaming ORDER BY sorts by a time attribute in ascending order only: %s DESC is not supported", c.Name)
 	}
-	return nil, exprErr(ctx, first.Expr, "ORDER", "ORDER BY a time attribute (temporal sort) is not supported yet")
+	if procTimeAttr(r, c.Index) {
+		return nil, exprErr(ctx, first.Expr, "ORDER", "ORDER BY a processing-time attribute is not supported yet; sort by an event-time attribute (a column with a WATERMARK)")
+	}
+	if r.mode != InsertOnly {
+		return nil, exprErr(ctx, first.Expr, "ORDER", "ORDER BY a time attribute needs an append-only input, but this one is updating (produced by %s)", r.updatingNode())
+	}
+	if r.hidden > 0 {
+		r = dropHidden(r)
+	}
+	op := &SortOp{Time: c.Index, Out: r.schema}
+	for _, it := range ob.Items[1:] {
+		e, err := b.build(it.Expr)
+		if err != nil {
+			return nil, err
+		}
+		k, ok := e.(*ColRef)
+		if !ok {
+			return nil, exprErr(ctx, it.Expr, "ORDER", "ORDER BY takes columns of the select list; compute the expression in the SELECT and order by its name")
+		}
+		op.Keys = append(op.Keys, SortKey{Col: k.Index, Name: r.schema[k.Index].Name, Desc: it.Desc})
+	}
+	return &rel{kind: relSort, input: r, schema: r.schema, quals: r.quals, mode: InsertOnly, srt: &sortRel{sort: op}, describ: op.Describe()}, nil
 }
 
 // buildSortTask builds the task of a relLimit or relSort: at parallelism

@@ -286,6 +286,8 @@ func timeAttrs(r *rel) []bool {
 		out[len(r.win.agg.Keys)+2] = true
 	case relWindowRank:
 		copy(out, timeAttrs(r.input))
+	case relSort, relLimit:
+		copy(out, timeAttrs(r.input))
 	case relUnion: // a time attribute of every input
 		for i := range out {
 			out[i] = true
