@@ -138,4 +138,3 @@ func TestTemporalSortRandomized(t *testing.T) {
 		})
 	}
 }
-
