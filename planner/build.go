@@ -196,7 +196,15 @@ func (p *Planner) buildSelect(sel *ast.SelectStmt, ctx *parser.QueryContext) (*r
 }
 
 func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext) (*rel, error) {
-	if err := noSubqueries(sel, ctx); err != nil {
+	// Subquery predicates among WHERE's conjuncts become joins (subquery.go).
+	where, subs := splitWhere(sel.Where)
+	if subs != nil {
+		chk := *sel
+		chk.Where = where
+		if err := noSubqueries(&chk, ctx); err != nil {
+			return nil, err
+		}
+	} else if err := noSubqueries(sel, ctx); err != nil {
 		return nil, err
 	}
 	pop, err := p.pushWith(sel.With, ctx)
@@ -226,16 +234,16 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 			return nil, err
 		}
 	}
-	if in.kind == relJoin && in.join.typ == InnerJoin && sel.Where != nil {
+	if in.kind == relJoin && in.join.typ == InnerJoin && where != nil {
 		// An inner join takes the WHERE as part of its condition (its
 		// equalities become keys, its one-sided conjuncts filters).
 		b := &exprBuilder{p: p, ctx: ctx, in: in, clause: "WHERE"}
-		cond, err := b.build(sel.Where)
+		cond, err := b.build(where)
 		if err != nil {
 			return nil, err
 		}
 		if cond.Type().Kind != catalog.KindBoolean && cond.Type().Kind != catalog.KindNull {
-			return nil, exprErr(ctx, sel.Where, "WHERE", "WHERE condition must be BOOLEAN, got %s", cond.Type())
+			return nil, exprErr(ctx, where, "WHERE", "WHERE condition must be BOOLEAN, got %s", cond.Type())
 		}
 		in.join.cond = andOf([]Expr{in.join.cond, cond})
 		if in, err = p.finalizeJoins(in, ctx); err != nil {
@@ -243,14 +251,14 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 		}
 	} else if in, err = p.finalizeJoins(in, ctx); err != nil {
 		return nil, err
-	} else if sel.Where != nil {
+	} else if where != nil {
 		b := &exprBuilder{p: p, ctx: ctx, in: in, clause: "WHERE"}
-		cond, err := b.build(sel.Where)
+		cond, err := b.build(where)
 		if err != nil {
 			return nil, err
 		}
 		if cond.Type().Kind != catalog.KindBoolean && cond.Type().Kind != catalog.KindNull {
-			return nil, exprErr(ctx, sel.Where, "WHERE", "WHERE condition must be BOOLEAN, got %s", cond.Type())
+			return nil, exprErr(ctx, where, "WHERE", "WHERE condition must be BOOLEAN, got %s", cond.Type())
 		}
 		if rin, rest, ok := applyRankFilter(in, cond); ok {
 			in = rin // a Window TopN's rank range (windowrank.go)
@@ -259,6 +267,11 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 			}
 		} else {
 			in = &rel{kind: relCalc, input: in, schema: in.schema, quals: in.quals, mode: in.mode, filter: cond}
+		}
+	}
+	for _, sq := range subs {
+		if in, err = p.applySubquery(in, sq, ctx); err != nil {
+			return nil, err
 		}
 	}
 	wf, err := windowFuncField(sel, ctx)
@@ -353,9 +366,9 @@ func noSubqueries(sel *ast.SelectStmt, ctx *parser.QueryContext) error {
 			if _, p, ok := ctx.TokenBefore(in.Sel); ok {
 				at = p
 			}
-			return &parser.Error{Pos: at, Msg: "IN (subquery) is not supported yet"}
+			return &parser.Error{Pos: at, Msg: "IN (subquery) is supported only as a conjunct at the top level of WHERE (WHERE ... AND x IN (SELECT ...)), not under OR or NOT or elsewhere yet"}
 		}
-		return exprErr(ctx, f.found, "SELECT", "subqueries in expressions are not supported yet")
+		return exprErr(ctx, f.found, "SELECT", "subqueries are supported only as conjuncts at the top level of WHERE ([NOT] EXISTS, [NOT] IN, a comparison with a scalar subquery), not elsewhere yet")
 	}
 	return nil
 }
