@@ -1,0 +1,525 @@
+package exec
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/planner"
+)
+
+// Test rows: left (k, id, s STRING), right (k, id, w); k nullable.
+type jrow struct {
+	null bool
+	k    int64
+	id   int64
+	x    int64 // left: s = fmt "s<x>"; right: w
+}
+
+type jchange struct {
+	kind RowKind
+	r    jrow
+}
+
+var (
+	joinLeftSchema  = catalog.Schema{{Name: "k", Type: catalog.BigInt}, {Name: "id", Type: catalog.BigInt}, {Name: "s", Type: catalog.String}}
+	joinRightSchema = catalog.Schema{{Name: "k2", Type: catalog.BigInt}, {Name: "id2", Type: catalog.BigInt}, {Name: "w", Type: catalog.BigInt}}
+)
+
+func joinBatch(mem memory.Allocator, left bool, cs []jchange) Batch {
+	sch := joinRightSchema
+	if left {
+		sch = joinLeftSchema
+	}
+	b := array.NewRecordBuilder(mem, sch.Arrow())
+	defer b.Release()
+	ops := make([]RowKind, len(cs))
+	for i, c := range cs {
+		ops[i] = c.kind
+		if c.r.null {
+			b.Field(0).AppendNull()
+		} else {
+			b.Field(0).(*array.Int64Builder).Append(c.r.k)
+		}
+		b.Field(1).(*array.Int64Builder).Append(c.r.id)
+		if left {
+			b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("s%d", c.r.x))
+		} else {
+			b.Field(2).(*array.Int64Builder).Append(c.r.x)
+		}
+	}
+	return Batch{Rec: b.NewRecord(), Ops: ops}
+}
+
+// joinSpec builds the JoinOp of the tests. uk: 0 none, 1 unique key id
+// (HasUniqueKey), 2 unique key k (JoinKeyContainsUniqueKey). residual:
+// left.id <= right.w.
+func joinSpec(typ planner.JoinType, uk int, nullSafe, residual bool) *planner.JoinOp {
+	side := func(s catalog.Schema) planner.JoinSide {
+		js := planner.JoinSide{Keys: []int{0}, Mode: planner.Retract, Schema: s}
+		switch uk {
+		case 1:
+			js.UniqueKey = []int{1}
+		case 2:
+			js.UniqueKey = []int{0}
+		}
+		return js
+	}
+	s := &planner.JoinOp{ID: "j", Type: typ, Left: side(joinLeftSchema), Right: side(joinRightSchema), NullSafe: []bool{nullSafe}, OutMode: planner.Retract}
+	if residual {
+		s.Residual = &planner.Call{Fn: "<=", Args: []planner.Expr{&planner.ColRef{Index: 1, Name: "id", T: catalog.BigInt}, &planner.ColRef{Index: 5, Name: "w", T: catalog.BigInt}}, T: catalog.Boolean}
+	}
+	out := catalog.Schema{}
+	for _, c := range joinLeftSchema {
+		out = append(out, catalog.Column{Name: c.Name, Type: c.Type.Nullable()})
+	}
+	if typ != planner.SemiJoin && typ != planner.AntiJoin {
+		for _, c := range joinRightSchema {
+			out = append(out, catalog.Column{Name: c.Name, Type: c.Type.Nullable()})
+		}
+	}
+	s.Out = out
+	return s
+}
+
+const joinTestMaxP = 8
+
+func joinKG(sub, par int) KeyGroups {
+	return KeyGroups{Start: (sub*joinTestMaxP + par - 1) / par, End: ((sub+1)*joinTestMaxP + par - 1) / par, MaxParallelism: joinTestMaxP}
+}
+
+func newTestJoin(t *testing.T, s *planner.JoinOp, mem memory.Allocator, sub, par int, clock Clock, ttl time.Duration) *streamJoin {
+	t.Helper()
+	op, err := newJoin(s, &OpContext{OpID: s.ID, Subtask: sub, Parallelism: par, KeyGroups: joinKG(sub, par), Checkpointing: true, Mem: mem, BatchSize: 7, Clock: clock, StateTTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// changeOut records every emitted row as "kind(row)".
+type changeOut struct {
+	rows []string
+	wms  []int64
+}
+
+func (c *changeOut) Collect(b Batch) error {
+	defer b.Rec.Release()
+	for i := 0; i < b.Rows(); i++ {
+		c.rows = append(c.rows, b.Op(i).String()+"["+fmtRow(b.Rec, i)+"]")
+	}
+	return nil
+}
+func (c *changeOut) EmitWatermark(wm int64) error { c.wms = append(c.wms, wm); return nil }
+
+func fmtRow(rec arrow.Record, i int) string {
+	parts := make([]string, rec.NumCols())
+	for j := range parts {
+		col := rec.Column(j)
+		if col.IsNull(i) {
+			parts[j] = "null"
+			continue
+		}
+		switch a := col.(type) {
+		case *array.Int64:
+			parts[j] = fmt.Sprint(a.Value(i))
+		case *array.String:
+			parts[j] = a.Value(i)
+		default:
+			parts[j] = "?"
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func lrow(k, id, x int64) jrow { return jrow{k: k, id: id, x: x} }
+
+// TestJoinRowKinds checks the exact changelogs of Flink's operators for
+// small examples.
+func TestJoinRowKinds(t *testing.T) {
+	ins := func(r jrow) jchange { return jchange{Insert, r} }
+	del := func(r jrow) jchange { return jchange{Delete, r} }
+	ub := func(r jrow) jchange { return jchange{UpdateBefore, r} }
+	ua := func(r jrow) jchange { return jchange{UpdateAfter, r} }
+	type step struct {
+		left bool
+		cs   []jchange
+		want string
+	}
+	l1, r1, r2 := lrow(1, 10, 1), lrow(1, 20, 100), lrow(1, 21, 200)
+	cases := []struct {
+		name  string
+		typ   planner.JoinType
+		steps []step
+	}{
+		{"left", planner.LeftJoin, []step{
+			{true, []jchange{ins(l1)}, "+I[1,10,s1,null,null,null]"},
+			{false, []jchange{ins(r1)}, "-D[1,10,s1,null,null,null] +I[1,10,s1,1,20,100]"},
+			{false, []jchange{ins(r2)}, "+I[1,10,s1,1,21,200]"},
+			{false, []jchange{del(r1)}, "-D[1,10,s1,1,20,100]"},
+			{false, []jchange{del(r2)}, "-D[1,10,s1,1,21,200] +I[1,10,s1,null,null,null]"},
+			{true, []jchange{del(l1)}, "-D[1,10,s1,null,null,null]"},
+		}},
+		{"left-update-right", planner.LeftJoin, []step{
+			{true, []jchange{ins(l1)}, "+I[1,10,s1,null,null,null]"},
+			{false, []jchange{ins(r1)}, "-D[1,10,s1,null,null,null] +I[1,10,s1,1,20,100]"},
+			// a retraction of the inner side keeps its kind (-U), the
+			// accumulate of an outer join is +I
+			{false, []jchange{ub(r1), ua(lrow(1, 20, 101))}, "-U[1,10,s1,1,20,100] +I[1,10,s1,null,null,null] -D[1,10,s1,null,null,null] +I[1,10,s1,1,20,101]"},
+		}},
+		{"inner", planner.InnerJoin, []step{
+			{true, []jchange{ins(l1)}, ""},
+			{false, []jchange{ins(r1)}, "+I[1,10,s1,1,20,100]"},
+			{true, []jchange{ub(l1), ua(lrow(1, 10, 2))}, "-U[1,10,s1,1,20,100] +U[1,10,s2,1,20,100]"},
+			{false, []jchange{del(r1)}, "-D[1,10,s2,1,20,100]"},
+		}},
+		{"right", planner.RightJoin, []step{
+			{false, []jchange{ins(r1)}, "+I[null,null,null,1,20,100]"},
+			{true, []jchange{ins(l1)}, "-D[null,null,null,1,20,100] +I[1,10,s1,1,20,100]"},
+			{true, []jchange{ub(l1)}, "-U[1,10,s1,1,20,100] +I[null,null,null,1,20,100]"},
+		}},
+		{"full", planner.FullJoin, []step{
+			{true, []jchange{ins(l1)}, "+I[1,10,s1,null,null,null]"},
+			{false, []jchange{ins(r1), ins(r2)}, "-D[1,10,s1,null,null,null] +I[1,10,s1,1,20,100] +I[1,10,s1,1,21,200]"},
+			{true, []jchange{del(l1)}, "-D[1,10,s1,1,20,100] +I[null,null,null,1,20,100] -D[1,10,s1,1,21,200] +I[null,null,null,1,21,200]"},
+			{true, []jchange{ins(jrow{null: true, id: 11, x: 3})}, "+I[null,11,s3,null,null,null]"},
+		}},
+		{"semi", planner.SemiJoin, []step{
+			{true, []jchange{ins(l1)}, ""},
+			{false, []jchange{ua(r1)}, "+U[1,10,s1]"},
+			{false, []jchange{ins(r2)}, ""},
+			{false, []jchange{del(r1)}, ""},
+			{false, []jchange{ub(r2)}, "-U[1,10,s1]"},
+			{false, []jchange{ins(r2)}, "+I[1,10,s1]"},
+			{true, []jchange{ub(l1)}, "-U[1,10,s1]"},
+		}},
+		{"anti", planner.AntiJoin, []step{
+			{true, []jchange{ins(l1)}, "+I[1,10,s1]"},
+			{false, []jchange{ins(r1)}, "-D[1,10,s1]"},
+			{false, []jchange{ub(r1)}, "+I[1,10,s1]"},
+			{true, []jchange{del(l1)}, "-D[1,10,s1]"},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			op := newTestJoin(t, joinSpec(tc.typ, 0, false, false), mem, 0, 1, nil, 0)
+			defer op.Close()
+			for i, st := range tc.steps {
+				out := &changeOut{}
+				input := 1
+				if st.left {
+					input = 0
+				}
+				if err := op.ProcessBatch(input, joinBatch(mem, st.left, st.cs), out); err != nil {
+					t.Fatal(err)
+				}
+				if got := strings.Join(out.rows, " "); got != st.want {
+					t.Fatalf("step %d: got %q, want %q", i, got, st.want)
+				}
+			}
+		})
+	}
+}
+
+// joinGen generates a random changelog of one side: inserts, -U/+U
+// updates and deletes of live rows, NULL keys, duplicate rows (without a
+// unique key).
+type joinGen struct {
+	rng  *rand.Rand
+	uk   int
+	live []jrow
+	id   int64
+	nk   int64
+}
+
+func (g *joinGen) newRow() jrow {
+	g.id++
+	r := jrow{k: g.rng.Int63n(g.nk), id: g.id, x: g.rng.Int63n(40)}
+	if g.rng.Intn(8) == 0 {
+		r.null = true
+	}
+	if g.uk == 0 && len(g.live) > 0 && g.rng.Intn(4) == 0 {
+		r = g.live[g.rng.Intn(len(g.live))] // a duplicate
+	}
+	if r.null {
+		r.k = 0
+	}
+	if g.uk == 2 { // k is unique: take a key no live row has
+		used := map[jrow]bool{}
+		for _, l := range g.live {
+			used[jrow{null: l.null, k: l.k}] = true
+		}
+		for tries := 0; ; tries++ {
+			if !used[jrow{null: r.null, k: r.k}] {
+				break
+			}
+			if tries > 20 {
+				return jrow{id: -1}
+			}
+			r.null, r.k = g.rng.Intn(8) == 0, g.rng.Int63n(g.nk)
+			if r.null { // NULL keys are one value
+				r.k = 0
+			}
+		}
+	}
+	if r.null {
+		r.k = 0
+	}
+	return r
+}
+
+func (g *joinGen) next(n int) []jchange {
+	var cs []jchange
+	for len(cs) < n {
+		switch op := g.rng.Intn(10); {
+		case op < 5 || len(g.live) == 0:
+			r := g.newRow()
+			if r.id < 0 {
+				continue
+			}
+			g.live = append(g.live, r)
+			cs = append(cs, jchange{Insert, r})
+		case op < 8:
+			i := g.rng.Intn(len(g.live))
+			old := g.live[i]
+			nr := old
+			nr.x = g.rng.Int63n(40)
+			if g.uk != 2 && g.rng.Intn(3) == 0 {
+				nr.k, nr.null = g.rng.Int63n(g.nk), false // the join key changes
+			}
+			g.live[i] = nr
+			cs = append(cs, jchange{UpdateBefore, old}, jchange{UpdateAfter, nr})
+		default:
+			i := g.rng.Intn(len(g.live))
+			cs = append(cs, jchange{Delete, g.live[i]})
+			g.live = append(g.live[:i], g.live[i+1:]...)
+		}
+	}
+	return cs
+}
+
+func fmtJRow(left bool, r *jrow) []string {
+	if r == nil {
+		return []string{"null", "null", "null"}
+	}
+	k := fmt.Sprint(r.k)
+	if r.null {
+		k = "null"
+	}
+	x := fmt.Sprint(r.x)
+	if left {
+		x = "s" + x
+	}
+	return []string{k, fmt.Sprint(r.id), x}
+}
+
+// joinOracle is the nested-loop join of the live rows of both sides.
+func joinOracle(typ planner.JoinType, nullSafe, residual bool, ls, rs []jrow) map[string]int {
+	match := func(l, r jrow) bool {
+		if l.null || r.null {
+			if !(nullSafe && l.null && r.null) {
+				return false
+			}
+		} else if l.k != r.k {
+			return false
+		}
+		return !residual || l.id <= r.x
+	}
+	res := map[string]int{}
+	add := func(l, r *jrow) {
+		cols := fmtJRow(true, l)
+		if typ != planner.SemiJoin && typ != planner.AntiJoin {
+			cols = append(cols, fmtJRow(false, r)...)
+		}
+		res[strings.Join(cols, ",")]++
+	}
+	rMatched := make([]bool, len(rs))
+	for i := range ls {
+		n := 0
+		for j := range rs {
+			if match(ls[i], rs[j]) {
+				n++
+				rMatched[j] = true
+				if typ != planner.SemiJoin && typ != planner.AntiJoin {
+					add(&ls[i], &rs[j])
+				}
+			}
+		}
+		switch {
+		case typ == planner.SemiJoin && n > 0, typ == planner.AntiJoin && n == 0, n == 0 && typ.PadsRight():
+			add(&ls[i], nil)
+		}
+	}
+	if typ.PadsLeft() {
+		for j := range rs {
+			if !rMatched[j] {
+				add(nil, &rs[j])
+			}
+		}
+	}
+	return res
+}
+
+// fold applies a changelog to a multiset of rows; it fails on a
+// retraction of an absent row.
+func fold(t *testing.T, m map[string]int, rows []string) {
+	t.Helper()
+	for _, r := range rows {
+		kind, row := r[:2], r[3:len(r)-1]
+		if kind == "+I" || kind == "+U" {
+			m[row]++
+			continue
+		}
+		if m[row] == 0 {
+			t.Fatalf("%s retracts a row that is not in the result", r)
+		}
+		m[row]--
+		if m[row] == 0 {
+			delete(m, row)
+		}
+	}
+}
+
+func diffMultisets(got, want map[string]int) string {
+	var d []string
+	for k, v := range want {
+		if got[k] != v {
+			d = append(d, fmt.Sprintf("%s: got %d want %d", k, got[k], v))
+		}
+	}
+	for k, v := range got {
+		if _, ok := want[k]; !ok {
+			d = append(d, fmt.Sprintf("%s: got %d want 0", k, v))
+		}
+	}
+	sort.Strings(d)
+	if len(d) > 8 {
+		d = d[:8]
+	}
+	return strings.Join(d, "; ")
+}
+
+// joinRun drives par subtasks of a join over a changelog, routing every
+// row by the key group of its join key as the hash exchange does.
+type joinRun struct {
+	t    *testing.T
+	mem  memory.Allocator
+	spec *planner.JoinOp
+	ops  []*streamJoin
+	out  *changeOut
+}
+
+func newJoinRun(t *testing.T, mem memory.Allocator, spec *planner.JoinOp, par int) *joinRun {
+	jr := &joinRun{t: t, mem: mem, spec: spec, out: &changeOut{}}
+	for s := 0; s < par; s++ {
+		jr.ops = append(jr.ops, newTestJoin(t, spec, mem, s, par, nil, 0))
+	}
+	return jr
+}
+
+func (jr *joinRun) close() {
+	for _, op := range jr.ops {
+		op.Close()
+	}
+}
+
+// feed sends a batch of one side, split by subtask.
+func (jr *joinRun) feed(left bool, cs []jchange) {
+	input := 1
+	if left {
+		input = 0
+	}
+	par := len(jr.ops)
+	parts := make([][]jchange, par)
+	if par == 1 {
+		parts[0] = cs
+	} else {
+		probe := joinBatch(jr.mem, left, cs)
+		hs := HashKeys(probe.Rec, []int{0}, nil)
+		probe.Rec.Release()
+		for i, c := range cs {
+			kg := int(hs[i] % joinTestMaxP)
+			for s := 0; s < par; s++ {
+				if g := joinKG(s, par); kg >= g.Start && kg < g.End {
+					parts[s] = append(parts[s], c)
+				}
+			}
+		}
+	}
+	for s, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		if err := jr.ops[s].ProcessBatch(input, joinBatch(jr.mem, left, p), jr.out); err != nil {
+			jr.t.Fatal(err)
+		}
+	}
+}
+
+// TestJoinOracle: seeded random changelogs on both sides, every join type,
+// with and without unique keys, a residual and null-safe keys, at
+// parallelism 1 and 2: after every batch the folded output equals the
+// nested-loop join of the folded inputs.
+func TestJoinOracle(t *testing.T) {
+	types := []planner.JoinType{planner.InnerJoin, planner.LeftJoin, planner.RightJoin, planner.FullJoin, planner.SemiJoin, planner.AntiJoin}
+	for _, typ := range types {
+		for uk := 0; uk < 3; uk++ {
+			for _, residual := range []bool{false, true} {
+				for _, nullSafe := range []bool{false, true} {
+					for _, par := range []int{1, 2} {
+						name := fmt.Sprintf("%s/uk%d/res%v/ns%v/p%d", typ, uk, residual, nullSafe, par)
+						t.Run(name, func(t *testing.T) {
+							seed := int64(uk*1000 + int(typ)*100 + par)
+							if residual {
+								seed += 7
+							}
+							if nullSafe {
+								seed += 13
+							}
+							runJoinOracle(t, typ, uk, residual, nullSafe, par, seed)
+						})
+					}
+				}
+			}
+		}
+	}
+}
+
+func runJoinOracle(t *testing.T, typ planner.JoinType, uk int, residual, nullSafe bool, par int, seed int64) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewSource(seed))
+	spec := joinSpec(typ, uk, nullSafe, residual)
+	jr := newJoinRun(t, mem, spec, par)
+	defer jr.close()
+	lg := &joinGen{rng: rng, uk: uk, nk: 5}
+	rg := &joinGen{rng: rng, uk: uk, nk: 5, id: 1000}
+	folded := map[string]int{}
+	for step := 0; step < 150; step++ {
+		left := rng.Intn(2) == 0
+		g := rg
+		if left {
+			g = lg
+		}
+		jr.out.rows = jr.out.rows[:0]
+		jr.feed(left, g.next(1+rng.Intn(7)))
+		fold(t, folded, jr.out.rows)
+		want := joinOracle(typ, nullSafe, residual, lg.live, rg.live)
+		if d := diffMultisets(folded, want); d != "" {
+			t.Fatalf("step %d: %s", step, d)
+		}
+	}
+	if len(lg.live) == 0 || len(rg.live) == 0 {
+		t.Fatalf("degenerate run: %d left and %d right rows live", len(lg.live), len(rg.live))
+	}
+}
