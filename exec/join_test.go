@@ -523,3 +523,196 @@ func runJoinOracle(t *testing.T, typ planner.JoinType, uk int, residual, nullSaf
 		t.Fatalf("degenerate run: %d left and %d right rows live", len(lg.live), len(rg.live))
 	}
 }
+
+// joinSteps is a seeded random sequence of batches of both sides.
+type joinStep struct {
+	left bool
+	cs   []jchange
+}
+
+func joinSteps(seed int64, uk, n int) []joinStep {
+	rng := rand.New(rand.NewSource(seed))
+	lg := &joinGen{rng: rng, uk: uk, nk: 6}
+	rg := &joinGen{rng: rng, uk: uk, nk: 6, id: 1000}
+	var steps []joinStep
+	for i := 0; i < n; i++ {
+		left := rng.Intn(2) == 0
+		g := rg
+		if left {
+			g = lg
+		}
+		steps = append(steps, joinStep{left, g.next(1 + rng.Intn(7))})
+	}
+	return steps
+}
+
+func sortedCopy(rows []string) []string {
+	s := append([]string(nil), rows...)
+	sort.Strings(s)
+	return s
+}
+
+// snapshotAll snapshots every subtask of jr as checkpoint id into w.
+func (jr *joinRun) snapshotAll(id int64, w memState) {
+	for _, op := range jr.ops {
+		if err := op.Snapshot(id, w); err != nil {
+			jr.t.Fatal(err)
+		}
+	}
+}
+
+// TestJoinRestoreRescale: a checkpoint restored at the same and at another
+// parallelism (1 -> 2, 2 -> 1, by key-group range) continues with exactly
+// the changes of the uninterrupted run; so does a crash after an aborted
+// checkpoint (its changes are written again by the next one).
+func TestJoinRestoreRescale(t *testing.T) {
+	for _, typ := range []planner.JoinType{planner.InnerJoin, planner.FullJoin, planner.LeftJoin, planner.SemiJoin, planner.AntiJoin} {
+		for uk := 0; uk < 3; uk++ {
+			for _, pp := range [][2]int{{1, 1}, {1, 2}, {2, 1}, {2, 2}} {
+				for _, abort := range []bool{false, true} {
+					name := fmt.Sprintf("%s/uk%d/p%d-to-p%d/abort%v", typ, uk, pp[0], pp[1], abort)
+					t.Run(name, func(t *testing.T) { runJoinRestore(t, typ, uk, pp[0], pp[1], abort) })
+				}
+			}
+		}
+	}
+}
+
+func runJoinRestore(t *testing.T, typ planner.JoinType, uk, from, to int, abort bool) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	spec := joinSpec(typ, uk, false, true)
+	steps := joinSteps(int64(uk*31+int(typ)), uk, 120)
+	const a, b, c = 30, 50, 70 // checkpoints after these steps
+
+	ref := newJoinRun(t, mem, spec, 1)
+	defer ref.close()
+	var refTail []string
+	for i, st := range steps {
+		n := len(ref.out.rows)
+		ref.feed(st.left, st.cs)
+		if i >= c {
+			refTail = append(refTail, ref.out.rows[n:]...)
+		}
+	}
+
+	run := newJoinRun(t, mem, spec, from)
+	defer run.close()
+	store := memState{}
+	for i, st := range steps[:c] {
+		run.feed(st.left, st.cs)
+		switch {
+		case i == a-1:
+			run.snapshotAll(1, store)
+			for _, op := range run.ops {
+				op.NotifyComplete(1)
+			}
+		case i == b-1 && abort:
+			junk := memState{} // the failed checkpoint's writes are lost
+			run.snapshotAll(2, junk)
+			if len(junk) == 0 {
+				t.Fatal("checkpoint 2 wrote nothing: the abort case tests nothing")
+			}
+			for _, op := range run.ops {
+				op.NotifyAborted(2)
+			}
+		}
+	}
+	run.snapshotAll(3, store)
+	for _, op := range run.ops {
+		op.NotifyComplete(3)
+	}
+	// crash: new subtasks restored from the store
+	restored := &joinRun{t: t, mem: mem, spec: spec, out: &changeOut{}}
+	defer restored.close()
+	for s := 0; s < to; s++ {
+		op := newTestJoin(t, spec, mem, s, to, nil, 0)
+		if err := op.Restore(store); err != nil {
+			t.Fatal(err)
+		}
+		restored.ops = append(restored.ops, op)
+	}
+	for _, st := range steps[c:] {
+		restored.feed(st.left, st.cs)
+	}
+	if len(refTail) == 0 {
+		t.Fatal("no output after the restore: nothing compared")
+	}
+	got, want := sortedCopy(restored.out.rows), sortedCopy(refTail)
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("after restore:\n got %v\nwant %v", got, want)
+	}
+	live := 0
+	for _, op := range restored.ops {
+		live += op.kv.Len()
+	}
+	if live != ref.ops[0].kv.Len() {
+		t.Fatalf("restored state has %d keys, the uninterrupted run %d", live, ref.ops[0].kv.Len())
+	}
+}
+
+// testMsClock is a processing-time clock the test moves (unix ms).
+type testMsClock struct{ ms int64 }
+
+func (c *testMsClock) Now() time.Time { return time.UnixMilli(c.ms) }
+
+// TestJoinStateTTL: with table.exec.state.ttl a row not written for longer
+// than the TTL no longer matches (Flink's NeverReturnExpired; an outer
+// row's padded result stays, as in Flink); a write (a new match counted
+// on an outer row) refreshes it.
+func TestJoinStateTTL(t *testing.T) {
+	ins := func(r jrow) jchange { return jchange{Insert, r} }
+	for _, uk := range []int{0, 1, 2} {
+		t.Run(fmt.Sprint("uk", uk), func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			clk := &testMsClock{ms: 1_000_000}
+			op := newTestJoin(t, joinSpec(planner.LeftJoin, uk, false, false), mem, 0, 1, clk, 10*time.Second)
+			defer op.Close()
+			step := func(left bool, cs []jchange, want string) {
+				t.Helper()
+				out := &changeOut{}
+				input := 1
+				if left {
+					input = 0
+				}
+				if err := op.ProcessBatch(input, joinBatch(mem, left, cs), out); err != nil {
+					t.Fatal(err)
+				}
+				if got := strings.Join(out.rows, " "); got != want {
+					t.Fatalf("at %d ms: got %q, want %q", clk.ms, got, want)
+				}
+			}
+			step(true, []jchange{ins(lrow(1, 10, 1)), ins(lrow(2, 11, 2))}, "+I[1,10,s1,null,null,null] +I[2,11,s2,null,null,null]")
+			clk.ms += 6_000
+			// l(k=1) gets a match: its association count is written (TTL refreshed)
+			step(false, []jchange{ins(lrow(1, 20, 100))}, "-D[1,10,s1,null,null,null] +I[1,10,s1,1,20,100]")
+			clk.ms += 6_000
+			// 12 s after its insert, l(k=2) has expired: no match
+			step(false, []jchange{ins(lrow(2, 21, 200))}, "")
+			// l(k=1) was written 6 s ago: it still matches
+			step(false, []jchange{ins(lrow(1, 22, 300))}, "+I[1,10,s1,1,22,300]")
+			clk.ms += 10_001
+			// everything expired: a new left row matches nothing
+			step(true, []jchange{ins(lrow(1, 12, 3))}, "+I[1,12,s3,null,null,null]")
+		})
+	}
+}
+
+// TestJoinWatermarkForwarded: the join forwards the watermark it is given
+// (the minimum over its inputs, computed by the runtime).
+func TestJoinWatermarkForwarded(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	op := newTestJoin(t, joinSpec(planner.InnerJoin, 0, false, false), mem, 0, 1, nil, 0)
+	defer op.Close()
+	out := &changeOut{}
+	for _, wm := range []int64{5, 9} {
+		if err := op.ProcessWatermark(wm, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fmt.Sprint(out.wms) != "[5 9]" {
+		t.Fatalf("watermarks %v", out.wms)
+	}
+}
