@@ -42,6 +42,9 @@ const (
 	// KindWindowRank is a Window TopN or window deduplication (keys: the
 	// partition keys and the window; rows: the buffered rows' columns).
 	KindWindowRank = "window-rank"
+	// KindJoin is a regular join (keys: the left side's join key; rows: the
+	// columns of both sides' rows; rank: the join type and state layouts).
+	KindJoin = "join"
 )
 
 // OperatorsDoc is the JSON document of OperatorsMeta:
@@ -147,6 +150,8 @@ func Operators(plan *Physical) []OperatorMeta {
 				out = append(out, windowAggMeta(t, a))
 			case *WindowRankOp:
 				out = append(out, windowRankMeta(t, a))
+			case *JoinOp:
+				out = append(out, joinMeta(t, a))
 			case *WatermarkAssignerOp:
 				out = append(out, OperatorMeta{ID: a.ID, Kind: KindWatermark, Description: a.Describe(), UID: !isDerivedID(a.ID)})
 			}
@@ -216,6 +221,26 @@ func windowRankMeta(t *Task, a *WindowRankOp) OperatorMeta {
 		m.State.Rank += " (deduplicate)"
 	}
 	m.State.Window = a.Window
+	return m
+}
+
+func joinMeta(t *Task, a *JoinOp) OperatorMeta {
+	m := OperatorMeta{ID: a.ID, Kind: KindJoin, Description: a.Describe(), UID: !isDerivedID(a.ID)}
+	if srcs := taskSources(t); len(srcs) > 0 {
+		m.Description += " on " + strings.Join(srcs, ", ")
+	}
+	for _, k := range a.Left.Keys {
+		m.State.Keys = append(m.State.Keys, StateColumn{Name: a.Left.Schema[k].Name, Type: typeName(a.Left.Schema[k].Type)})
+	}
+	for _, side := range []struct {
+		name string
+		s    JoinSide
+	}{{"left", a.Left}, {"right", a.Right}} {
+		for _, c := range side.s.Schema {
+			m.State.Rows = append(m.State.Rows, StateColumn{Name: side.name + "." + c.Name, Type: typeName(c.Type)})
+		}
+	}
+	m.State.Rank = fmt.Sprintf("%s left=%s right=%s", a.Type, a.Left.inputSpec(), a.Right.inputSpec())
 	return m
 }
 
