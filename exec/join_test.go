@@ -63,8 +63,17 @@ func joinBatch(mem memory.Allocator, left bool, cs []jchange) Batch {
 // (HasUniqueKey), 2 unique key k (JoinKeyContainsUniqueKey). residual:
 // left.id <= right.w.
 func joinSpec(typ planner.JoinType, uk int, nullSafe, residual bool) *planner.JoinOp {
+	return joinSpecKeys(typ, uk, nullSafe, residual, true)
+}
+
+// joinSpecKeys is joinSpec; without keys the join is a cross join
+// (filtered by the residual), run at parallelism 1.
+func joinSpecKeys(typ planner.JoinType, uk int, nullSafe, residual, keyed bool) *planner.JoinOp {
 	side := func(s catalog.Schema) planner.JoinSide {
 		js := planner.JoinSide{Keys: []int{0}, Mode: planner.Retract, Schema: s}
+		if !keyed {
+			js.Keys = nil
+		}
 		switch uk {
 		case 1:
 			js.UniqueKey = []int{1}
@@ -74,6 +83,9 @@ func joinSpec(typ planner.JoinType, uk int, nullSafe, residual bool) *planner.Jo
 		return js
 	}
 	s := &planner.JoinOp{ID: "j", Type: typ, Left: side(joinLeftSchema), Right: side(joinRightSchema), NullSafe: []bool{nullSafe}, OutMode: planner.Retract}
+	if !keyed {
+		s.NullSafe = nil
+	}
 	if residual {
 		s.Residual = &planner.Call{Fn: "<=", Args: []planner.Expr{&planner.ColRef{Index: 1, Name: "id", T: catalog.BigInt}, &planner.ColRef{Index: 5, Name: "w", T: catalog.BigInt}}, T: catalog.Boolean}
 	}
@@ -324,8 +336,11 @@ func fmtJRow(left bool, r *jrow) []string {
 }
 
 // joinOracle is the nested-loop join of the live rows of both sides.
-func joinOracle(typ planner.JoinType, nullSafe, residual bool, ls, rs []jrow) map[string]int {
+func joinOracle(typ planner.JoinType, nullSafe, residual, keyed bool, ls, rs []jrow) map[string]int {
 	match := func(l, r jrow) bool {
+		if !keyed {
+			return !residual || l.id <= r.x
+		}
 		if l.null || r.null {
 			if !(nullSafe && l.null && r.null) {
 				return false
@@ -486,25 +501,31 @@ func TestJoinOracle(t *testing.T) {
 							if nullSafe {
 								seed += 13
 							}
-							runJoinOracle(t, typ, uk, residual, nullSafe, par, seed)
+							runJoinOracle(t, typ, uk, residual, nullSafe, true, par, seed)
 						})
 					}
 				}
 			}
 		}
+		// no equi-condition: a cross join filtered by the residual, at
+		// parallelism 1 (every row in one key group)
+		t.Run(fmt.Sprintf("%s/nokeys", typ), func(t *testing.T) {
+			runJoinOracle(t, typ, 0, true, false, false, 1, int64(typ)+77)
+		})
 	}
 }
 
-func runJoinOracle(t *testing.T, typ planner.JoinType, uk int, residual, nullSafe bool, par int, seed int64) {
+func runJoinOracle(t *testing.T, typ planner.JoinType, uk int, residual, nullSafe, keyed bool, par int, seed int64) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	rng := rand.New(rand.NewSource(seed))
-	spec := joinSpec(typ, uk, nullSafe, residual)
+	spec := joinSpecKeys(typ, uk, nullSafe, residual, keyed)
 	jr := newJoinRun(t, mem, spec, par)
 	defer jr.close()
 	lg := &joinGen{rng: rng, uk: uk, nk: 5}
 	rg := &joinGen{rng: rng, uk: uk, nk: 5, id: 1000}
 	folded := map[string]int{}
+	maxResult, retracted := 0, 0
 	for step := 0; step < 150; step++ {
 		left := rng.Intn(2) == 0
 		g := rg
@@ -514,13 +535,19 @@ func runJoinOracle(t *testing.T, typ planner.JoinType, uk int, residual, nullSaf
 		jr.out.rows = jr.out.rows[:0]
 		jr.feed(left, g.next(1+rng.Intn(7)))
 		fold(t, folded, jr.out.rows)
-		want := joinOracle(typ, nullSafe, residual, lg.live, rg.live)
+		maxResult = max(maxResult, len(folded))
+		for _, r := range jr.out.rows {
+			if r[0] == '-' {
+				retracted++
+			}
+		}
+		want := joinOracle(typ, nullSafe, residual, keyed, lg.live, rg.live)
 		if d := diffMultisets(folded, want); d != "" {
 			t.Fatalf("step %d: %s", step, d)
 		}
 	}
-	if len(lg.live) == 0 || len(rg.live) == 0 {
-		t.Fatalf("degenerate run: %d left and %d right rows live", len(lg.live), len(rg.live))
+	if len(lg.live) == 0 || len(rg.live) == 0 || maxResult < 3 || retracted == 0 {
+		t.Fatalf("degenerate run: %d left and %d right rows live, at most %d result rows, %d retractions", len(lg.live), len(rg.live), maxResult, retracted)
 	}
 }
 
@@ -714,5 +741,16 @@ func TestJoinWatermarkForwarded(t *testing.T) {
 	}
 	if fmt.Sprint(out.wms) != "[5 9]" {
 		t.Fatalf("watermarks %v", out.wms)
+	}
+}
+
+// TestJoinUnsupportedColumn: a ROW column in a join input is refused with
+// an error naming the join, the side and the column.
+func TestJoinUnsupportedColumn(t *testing.T) {
+	s := joinSpec(planner.InnerJoin, 0, false, false)
+	s.Right.Schema = append(append(catalog.Schema{}, joinRightSchema...), catalog.Column{Name: "addr", Type: catalog.Row(catalog.Column{Name: "city", Type: catalog.String})})
+	_, err := newJoin(s, &OpContext{OpID: "j", KeyGroups: joinKG(0, 1), Mem: memory.NewGoAllocator()})
+	if err == nil || !strings.Contains(err.Error(), "right input column addr") || !strings.Contains(err.Error(), "not supported") {
+		t.Fatalf("got %v", err)
 	}
 }
