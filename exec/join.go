@@ -199,6 +199,12 @@ func (j *streamJoin) Open(*OpContext) error                          { return ni
 func (j *streamJoin) ProcessWatermark(wm int64, out Collector) error { return out.EmitWatermark(wm) }
 func (j *streamJoin) Finish(Collector) error                         { return nil }
 func (j *streamJoin) Close() error {
+	var err error
+	// A tiered KV (state.backend.type) must be closed; the in-memory one
+	// has nothing to release.
+	if c, ok := any(j.kv).(interface{ Close() error }); ok && j.kv != nil {
+		err = c.Close()
+	}
 	for _, s := range j.sides {
 		if s == nil {
 			continue
@@ -208,7 +214,7 @@ func (j *streamJoin) Close() error {
 		}
 		s.bld = nil
 	}
-	return nil
+	return err
 }
 
 func (j *streamJoin) Snapshot(id int64, w checkpoint.StateWriter) error { return j.kv.Snapshot(id, w) }

@@ -754,3 +754,61 @@ func TestJoinUnsupportedColumn(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// BenchmarkJoin: an inner join; the right side (keys 0..n-1, one row
+// each) is loaded first, then left batches of 1024 rows probe it (one
+// match per row). uk2: the right side's key is unique (KV Get per key);
+// uk0: no unique key (a KV Scan per distinct key of a batch).
+func BenchmarkJoin(b *testing.B) {
+	for _, uk := range []int{2, 0} {
+		for _, n := range []int{1_000, 10_000} {
+			b.Run(fmt.Sprintf("uk%d/state%d", uk, n), func(b *testing.B) {
+				mem := memory.NewGoAllocator()
+				spec := joinSpec(planner.InnerJoin, uk, false, false)
+				op, err := newJoin(spec, &OpContext{OpID: "j", KeyGroups: joinKG(0, 1), Checkpointing: true, Mem: mem, BatchSize: 1024})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer op.Close()
+				sink := &joinCountOut{}
+				var cs []jchange
+				for k := 0; k < n; k++ {
+					cs = append(cs, jchange{Insert, lrow(int64(k), int64(k), int64(k))})
+				}
+				if err := op.ProcessBatch(1, joinBatch(mem, false, cs), sink); err != nil {
+					b.Fatal(err)
+				}
+				rng := rand.New(rand.NewSource(1))
+				probes := make([]Batch, 16)
+				for i := range probes {
+					cs = cs[:0]
+					for r := 0; r < 1024; r++ {
+						cs = append(cs, jchange{Insert, lrow(rng.Int63n(int64(n)), int64(r), 1)})
+					}
+					probes[i] = joinBatch(mem, true, cs)
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					p := probes[i%len(probes)]
+					p.Rec.Retain()
+					if err := op.ProcessBatch(0, p, sink); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(b.N)*1024/b.Elapsed().Seconds(), "rows/s")
+				for _, p := range probes {
+					p.Rec.Release()
+				}
+				if sink.n == 0 {
+					b.Fatal("no output")
+				}
+			})
+		}
+	}
+}
+
+type joinCountOut struct{ n int }
+
+func (c *joinCountOut) Collect(b Batch) error    { c.n += b.Rows(); b.Rec.Release(); return nil }
+func (c *joinCountOut) EmitWatermark(int64) error { return nil }
