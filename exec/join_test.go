@@ -810,5 +810,5 @@ func BenchmarkJoin(b *testing.B) {
 
 type joinCountOut struct{ n int }
 
-func (c *joinCountOut) Collect(b Batch) error    { c.n += b.Rows(); b.Rec.Release(); return nil }
+func (c *joinCountOut) Collect(b Batch) error     { c.n += b.Rows(); b.Rec.Release(); return nil }
 func (c *joinCountOut) EmitWatermark(int64) error { return nil }
