@@ -241,11 +241,18 @@ func (j *streamJoin) ProcessBatch(input int, b Batch, out Collector) error {
 	if input != 0 && input != 1 {
 		return fmt.Errorf("join %s: no input %d", j.spec.ID, input)
 	}
-	if j.ctx.StateTTL > 0 && j.ctx.Clock != nil {
-		j.kv.SetNow(j.ctx.Clock.Now().UnixMilli())
-	}
 	in, other := j.sides[input], j.sides[1-input]
 	rec := b.Rec
+	if err := j.checkInput(input, rec); err != nil {
+		return err
+	}
+	if j.ctx.StateTTL > 0 {
+		var clock Clock = wallClock{}
+		if j.ctx.Clock != nil {
+			clock = j.ctx.Clock
+		}
+		j.kv.SetNow(clock.Now().UnixMilli())
+	}
 	j.prepare(in, rec)
 	j.lookup(in, other, n)
 	candRec := j.decodeCands(other)
@@ -265,6 +272,22 @@ func (j *streamJoin) ProcessBatch(input int, b Batch, out Collector) error {
 	}
 	j.writeBack(other)
 	return j.emit(input, rec, candRec, out)
+}
+
+// checkInput verifies that a batch has the columns of its side (one check
+// per column and batch), so that a plan mismatch is an error, not a panic
+// of the record assembly.
+func (j *streamJoin) checkInput(input int, rec arrow.Record) error {
+	sch := j.sides[input].schema
+	if int(rec.NumCols()) != sch.NumFields() {
+		return fmt.Errorf("join %s: %s input has %d columns, the plan says %d", j.spec.ID, [2]string{"left", "right"}[input], rec.NumCols(), sch.NumFields())
+	}
+	for c := 0; c < sch.NumFields(); c++ {
+		if dt := rec.Column(c).DataType(); !arrow.TypeEqual(dt, sch.Field(c).Type) {
+			return fmt.Errorf("join %s: %s input column %s has type %s, the plan says %s", j.spec.ID, [2]string{"left", "right"}[input], sch.Field(c).Name, dt, sch.Field(c).Type)
+		}
+	}
+	return nil
 }
 
 // prepare encodes the batch's join keys, rows, unique keys and key groups
