@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -70,7 +71,8 @@ type streamJoin struct {
 	hashes                  []uint64
 	nullKey                 []bool
 	rowGroup                []int32
-	groups                  map[string]int32
+	groups                  map[uint64]int32 // key hash -> first group with it
+	groupNext, groupRow     []int32          // next group of the same hash; a row with the group's key
 	groupLo, groupHi        []int32
 	cands                   []joinCand
 	arena                   []byte
@@ -117,7 +119,7 @@ func newJoin(s *planner.JoinOp, ctx *OpContext) (*streamJoin, error) {
 	if len(s.Left.Keys) != len(s.Right.Keys) {
 		return nil, fmt.Errorf("join %s: %d left keys but %d right keys", s.ID, len(s.Left.Keys), len(s.Right.Keys))
 	}
-	j := &streamJoin{spec: s, ctx: ctx, mem: ctx.Mem, maxP: max(ctx.KeyGroups.MaxParallelism, 1), groups: map[string]int32{}}
+	j := &streamJoin{spec: s, ctx: ctx, mem: ctx.Mem, maxP: max(ctx.KeyGroups.MaxParallelism, 1), groups: map[uint64]int32{}}
 	if j.mem == nil {
 		j.mem = memory.DefaultAllocator
 	}
@@ -331,6 +333,7 @@ func (j *streamJoin) kg(i int) int     { return int(j.hashes[i] % uint64(j.maxP)
 func (j *streamJoin) lookup(in, other *joinSideState, n int) {
 	clear(j.groups)
 	j.groupLo, j.groupHi = j.groupLo[:0], j.groupHi[:0]
+	j.groupNext, j.groupRow = j.groupNext[:0], j.groupRow[:0]
 	j.cands, j.arena = j.cands[:0], j.arena[:0]
 	if cap(j.rowGroup) < n {
 		j.rowGroup = make([]int32, n)
@@ -342,12 +345,24 @@ func (j *streamJoin) lookup(in, other *joinSideState, n int) {
 			continue
 		}
 		k := j.jk(i)
-		if g, ok := j.groups[string(k)]; ok {
+		h := j.hashes[i]
+		head, ok := j.groups[h]
+		g := head
+		for ok && g >= 0 && !bytes.Equal(j.jk(int(j.groupRow[g])), k) {
+			g = j.groupNext[g]
+		}
+		if ok && g >= 0 {
 			j.rowGroup[i] = g
 			continue
 		}
-		g := int32(len(j.groupLo))
-		j.groups[string(k)] = g
+		g = int32(len(j.groupLo))
+		if ok {
+			j.groupNext = append(j.groupNext, head)
+		} else {
+			j.groupNext = append(j.groupNext, -1)
+		}
+		j.groups[h] = g
+		j.groupRow = append(j.groupRow, int32(i))
 		j.rowGroup[i] = g
 		j.groupLo = append(j.groupLo, int32(len(j.cands)))
 		j.scanSide(other, k, j.kg(i))
