@@ -445,6 +445,9 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 			}
 		}
 		exprN++
+		if f.AsName.O == "" {
+			name = uniqueName(name, schema)
+		}
 		projs = append(projs, e)
 		schema = append(schema, catalog.Column{Name: name, Type: e.Type()})
 		quals = append(quals, "")
@@ -460,6 +463,31 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 		return &out, nil
 	}
 	return &rel{kind: relCalc, input: in, schema: schema, quals: quals, mode: in.mode, projs: projs}, nil
+}
+
+// uniqueName returns name, or, when a column of s already has it, name
+// followed by the first number that makes it unique: as Calcite names the
+// derived columns of a select list (SELECT a.id, b.id gives id, id0), so
+// that a join's columns of the same name can be selected without AS.
+// Aliases written with AS are not renamed (checkDuplicateNames reports
+// their duplicates).
+func uniqueName(name string, s catalog.Schema) string {
+	taken := func(n string) bool {
+		for _, c := range s {
+			if strings.EqualFold(c.Name, n) {
+				return true
+			}
+		}
+		return false
+	}
+	if !taken(name) {
+		return name
+	}
+	for i := 0; ; i++ {
+		if n := fmt.Sprintf("%s%d", name, i); !taken(n) {
+			return n
+		}
+	}
 }
 
 // checkDuplicateNames reports the second of two select-list columns with

@@ -406,6 +406,7 @@ func setID(op Op, id string) {
 
 // finish numbers and names the tasks.
 func (b *physBuilder) finish() {
+	b.pruneJoinInputs()
 	prunePartitions(b.plan.Tasks)
 	for i, t := range b.plan.Tasks {
 		t.Index = i
