@@ -64,6 +64,8 @@ type streamJoin struct {
 	outSch   *arrow.Schema
 	semi     bool // SemiJoin or AntiJoin
 	anti     bool
+	// maxPairs bounds the candidate pairs of one pass over a batch
+	maxPairs int
 
 	// per-batch scratch, reused
 	jkBuf, rowBuf, ukBuf    []byte
@@ -119,7 +121,7 @@ func newJoin(s *planner.JoinOp, ctx *OpContext) (*streamJoin, error) {
 	if len(s.Left.Keys) != len(s.Right.Keys) {
 		return nil, fmt.Errorf("join %s: %d left keys but %d right keys", s.ID, len(s.Left.Keys), len(s.Right.Keys))
 	}
-	j := &streamJoin{spec: s, ctx: ctx, mem: ctx.Mem, maxP: max(ctx.KeyGroups.MaxParallelism, 1), groups: map[uint64]int32{}}
+	j := &streamJoin{spec: s, ctx: ctx, mem: ctx.Mem, maxP: max(ctx.KeyGroups.MaxParallelism, 1), groups: map[uint64]int32{}, maxPairs: 1 << 16}
 	if j.mem == nil {
 		j.mem = memory.DefaultAllocator
 	}
@@ -243,7 +245,6 @@ func (j *streamJoin) ProcessBatch(input int, b Batch, out Collector) error {
 	if input != 0 && input != 1 {
 		return fmt.Errorf("join %s: no input %d", j.spec.ID, input)
 	}
-	in, other := j.sides[input], j.sides[1-input]
 	rec := b.Rec
 	if err := j.checkInput(input, rec); err != nil {
 		return err
@@ -255,8 +256,40 @@ func (j *streamJoin) ProcessBatch(input int, b Batch, out Collector) error {
 		}
 		j.kv.SetNow(clock.Now().UnixMilli())
 	}
+	return j.process(input, b, out)
+}
+
+// process joins batch b (not owned). A batch whose rows have more than
+// maxPairs candidates in all is processed in halves (in order), bounding
+// the pair and output records of one pass.
+func (j *streamJoin) process(input int, b Batch, out Collector) error {
+	in, other := j.sides[input], j.sides[1-input]
+	rec := b.Rec
+	n := b.Rows()
 	j.prepare(in, rec)
 	j.lookup(in, other, n)
+	if n > 1 {
+		pairs := 0
+		for _, g := range j.rowGroup {
+			if g >= 0 {
+				pairs += int(j.groupHi[g] - j.groupLo[g])
+			}
+		}
+		if pairs > j.maxPairs {
+			for _, r := range [2][2]int{{0, n / 2}, {n / 2, n}} {
+				part := Batch{Rec: rec.NewSlice(int64(r[0]), int64(r[1]))}
+				if b.Ops != nil {
+					part.Ops = b.Ops[r[0]:r[1]]
+				}
+				err := j.process(input, part, out)
+				part.Rec.Release()
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
 	candRec := j.decodeCands(other)
 	defer candRec.Release()
 	if err := j.evalResidual(input, rec, candRec, n); err != nil {
