@@ -267,7 +267,7 @@ func (p *Planner) finalizeJoins(r *rel, ctx *parser.QueryContext) (*rel, error) 
 	if residual != nil && len(lext) > 0 {
 		residual = shiftCols(residual, nl, len(lext))
 	}
-	op := &JoinOp{Type: j.typ, Residual: residual, OutMode: r.mode, MaxParallel: p.MaxParallelism,
+	op := &JoinOp{Type: j.typ, Residual: residual, OutMode: r.mode, MaxParallel: p.MaxParallelism, pos: j.pos,
 		Left:  JoinSide{Keys: lk, UniqueKey: uniqueKey(left), Mode: left.mode, Schema: left.schema},
 		Right: JoinSide{Keys: rk, UniqueKey: uniqueKey(right), Mode: right.mode, Schema: right.schema}}
 	op.NullSafe = nullSafe
