@@ -43,6 +43,9 @@ func (p *Planner) PlanSelect(q *parser.Query) (*Physical, catalog.Schema, error)
 	}
 	t.Sink = &SinkSpec{Schema: r.schema, Mode: r.mode, ID: b.sinkID("")}
 	b.finish()
+	if b.err != nil {
+		return nil, nil, b.err
+	}
 	return b.plan, r.schema, nil
 }
 
@@ -58,6 +61,9 @@ func (p *Planner) PlanInserts(ins []*parser.Insert) (*Physical, error) {
 		}
 	}
 	b.finish()
+	if b.err != nil {
+		return nil, b.err
+	}
 	return b.plan, nil
 }
 
