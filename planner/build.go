@@ -65,6 +65,9 @@ type rel struct {
 	inputs []*rel         // relUnion (setops.go)
 	rows   [][]Expr       // relScan of a VALUES list (values.go)
 	srt    *sortRel       // relSort, relLimit (sort.go)
+	// scalarSubs: the hidden columns are the select list's scalar
+	// subqueries (subquery.go); SELECT * is fine.
+	scalarSubs bool
 	// hidden trailing columns that SELECT * does not expand (the rank of
 	// a window rank).
 	hidden int
@@ -198,9 +201,13 @@ func (p *Planner) buildSelect(sel *ast.SelectStmt, ctx *parser.QueryContext) (*r
 func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext) (*rel, error) {
 	// Subquery predicates among WHERE's conjuncts become joins (subquery.go).
 	where, subs := splitWhere(sel.Where)
-	if subs != nil {
+	selSubs := selectSubqueries(sel)
+	if subs != nil || selSubs != nil {
 		chk := *sel
 		chk.Where = where
+		if selSubs != nil {
+			chk.Fields = &ast.FieldList{}
+		}
 		if err := noSubqueries(&chk, ctx); err != nil {
 			return nil, err
 		}
@@ -295,7 +302,13 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 	if hasAgg {
 		return p.buildAggregate(sel, in, ctx)
 	}
-	out, err := p.buildProjection(sel.Fields.Fields, in, ctx, nil)
+	var hook func(ast.ExprNode) (Expr, bool, error)
+	if selSubs != nil {
+		if in, hook, err = p.joinSelectSubqueries(in, selSubs, ctx); err != nil {
+			return nil, err
+		}
+	}
+	out, err := p.buildProjection(sel.Fields.Fields, in, ctx, hook)
 	if err != nil {
 		return nil, err
 	}
@@ -368,7 +381,7 @@ func noSubqueries(sel *ast.SelectStmt, ctx *parser.QueryContext) error {
 			}
 			return &parser.Error{Pos: at, Msg: "IN (subquery) is supported only as a conjunct at the top level of WHERE (WHERE ... AND x IN (SELECT ...)), not under OR or NOT or elsewhere yet"}
 		}
-		return exprErr(ctx, f.found, "SELECT", "subqueries are supported only as conjuncts at the top level of WHERE ([NOT] EXISTS, [NOT] IN, a comparison with a scalar subquery), not elsewhere yet")
+		return exprErr(ctx, f.found, "SELECT", "subqueries are supported only as conjuncts at the top level of WHERE ([NOT] EXISTS, [NOT] IN, a comparison with a scalar subquery) and as scalar subqueries in the select list of a SELECT without aggregation, not elsewhere yet")
 	}
 	return nil
 }
@@ -404,7 +417,7 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 	exprN := 0
 	for _, f := range fields {
 		if f.WildCard != nil {
-			if hook != nil && in.kind != relWindowRank {
+			if hook != nil && in.kind != relWindowRank && !in.scalarSubs {
 				return nil, ctx.Errorf("*", "SELECT * cannot be used with GROUP BY or aggregates")
 			}
 			q := strings.ToLower(f.WildCard.Table.O)

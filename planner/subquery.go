@@ -384,3 +384,92 @@ func splitWhere(where ast.ExprNode) (rest ast.ExprNode, subs []subqueryConj) {
 	}
 	return rest, subs
 }
+
+// selectSubqueries returns the scalar subqueries of sel's select list
+// (nil: none, or sel aggregates, where they are not supported yet).
+func selectSubqueries(sel *ast.SelectStmt) []*ast.SubqueryExpr {
+	if sel.Fields == nil || sel.GroupBy != nil || sel.Having != nil || containsAgg(sel.Fields.Fields) {
+		return nil
+	}
+	var out []*ast.SubqueryExpr
+	for _, f := range sel.Fields.Fields {
+		if f.Expr == nil {
+			continue
+		}
+		v := &allSubqueries{}
+		f.Expr.Accept(v)
+		if v.other {
+			return nil // IN / EXISTS in the select list: noSubqueries reports it
+		}
+		out = append(out, v.found...)
+	}
+	return out
+}
+
+type allSubqueries struct {
+	found []*ast.SubqueryExpr
+	other bool
+}
+
+func (v *allSubqueries) Enter(n ast.Node) (ast.Node, bool) {
+	switch x := n.(type) {
+	case *ast.SubqueryExpr:
+		v.found = append(v.found, x)
+		return n, true
+	case *ast.PatternInExpr:
+		if x.Sel != nil {
+			v.other = true
+			return n, true
+		}
+	case *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		v.other = true
+		return n, true
+	}
+	return n, false
+}
+func (v *allSubqueries) Leave(n ast.Node) (ast.Node, bool) { return n, true }
+
+// joinSelectSubqueries left-joins in with each (uncorrelated, single-row)
+// scalar subquery of the select list, without a condition, and returns the
+// hook that resolves each subquery to its column (hidden from *).
+func (p *Planner) joinSelectSubqueries(in *rel, subs []*ast.SubqueryExpr, ctx *parser.QueryContext) (*rel, func(ast.ExprNode) (Expr, bool, error), error) {
+	cols := map[*ast.SubqueryExpr]*ColRef{}
+	if in.hidden > 0 {
+		in = dropHidden(in)
+	}
+	nOuter := len(in.schema)
+	for _, sq := range subs {
+		sub, err := p.buildSubquery(sq, ctx)
+		if err != nil {
+			var pe *parser.Error
+			if errors.As(err, &pe) && strings.Contains(pe.Msg, "not found") {
+				return nil, nil, &parser.Error{Pos: pe.Pos, Msg: pe.Msg + " (a scalar subquery in the select list must not refer to the outer query)"}
+			}
+			return nil, nil, err
+		}
+		if sub.hidden > 0 {
+			sub = dropHidden(sub)
+		}
+		if len(sub.schema) != 1 {
+			return nil, nil, exprErr(ctx, sq, "SELECT", "a scalar subquery must select one column, this one selects %d", len(sub.schema))
+		}
+		idx := len(in.schema)
+		j := joinOf(in, sub, LeftJoin, ctx.PosOf(sq))
+		if in, err = p.finalizeJoins(j, ctx); err != nil {
+			return nil, nil, err
+		}
+		cols[sq] = &ColRef{Index: idx, Name: in.schema[idx].Name, T: in.schema[idx].Type}
+	}
+	out := *in
+	out.hidden = len(in.schema) - nOuter
+	out.scalarSubs = true
+	hook := func(n ast.ExprNode) (Expr, bool, error) {
+		if sq, ok := n.(*ast.SubqueryExpr); ok {
+			if c, ok := cols[sq]; ok {
+				return c, true, nil
+			}
+		}
+		return nil, false, nil
+	}
+	return &out, hook, nil
+}

@@ -73,6 +73,7 @@ var setopsOracleQueries = []oracleQuery{
 		stream: "SELECT k, v FROM t WHERE v > (SELECT AVG(v) FROM u) + 5",
 		sqlite: "SELECT k, v FROM t WHERE v > (SELECT SUM(v) / COUNT(v) FROM u) + 5",
 		kinds:  "ii"},
+	{name: "scalar-select-list", stream: "SELECT k, v, (SELECT MAX(v) FROM u WHERE k = 3) AS m, (SELECT COUNT(*) FROM u) AS n FROM t WHERE v = 4", kinds: "iiii"},
 	{name: "in-agg", stream: "SELECT s, COUNT(*) AS n FROM t WHERE k IN (SELECT k FROM u GROUP BY k HAVING COUNT(*) > 60) GROUP BY s", kinds: "si"},
 	{name: "except-values",
 		stream: "SELECT s, k FROM u EXCEPT SELECT * FROM (VALUES ('a', 1), ('b', 2), (NULL, 3)) AS v(s, k)",
