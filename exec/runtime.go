@@ -1048,6 +1048,26 @@ func (st *subtask) runInputs() error {
 
 func (st *subtask) onBatch(ch int, b Batch) error { return st.process(st.chanInput[ch], b) }
 func (st *subtask) onWatermark(wm int64) error    { return st.watermark(wm) }
+
+// onChannelWatermark tells a head operator that wants them the watermark
+// of the input edge of channel ch (the minimum over its channels that have
+// not ended) before the combined one advances (intervaljoin.go).
+func (st *subtask) onChannelWatermark(ch int) error {
+	if len(st.ops) == 0 {
+		return nil
+	}
+	iw, ok := st.ops[0].(InputWatermarkOperator)
+	if !ok {
+		return nil
+	}
+	in, wm := st.chanInput[ch], MaxWatermark
+	for c, x := range st.gate.wm {
+		if st.chanInput[c] == in && !st.gate.ended[c] {
+			wm = min(wm, x)
+		}
+	}
+	return iw.ProcessInputWatermark(in, wm)
+}
 func (st *subtask) onIdle() error                 { return st.out.idle() }
 func (st *subtask) onBarrier(b Barrier) error     { return st.barrier(b) }
 func (st *subtask) onCancel(id int64) error       { return st.out.cancel(id) }

@@ -349,6 +349,9 @@ func (b *physBuilder) build(r *rel) *Task {
 	case relWindowRank:
 		return b.buildWindowRankTask(r)
 	case relJoin:
+		if r.join.timed != nil {
+			return b.buildTimedJoinTask(r) // intervaljoin.go
+		}
 		return b.buildJoinTask(r)
 	}
 	panic("unknown rel")
@@ -495,6 +498,8 @@ func opMode(op Op) string {
 		return InsertOnly.String()
 	case *JoinOp:
 		return o.OutMode.String()
+	case *IntervalJoinOp, *WindowJoinOp:
+		return InsertOnly.String()
 	}
 	return ""
 }
