@@ -1068,9 +1068,9 @@ func (st *subtask) onChannelWatermark(ch int) error {
 	}
 	return iw.ProcessInputWatermark(in, wm)
 }
-func (st *subtask) onIdle() error                 { return st.out.idle() }
-func (st *subtask) onBarrier(b Barrier) error     { return st.barrier(b) }
-func (st *subtask) onCancel(id int64) error       { return st.out.cancel(id) }
+func (st *subtask) onIdle() error             { return st.out.idle() }
+func (st *subtask) onBarrier(b Barrier) error { return st.barrier(b) }
+func (st *subtask) onCancel(id int64) error   { return st.out.cancel(id) }
 func (st *subtask) onEnd() error {
 	if err := st.finish(); err != nil {
 		return err
