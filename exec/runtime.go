@@ -1048,6 +1048,22 @@ func (st *subtask) runInputs() error {
 
 func (st *subtask) onBatch(ch int, b Batch) error { return st.process(st.chanInput[ch], b) }
 func (st *subtask) onWatermark(wm int64) error    { return st.watermark(wm) }
+func (st *subtask) onIdle() error                 { return st.out.idle() }
+func (st *subtask) onBarrier(b Barrier) error     { return st.barrier(b) }
+func (st *subtask) onCancel(id int64) error       { return st.out.cancel(id) }
+func (st *subtask) onEnd() error {
+	if err := st.finish(); err != nil {
+		return err
+	}
+	if !st.checkpointing() {
+		st.done = true
+	}
+	return nil
+}
+func (st *subtask) onShutdown() error {
+	st.done = true
+	return st.shutdown()
+}
 
 // onChannelWatermark tells a head operator that wants them the watermark
 // of the input edge of channel ch (the minimum over its channels that have
@@ -1067,22 +1083,6 @@ func (st *subtask) onChannelWatermark(ch int) error {
 		}
 	}
 	return iw.ProcessInputWatermark(in, wm)
-}
-func (st *subtask) onIdle() error             { return st.out.idle() }
-func (st *subtask) onBarrier(b Barrier) error { return st.barrier(b) }
-func (st *subtask) onCancel(id int64) error   { return st.out.cancel(id) }
-func (st *subtask) onEnd() error {
-	if err := st.finish(); err != nil {
-		return err
-	}
-	if !st.checkpointing() {
-		st.done = true
-	}
-	return nil
-}
-func (st *subtask) onShutdown() error {
-	st.done = true
-	return st.shutdown()
 }
 
 // panicSite returns the function and file:line where a recovered panic
