@@ -565,13 +565,19 @@ func (j *intervalJoin) Snapshot(id int64, w checkpoint.StateWriter) error {
 	if err := j.timer.Snapshot(id, w); err != nil {
 		return err
 	}
-	v := binary.AppendVarint(nil, j.sides[0].wm)
-	v = binary.AppendVarint(v, j.sides[1].wm)
-	if err := w.Put(ijWMKey(j.spec.ID, j.ctx.Subtask), v); err != nil {
+	return snapshotInputWM(j.spec.ID, j.ctx.Subtask, &j.sides, j.staleWM, w)
+}
+
+// snapshotInputWM writes the subtask's input watermarks (varint per input)
+// and deletes the entries of old subtasks above the parallelism.
+func snapshotInputWM(opID string, subtask int, sides *[2]ijSide, stale []int, w checkpoint.StateWriter) error {
+	v := binary.AppendVarint(nil, sides[0].wm)
+	v = binary.AppendVarint(v, sides[1].wm)
+	if err := w.Put(ijWMKey(opID, subtask), v); err != nil {
 		return err
 	}
-	for _, s := range j.staleWM {
-		if err := w.Delete(ijWMKey(j.spec.ID, s)); err != nil {
+	for _, s := range stale {
+		if err := w.Delete(ijWMKey(opID, s)); err != nil {
 			return err
 		}
 	}
@@ -639,18 +645,26 @@ func (j *intervalJoin) Restore(r checkpoint.StateReader) error {
 	if err := j.timer.Restore(r, kgs.Start, kgs.End); err != nil {
 		return err
 	}
-	// The inputs' watermarks: the smallest any old subtask had reached
-	// (they all see the same watermarks of an input).
-	k0 := ijWMKey(j.spec.ID, 0)
+	stale, err := restoreInputWM(j.spec.ID, j.ctx.Parallelism, &j.sides, r)
+	j.staleWM = stale
+	return err
+}
+
+// restoreInputWM restores the inputs' watermarks: the smallest any old
+// subtask had reached (they all see the same watermarks of an input). It
+// returns the old subtasks at or above parallelism (entries to delete).
+func restoreInputWM(opID string, parallelism int, sides *[2]ijSide, r checkpoint.StateReader) ([]int, error) {
+	k0 := ijWMKey(opID, 0)
 	prefix := k0[:len(k0)-4]
 	wms := [2]int64{MaxWatermark, MaxWatermark}
 	found := false
-	err = r.Scan(prefix, func(key, v []byte) error {
+	var stale []int
+	err := r.Scan(prefix, func(key, v []byte) error {
 		if len(key) != len(k0) {
 			return nil
 		}
-		if i := int(binary.BigEndian.Uint32(key[len(prefix):])); i >= j.ctx.Parallelism {
-			j.staleWM = append(j.staleWM, i)
+		if i := int(binary.BigEndian.Uint32(key[len(prefix):])); i >= parallelism {
+			stale = append(stale, i)
 		}
 		for s := 0; s < 2; s++ {
 			x, n, err := readVarint(v)
@@ -664,12 +678,12 @@ func (j *intervalJoin) Restore(r checkpoint.StateReader) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if found {
-		for s := range j.sides {
-			j.sides[s].wm = max(j.sides[s].wm, wms[s])
+		for s := range sides {
+			sides[s].wm = max(sides[s].wm, wms[s])
 		}
 	}
-	return nil
+	return stale, nil
 }
