@@ -136,7 +136,9 @@ func (j *windowJoin) ProcessInputWatermark(input int, wm int64) error {
 }
 
 // semiAnti: the output is the left columns only.
-func (j *windowJoin) semiAnti() bool { return j.spec.Type == planner.SemiJoin || j.spec.Type == planner.AntiJoin }
+func (j *windowJoin) semiAnti() bool {
+	return j.spec.Type == planner.SemiJoin || j.spec.Type == planner.AntiJoin
+}
 
 // emitsAlone reports whether side's rows without a partner are emitted
 // (padded, or as the anti join's result).
