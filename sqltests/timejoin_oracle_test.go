@@ -27,7 +27,7 @@ import (
 // is what the join judges a row by (the watermark of its own input).
 func timeJoinStream(t *testing.T, db *sql.DB, rng *rand.Rand, name, path string, n int, base int64) (late, nullKeys int) {
 	t.Helper()
-	if _, err := db.Exec("CREATE TABLE " + name + " (id INTEGER, ts INTEGER, k INTEGER, x INTEGER, late INTEGER)"); err != nil {
+	if _, err := db.Exec("CREATE TABLE " + name + " (id INTEGER, ts INTEGER, k INTEGER, x INTEGER, late INTEGER, wm INTEGER)"); err != nil {
 		t.Fatal(err)
 	}
 	var b strings.Builder
@@ -46,12 +46,15 @@ func timeJoinStream(t *testing.T, db *sql.DB, rng *rand.Rand, name, path string,
 			nullKeys++
 		}
 		x := rng.Intn(100)
-		isLate := 0
-		if maxTs >= 0 && ts <= maxTs-1000-1 {
+		isLate, wm := 0, int64(-1<<62)
+		if maxTs >= 0 {
+			wm = maxTs - 1000 - 1
+		}
+		if ts <= wm {
 			isLate = 1
 			late++
 		}
-		if _, err := tx.Exec("INSERT INTO "+name+" VALUES (?, ?, ?, ?, ?)", i, ts, k, x, isLate); err != nil {
+		if _, err := tx.Exec("INSERT INTO "+name+" VALUES (?, ?, ?, ?, ?, ?)", i, ts, k, x, isLate, wm); err != nil {
 			t.Fatal(err)
 		}
 		maxTs = max(maxTs, ts)
@@ -128,10 +131,21 @@ func TestIntervalJoinOracleSQLite(t *testing.T) {
 		}
 		want[q.name] = rows
 	}
-	ddl := func(name, path string) string {
-		return "CREATE TABLE " + name + " (id INT, ts TIMESTAMP(3), k INT, x INT, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '" +
-			path + "', 'format' = 'csv', 'csv.null-literal' = '', 'scan.parallelism' = '1')"
-	}
+	runTimeJoinOracle(t, dir, []string{timeJoinDDL("a", aPath), timeJoinDDL("b", bPath)}, queries, want, []oracleQuery{queries[1], queries[3]})
+}
+
+func timeJoinDDL(name, path string) string {
+	return "CREATE TABLE " + name + " (id INT, ts TIMESTAMP(3), k INT, x INT, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '" +
+		path + "', 'format' = 'csv', 'csv.null-literal' = '', 'scan.parallelism' = '1')"
+}
+
+// runTimeJoinOracle runs the stream queries after the setup statements at
+// parallelism 1 and 3 and batch sizes 1, 7 and 100 and compares each with
+// want (the output must be append-only); then (not in -short) it runs
+// the crash queries as a golden file whose expected output is want, in
+// every variant of the golden runner including the crash variant.
+func runTimeJoinOracle(t *testing.T, dir string, setup []string, queries []oracleQuery, want map[string][][]*string, crash []oracleQuery) {
+	t.Helper()
 	for _, p := range []int{1, 3} {
 		for _, bs := range []int{1, 7, 100} {
 			t.Run(fmt.Sprintf("p=%d,batch=%d", p, bs), func(t *testing.T) {
@@ -140,11 +154,10 @@ func TestIntervalJoinOracleSQLite(t *testing.T) {
 				s := session.New(session.Config{Stdout: &lockedBuffer{}})
 				s.Mem = mem
 				defer s.Close()
-				for _, q := range []string{
+				for _, q := range append([]string{
 					"SET 'parallelism.default' = '" + strconv.Itoa(p) + "'",
 					"SET 'execution.batch-size' = '" + strconv.Itoa(bs) + "'",
-					ddl("a", aPath), ddl("b", bPath),
-				} {
+				}, setup...) {
 					if _, err := streamRows(s, q); err != nil {
 						t.Fatalf("%s: %v", q, err)
 					}
@@ -163,9 +176,8 @@ func TestIntervalJoinOracleSQLite(t *testing.T) {
 		}
 	}
 	// The golden runner's variants and crash variant, with SQLite's answers
-	// as the expected output, for the outer joins (the crash variant
-	// checkpoints after every source batch: a few hundred checkpoints a
-	// query).
+	// as the expected output (the crash variant checkpoints after every
+	// source batch: a few hundred checkpoints a query).
 	if testing.Short() {
 		return
 	}
@@ -174,8 +186,12 @@ func TestIntervalJoinOracleSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	var g strings.Builder
-	fmt.Fprintf(&g, "exec\n%s;\n%s\n----\n[INFO] Execute statement succeeded.\n[INFO] Execute statement succeeded.\n\n", ddl("a", aPath), ddl("b", bPath))
-	for _, q := range []oracleQuery{queries[1], queries[3]} {
+	g.WriteString("exec\n" + strings.Join(setup, ";\n") + "\n----\n")
+	for range setup {
+		g.WriteString("[INFO] Execute statement succeeded.\n")
+	}
+	g.WriteString("\n")
+	for _, q := range crash {
 		fmt.Fprintf(&g, "query final\n%s\n----\n%s\n", q.stream, goldenTable(q.stream, want[q.name]))
 	}
 	if err := os.WriteFile(filepath.Join(gdir, "timejoin_oracle.sqltest"), []byte(g.String()), 0o644); err != nil {
@@ -184,6 +200,78 @@ func TestIntervalJoinOracleSQLite(t *testing.T) {
 	var ca checkedAllocs
 	RunTest(t, gdir, Options{Variants: true, Crash: true, newAlloc: ca.newAlloc})
 	ca.assertZero(t)
+}
+
+// TestWindowJoinOracleSQLite compares window joins (INNER, LEFT, FULL
+// with a residual, and window aggregations on both sides, Nexmark q8's
+// shape) of 2 s tumbling windows with SQLite over the two seeded streams
+// of TestIntervalJoinOracleSQLite: SQLite drops a row iff its window had
+// ended at the watermark of its own stream (window_end - 1 <= watermark),
+// as the window join and the window aggregation do, and joins by key and
+// window start; same variants as the interval join oracle.
+func TestWindowJoinOracleSQLite(t *testing.T) {
+	dir := t.TempDir()
+	rng := rand.New(rand.NewSource(8))
+	base := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	aPath, bPath := filepath.Join(dir, "a.csv"), filepath.Join(dir, "b.csv")
+	timeJoinStream(t, db, rng, "a", aPath, 600, base)
+	timeJoinStream(t, db, rng, "b", bPath, 600, base)
+	for _, v := range []string{
+		"CREATE VIEW aw AS SELECT id, k, x, (ts / 2000) * 2000 AS ws FROM a WHERE (ts / 2000) * 2000 + 1999 > wm",
+		"CREATE VIEW bw AS SELECT id, k, x, (ts / 2000) * 2000 AS ws FROM b WHERE (ts / 2000) * 2000 + 1999 > wm",
+	} {
+		if _, err := db.Exec(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lateA, lateB int
+	if err := db.QueryRow("SELECT (SELECT COUNT(*) FROM a) - (SELECT COUNT(*) FROM aw), (SELECT COUNT(*) FROM b) - (SELECT COUNT(*) FROM bw)").Scan(&lateA, &lateB); err != nil || lateA == 0 || lateB == 0 {
+		t.Fatalf("the streams must have late rows for 2 s windows: %d %d %v", lateA, lateB, err)
+	}
+	tsStr := func(e string) string {
+		return fmt.Sprintf("strftime('%%Y-%%m-%%d %%H:%%M:%%f', (%s + %d) / 1000.0, 'unixepoch')", e, base)
+	}
+	const on = " ON a.k = b.k AND a.window_start = b.window_start AND a.window_end = b.window_end"
+	queries := []oracleQuery{
+		{name: "inner",
+			stream: "SELECT a.id AS aid, b.id AS bid, a.window_start AS ws FROM aw a JOIN bw b" + on,
+			sqlite: "SELECT a.id, b.id, " + tsStr("a.ws") + " FROM aw a JOIN bw b ON a.k = b.k AND a.ws = b.ws",
+			kinds:  "iis"},
+		{name: "left-residual",
+			stream: "SELECT a.id AS aid, b.id AS bid FROM aw a LEFT JOIN bw b" + on + " AND a.x < b.x",
+			sqlite: "SELECT a.id, b.id FROM aw a LEFT JOIN bw b ON a.k = b.k AND a.ws = b.ws AND a.x < b.x",
+			kinds:  "ii"},
+		{name: "full",
+			stream: "SELECT a.id AS aid, b.id AS bid, b.window_end AS we FROM aw a FULL JOIN bw b" + on,
+			sqlite: "SELECT a.id, b.id, CASE WHEN b.id IS NULL THEN NULL ELSE " + tsStr("b.ws + 2000") + " END FROM aw a FULL JOIN bw b ON a.k = b.k AND a.ws = b.ws",
+			kinds:  "iis"},
+		{name: "aggregates",
+			stream: "SELECT A.k, A.n, B.m, A.window_start AS ws FROM (SELECT k, COUNT(*) AS n, window_start, window_end FROM aw GROUP BY k, window_start, window_end) A" +
+				" JOIN (SELECT k, SUM(x) AS m, window_start, window_end FROM bw GROUP BY k, window_start, window_end) B ON A.k = B.k AND A.window_start = B.window_start AND A.window_end = B.window_end",
+			sqlite: "SELECT A.k, A.n, B.m, " + tsStr("A.ws") + " FROM (SELECT k, ws, COUNT(*) AS n FROM aw GROUP BY k, ws) A JOIN (SELECT k, ws, SUM(x) AS m FROM bw GROUP BY k, ws) B ON A.k = B.k AND A.ws = B.ws",
+			kinds:  "iiis"},
+	}
+	want := map[string][][]*string{}
+	for _, q := range queries {
+		rows, err := sqliteRows(db, q.sqlite)
+		if err != nil {
+			t.Fatalf("sqlite %s: %v", q.name, err)
+		}
+		if len(rows) == 0 {
+			t.Fatalf("sqlite %s: no rows", q.name)
+		}
+		want[q.name] = rows
+	}
+	setup := []string{timeJoinDDL("a", aPath), timeJoinDDL("b", bPath),
+		"CREATE VIEW aw AS SELECT * FROM TABLE(TUMBLE(TABLE a, DESCRIPTOR(ts), INTERVAL '2' SECOND))",
+		"CREATE VIEW bw AS SELECT * FROM TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), INTERVAL '2' SECOND))"}
+	runTimeJoinOracle(t, dir, setup, queries, want, []oracleQuery{queries[2], queries[3]})
 }
 
 // goldenTable renders rows as the golden runner prints a final table: the
