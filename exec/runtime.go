@@ -325,7 +325,7 @@ func (st *subtask) build() error {
 	for i, spec := range t.Ops {
 		oc := &OpContext{OpID: spec.OpID(), Subtask: st.index, Parallelism: t.Parallelism,
 			KeyGroups: st.keyGroups(), Checkpointing: st.checkpointing(), Mem: st.cfg.Mem,
-			BatchSize: st.cfg.BatchSize, Clock: st.cfg.Clock, Metrics: st.cfg.Metrics, StateTTL: st.cfg.StateTTL,
+			BatchSize: st.cfg.BatchSize, Clock: st.cfg.Clock, Metrics: st.cfg.Metrics, StateTTL: st.cfg.StateTTL, NewSource: st.cfg.NewSource,
 			wakeups: wk, opIndex: i, markIdle: func() error { return st.out.idle() }}
 		op, err := newOperator(spec, oc)
 		if err != nil {

@@ -74,6 +74,9 @@ func (p *Planner) buildJoin(x *ast.Join, ctx *parser.QueryContext) (*rel, error)
 	case x.Tp == ast.RightJoin:
 		typ = RightJoin
 	}
+	if lk, ok, err := p.lookupJoin(x, left, right, typ, at, ctx); ok || err != nil {
+		return lk, err // FOR SYSTEM_TIME AS OF (lookupjoin.go)
+	}
 	r := joinOf(left, right, typ, at)
 	if x.On != nil {
 		b := &exprBuilder{p: p, ctx: ctx, in: r, clause: "ON"}

@@ -353,6 +353,8 @@ func (b *physBuilder) build(r *rel) *Task {
 			return b.buildTimedJoinTask(r) // intervaljoin.go
 		}
 		return b.buildJoinTask(r)
+	case relLookupJoin:
+		return b.buildLookupJoin(r) // lookupjoin.go
 	}
 	panic("unknown rel")
 }
@@ -500,6 +502,8 @@ func opMode(op Op) string {
 		return o.OutMode.String()
 	case *IntervalJoinOp, *WindowJoinOp:
 		return InsertOnly.String()
+	case *LookupJoinOp:
+		return o.Mode.String()
 	}
 	return ""
 }
