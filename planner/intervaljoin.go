@@ -280,3 +280,12 @@ func (b *physBuilder) buildTimedJoinTask(r *rel) *Task {
 	t.OutSchema, t.OutMode = r.schema, r.mode
 	return t
 }
+
+// intervalJoinMeta describes the interval join's state for upgrades: a
+// join's keys and rows, its type and bounds.
+func intervalJoinMeta(t *Task, a *IntervalJoinOp) OperatorMeta {
+	m := joinMeta(t, &JoinOp{ID: a.ID, Type: a.Type, Left: a.Left, Right: a.Right, NullSafe: a.NullSafe, Residual: a.Residual, Out: a.Out})
+	m.Kind, m.Description = KindIntervalJoin, a.Describe()
+	m.State.Rank = fmt.Sprintf("%s leftLowerBound=%d leftUpperBound=%d", a.Type, a.LowerBound, a.UpperBound)
+	return m
+}

@@ -94,3 +94,12 @@ func (p *Planner) windowJoin(out, r *rel) (bool, error) {
 	op.OutMode = InsertOnly
 	return true, nil
 }
+
+// windowJoinMeta describes the window join's state for upgrades: a join's
+// keys and rows, its type and the window.
+func windowJoinMeta(t *Task, a *WindowJoinOp) OperatorMeta {
+	m := joinMeta(t, &JoinOp{ID: a.ID, Type: a.Type, Left: a.Left, Right: a.Right, NullSafe: a.NullSafe, Residual: a.Residual, Out: a.Out})
+	m.Kind, m.Description = KindWindowJoin, a.Describe()
+	m.State.Rank, m.State.Window = a.Type.String(), a.Window
+	return m
+}
