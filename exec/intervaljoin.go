@@ -3,6 +3,7 @@ package exec
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -80,7 +81,11 @@ type intervalJoin struct {
 	tbl   *state.Table
 	rows  [][]int32 // by slot: row ids of the slot's side
 	side  []uint8   // by slot
-	timer *state.Timers
+	// pending is the earliest cleanup timer set for the slot (MaxInt64:
+	// none): as Flink's, a slot has one timer at its earliest expiry, not
+	// one per row, set again for the rows left when it fires.
+	pending []int64
+	timer   *state.Timers
 
 	wm        int64 // combined watermark
 	forwarded int64
@@ -163,6 +168,7 @@ func newIntervalJoin(s *planner.IntervalJoinOp, ctx *OpContext) (*intervalJoin, 
 	tbl.OnGrow = func(int) {
 		j.rows = append(j.rows, nil)
 		j.side = append(j.side, 0)
+		j.pending = append(j.pending, math.MaxInt64)
 	}
 	j.tbl = tbl
 	if j.timer, err = state.NewTimers(s.ID, "event", j.maxP, ctx.Checkpointing); err != nil {
@@ -339,11 +345,14 @@ func (j *intervalJoin) ProcessBatch(input int, b Batch, out Collector) error {
 			g, ok := j.tbl.LookupBytes(key)
 			if !ok {
 				g = j.tbl.InsertBytes(key, kg)
-				j.side[g] = uint8(input)
+				j.side[g], j.pending[g] = uint8(input), math.MaxInt64
 			}
 			j.rows[g] = append(j.rows[g], id)
 			j.tbl.Touch(g)
-			j.timer.Register(kg, j.expiry(input, t), key)
+			if exp := j.expiry(input, t); exp < j.pending[g] {
+				j.timer.Register(kg, exp, key)
+				j.pending[g] = exp
+			}
 		}
 		for c, ks := range me.cols {
 			putRows(ks, j.storeIDs, j.storeRows, rec.Column(c))
@@ -479,21 +488,27 @@ func (j *intervalJoin) ProcessWatermark(wm int64, out Collector) error {
 		s := int(j.side[g])
 		sd := &j.sides[s]
 		keep := j.rows[g][:0]
+		next := int64(math.MaxInt64)
 		for _, id := range j.rows[g] {
-			if j.expiry(s, sd.times[id]) <= j.wm {
+			exp := j.expiry(s, sd.times[id])
+			if exp <= j.wm {
 				if sd.pads && !sd.matched[id] {
 					j.padIDs[s] = append(j.padIDs[s], id)
 				}
 				j.toFree[s] = append(j.toFree[s], id)
 				continue
 			}
+			next = min(next, exp)
 			keep = append(keep, id)
 		}
 		j.rows[g] = keep
 		if len(keep) == 0 {
 			j.tbl.Remove(g, 0, false)
+			j.pending[g] = math.MaxInt64
 		} else {
 			j.tbl.Touch(g)
+			j.pending[g] = next
+			j.timer.Register(kg, next, key)
 		}
 		return nil
 	})
@@ -637,6 +652,7 @@ func (j *intervalJoin) Restore(r checkpoint.StateReader) error {
 			return 0, false, fmt.Errorf("%w: interval join state", errCorrupt)
 		}
 		j.rows[g] = ids
+		j.pending[g] = math.MaxInt64
 		return 0, false, nil
 	})
 	if err != nil {
@@ -644,6 +660,20 @@ func (j *intervalJoin) Restore(r checkpoint.StateReader) error {
 	}
 	if err := j.timer.Restore(r, kgs.Start, kgs.End); err != nil {
 		return err
+	}
+	// Each restored slot gets a timer at its earliest expiry (the restored
+	// timers are kept: a timer that finds nothing due does nothing).
+	for g := int32(0); int(g) < j.tbl.Slots(); g++ {
+		if !j.tbl.Alive(g) || len(j.rows[g]) == 0 {
+			continue
+		}
+		s := int(j.side[g])
+		next := int64(math.MaxInt64)
+		for _, id := range j.rows[g] {
+			next = min(next, j.expiry(s, j.sides[s].times[id]))
+		}
+		j.pending[g] = next
+		j.timer.Register(j.tbl.KeyGroup(g), next, []byte(j.tbl.Key(g)))
 	}
 	stale, err := restoreInputWM(j.spec.ID, j.ctx.Parallelism, &j.sides, r)
 	j.staleWM = stale
