@@ -104,6 +104,7 @@ type intervalJoin struct {
 	storeRows []int32
 	storeIDs  []int32
 	matched   []bool
+	nulls     []bool
 	padRows   []int32
 	padIDs    [2][]int32
 	toFree    [2][]int32
@@ -268,10 +269,8 @@ func (j *intervalJoin) ProcessBatch(input int, b Batch, out Collector) error {
 	}
 	j.keyBuf, j.keyOffs = encodeKeyColumns(rec, me.keys, j.keyBuf, j.keyOffs)
 	j.hashes = HashKeys(rec, me.keys, j.hashes[:0])
-	keyNulls := false
-	for _, k := range me.keys {
-		keyNulls = keyNulls || rec.Column(k).NullN() > 0
-	}
+	var keyNulls bool
+	j.nulls, keyNulls = nullKeyRows(rec, me.keys, j.spec.NullSafe, j.nulls)
 	j.pairIn, j.pairID, j.storeRows, j.padRows = j.pairIn[:0], j.pairID[:0], j.storeRows[:0], j.padRows[:0]
 	if cap(j.matched) < n {
 		j.matched = make([]bool, n)
@@ -282,22 +281,14 @@ func (j *intervalJoin) ProcessBatch(input int, b Batch, out Collector) error {
 	}
 	lo, hi := j.spec.LowerBound, j.spec.UpperBound
 	late := 0
+	tnulls := tcol.NullN() > 0
 	for i := 0; i < n; i++ {
 		t := j.times[i]
-		if tcol.IsNull(i) || t <= me.wm {
+		if (tnulls && tcol.IsNull(i)) || t <= me.wm {
 			late++
 			continue
 		}
-		nullKey := false
-		if keyNulls {
-			for _, k := range me.keys {
-				if rec.Column(k).IsNull(i) && !j.nullSafe(k, me) {
-					nullKey = true
-					break
-				}
-			}
-		}
-		if nullKey {
+		if keyNulls && j.nulls[i] {
 			if me.pads {
 				j.padRows = append(j.padRows, int32(i))
 			}
@@ -382,15 +373,6 @@ func (j *intervalJoin) ProcessBatch(input int, b Batch, out Collector) error {
 		}
 	}
 	return nil
-}
-
-func (j *intervalJoin) nullSafe(col int, sd *ijSide) bool {
-	for i, k := range sd.keys {
-		if k == col {
-			return i < len(j.spec.NullSafe) && j.spec.NullSafe[i]
-		}
-	}
-	return false
 }
 
 // emitPairs emits the candidate pairs (batch row pairIn[k] of side input

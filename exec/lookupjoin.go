@@ -7,6 +7,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/bitutil"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/checkpoint"
@@ -43,6 +44,7 @@ type lookupJoin struct {
 	li, di  []int32 // output rows: left row, dimension row (-1: padded)
 	pl, pd  []int32 // candidate pairs
 	matched []bool
+	nulls   []bool
 }
 
 func init() {
@@ -145,8 +147,10 @@ func (j *lookupJoin) load() error {
 	j.dim = dim
 	j.keyBuf, j.keyOffs = encodeKeyColumns(dim, j.spec.DimKeys, j.keyBuf, j.keyOffs)
 	j.index = make(map[string][]int32, n)
+	var nulls []bool
+	nulls, _ = nullKeyRows(dim, j.spec.DimKeys, nil, nulls)
 	for i := 0; i < n; i++ {
-		if hasNullKey(dim, j.spec.DimKeys, i) {
+		if nulls[i] {
 			continue
 		}
 		k := string(j.keyBuf[j.keyOffs[i]:j.keyOffs[i+1]])
@@ -156,13 +160,36 @@ func (j *lookupJoin) load() error {
 	return nil
 }
 
-func hasNullKey(rec arrow.Record, keys []int, i int) bool {
-	for _, k := range keys {
-		if c := rec.Column(k); c.NullN() > 0 && c.IsNull(i) {
-			return true
+// nullKeyRows sets dst[i] when row i of rec has a NULL in one of the key
+// columns (null-safe ones, nullSafe[ki], excepted; nil: none), one pass
+// per key column over its validity bitmap. It reports whether any is set.
+func nullKeyRows(rec arrow.Record, keys []int, nullSafe []bool, dst []bool) ([]bool, bool) {
+	n := int(rec.NumRows())
+	if cap(dst) < n {
+		dst = make([]bool, n)
+	}
+	dst = dst[:n]
+	for i := range dst {
+		dst[i] = false
+	}
+	any := false
+	for ki, k := range keys {
+		if ki < len(nullSafe) && nullSafe[ki] {
+			continue
+		}
+		c := rec.Column(k)
+		if c.NullN() == 0 {
+			continue
+		}
+		any = true
+		bm, off := c.NullBitmapBytes(), c.Data().Offset()
+		for i := 0; i < n; i++ {
+			if !bitutil.BitIsSet(bm, off+i) {
+				dst[i] = true
+			}
 		}
 	}
-	return false
+	return dst, any
 }
 
 func (j *lookupJoin) ProcessBatch(_ int, b Batch, out Collector) error {
@@ -183,8 +210,10 @@ func (j *lookupJoin) ProcessBatch(_ int, b Batch, out Collector) error {
 	j.keyBuf, j.keyOffs = encodeKeyColumns(rec, j.spec.LeftKeys, j.keyBuf, j.keyOffs)
 	pads := j.spec.Type == planner.LeftJoin
 	j.pl, j.pd = j.pl[:0], j.pd[:0]
+	var anyNull bool
+	j.nulls, anyNull = nullKeyRows(rec, j.spec.LeftKeys, nil, j.nulls)
 	for i := 0; i < n; i++ {
-		if hasNullKey(rec, j.spec.LeftKeys, i) {
+		if anyNull && j.nulls[i] {
 			continue
 		}
 		for _, d := range j.index[string(j.keyBuf[j.keyOffs[i]:j.keyOffs[i+1]])] {

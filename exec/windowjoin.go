@@ -57,6 +57,7 @@ type windowJoin struct {
 	keyOffs []int
 	hashes  []uint64
 	slotKey []byte
+	nulls   []bool
 	ends    []int64
 	ids     [2][]int32
 	rowsIn  []int32
@@ -167,33 +168,23 @@ func (j *windowJoin) ProcessBatch(input int, b Batch, out Collector) error {
 	}
 	j.keyBuf, j.keyOffs = encodeKeyColumns(rec, me.keys, j.keyBuf, j.keyOffs)
 	j.hashes = HashKeys(rec, me.keys, j.hashes[:0])
-	keyNulls := false
-	for _, k := range me.keys {
-		keyNulls = keyNulls || rec.Column(k).NullN() > 0
-	}
+	var keyNulls bool
+	j.nulls, keyNulls = nullKeyRows(rec, me.keys, j.spec.NullSafe, j.nulls)
 	j.rowsIn, j.pads = j.rowsIn[:0], j.pads[:0]
 	ids := j.ids[0][:0]
 	late := 0
+	enulls := ecol.NullN() > 0
 	for i := 0; i < n; i++ {
 		end := j.ends[i]
-		if ecol.IsNull(i) || end-1 <= me.wm {
+		if (enulls && ecol.IsNull(i)) || end-1 <= me.wm {
 			late++
 			continue
 		}
-		if keyNulls {
-			null := false
-			for ki, k := range me.keys {
-				if rec.Column(k).IsNull(i) && !(ki < len(j.spec.NullSafe) && j.spec.NullSafe[ki]) {
-					null = true
-					break
-				}
+		if keyNulls && j.nulls[i] {
+			if j.emitsAlone(input) {
+				j.pads = append(j.pads, int32(i))
 			}
-			if null {
-				if j.emitsAlone(input) {
-					j.pads = append(j.pads, int32(i))
-				}
-				continue
-			}
+			continue
 		}
 		key := j.keyBuf[j.keyOffs[i]:j.keyOffs[i+1]]
 		kg := int(j.hashes[i] % uint64(j.maxP))
