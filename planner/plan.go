@@ -355,7 +355,12 @@ func (b *physBuilder) build(r *rel) *Task {
 	case relWindowRank:
 		return b.buildWindowRankTask(r)
 	case relJoin:
+		if r.join.timed != nil {
+			return b.buildTimedJoinTask(r) // intervaljoin.go
+		}
 		return b.buildJoinTask(r)
+	case relLookupJoin:
+		return b.buildLookupJoin(r) // lookupjoin.go
 	}
 	panic("unknown rel")
 }
@@ -502,6 +507,10 @@ func opMode(op Op) string {
 		return InsertOnly.String()
 	case *JoinOp:
 		return o.OutMode.String()
+	case *IntervalJoinOp, *WindowJoinOp:
+		return InsertOnly.String()
+	case *LookupJoinOp:
+		return o.Mode.String()
 	}
 	return ""
 }
