@@ -123,7 +123,7 @@ func (p *Planner) lookupJoin(x *ast.Join, left, right *rel, typ JoinType, at par
 	var dkeys []int
 	var rest []Expr
 	for _, c := range conjunctsOf(cond) {
-		if a, d, ok := equiPair(c, nl); ok {
+		if a, d, ns, ok := equiPair(c, nl); ok && !ns {
 			if dc, isCol := d.(*ColRef); isCol {
 				lkeys, dkeys = append(lkeys, a), append(dkeys, dc.Index-nl)
 				continue
