@@ -32,6 +32,9 @@ type joinRel struct {
 	cond Expr // over left ++ right columns; nil: TRUE
 	pos  parser.Pos
 	op   *JoinOp // set by finalizeJoins
+	// timed is the interval or window join planned in place of op (set by
+	// timeJoin, intervaljoin.go).
+	timed Op
 }
 
 // children returns the inputs of r (none for a scan).
@@ -72,6 +75,9 @@ func (p *Planner) buildJoin(x *ast.Join, ctx *parser.QueryContext) (*rel, error)
 		typ = LeftJoin
 	case x.Tp == ast.RightJoin:
 		typ = RightJoin
+	}
+	if lk, ok, err := p.lookupJoin(x, left, right, typ, at, ctx); ok || err != nil {
+		return lk, err // FOR SYSTEM_TIME AS OF (lookupjoin.go)
 	}
 	r := joinOf(left, right, typ, at)
 	if x.On != nil {
@@ -304,6 +310,9 @@ func (p *Planner) finalizeJoins(r *rel, ctx *parser.QueryContext) (*rel, error) 
 	}
 	out.schema, out.quals = schema, quals
 	op.Out = schema
+	if err := p.timeJoin(out, r); err != nil {
+		return nil, &parser.Error{Pos: j.pos, Msg: err.Error()}
+	}
 	if len(lext) == 0 && len(rext) == 0 {
 		return out, nil
 	}

@@ -355,11 +355,16 @@ func (b *physBuilder) build(r *rel) *Task {
 	case relWindowRank:
 		return b.buildWindowRankTask(r)
 	case relJoin:
+		if r.join.timed != nil {
+			return b.buildTimedJoinTask(r) // intervaljoin.go
+		}
 		return b.buildJoinTask(r)
 	case relUnion:
 		return b.buildUnionTask(r)
 	case relSort, relLimit:
 		return b.buildSortTask(r)
+	case relLookupJoin:
+		return b.buildLookupJoin(r) // lookupjoin.go
 	}
 	panic("unknown rel")
 }
@@ -518,6 +523,10 @@ func opMode(op Op) string {
 	case *SortOp:
 		return InsertOnly.String()
 	case *LimitOp:
+		return o.Mode.String()
+	case *IntervalJoinOp, *WindowJoinOp:
+		return InsertOnly.String()
+	case *LookupJoinOp:
 		return o.Mode.String()
 	}
 	return ""

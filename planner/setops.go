@@ -37,7 +37,7 @@ import (
 )
 
 // relUnion is UNION ALL of rel.inputs.
-const relUnion relKind = 130
+const relUnion relKind = 150
 
 // setOperand is one input of a set operation with the operator before it.
 type setOperand struct {
