@@ -50,6 +50,11 @@ const (
 	// window.
 	KindIntervalJoin = "interval-join"
 	KindWindowJoin   = "window-join"
+	// KindLimit is LIMIT/OFFSET without ORDER BY (rank: the range; its
+	// state is the count of rows seen); KindTemporalSort an ORDER BY a time
+	// attribute (keys: the time; rows: the buffered rows' columns).
+	KindLimit        = "limit"
+	KindTemporalSort = "temporal-sort"
 )
 
 // OperatorsDoc is the JSON document of OperatorsMeta:
@@ -161,6 +166,17 @@ func Operators(plan *Physical) []OperatorMeta {
 				out = append(out, intervalJoinMeta(t, a))
 			case *WindowJoinOp:
 				out = append(out, windowJoinMeta(t, a))
+			case *LimitOp:
+				m := OperatorMeta{ID: a.ID, Kind: KindLimit, Description: a.Describe(), UID: !isDerivedID(a.ID)}
+				m.State.Rank = fmt.Sprintf("offset=%d fetch=%d", a.Offset, a.Count)
+				out = append(out, m)
+			case *SortOp:
+				m := OperatorMeta{ID: a.ID, Kind: KindTemporalSort, Description: a.Describe(), UID: !isDerivedID(a.ID)}
+				m.State.Keys = []StateColumn{{Name: a.Out[a.Time].Name, Type: typeName(a.Out[a.Time].Type)}}
+				for _, c := range a.Out {
+					m.State.Rows = append(m.State.Rows, StateColumn{Name: c.Name, Type: typeName(c.Type)})
+				}
+				out = append(out, m)
 			case *WatermarkAssignerOp:
 				out = append(out, OperatorMeta{ID: a.ID, Kind: KindWatermark, Description: a.Describe(), UID: !isDerivedID(a.ID)})
 			}
