@@ -14,7 +14,10 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require github.com/pierrec/lz4/v4 v4.1.21 // indirect
+require (
+	github.com/pierrec/lz4/v4 v4.1.21 // indirect
+	github.com/tidwall/btree v1.8.2 // indirect
+)
 
 require (
 	github.com/DataDog/zstd v1.4.5 // indirect
