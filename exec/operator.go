@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/planner"
 )
 
@@ -52,6 +53,11 @@ type OpContext struct {
 	Metrics       *Metrics
 	// StateTTL is table.exec.state.ttl (0: keep state forever).
 	StateTTL time.Duration
+	// StateBackend, StateMemory and StateDir configure KV state (see
+	// JobConfig and KVOptions).
+	StateBackend string
+	StateMemory  int64
+	StateDir     string
 
 	wakeups *wakeups // processing-time wake-ups of the subtask (see WakeAt)
 	opIndex int
@@ -133,4 +139,12 @@ func newOperator(spec planner.Op, ctx *OpContext) (Operator, error) {
 		return nil, fmt.Errorf("no operator is registered for %T", spec)
 	}
 	return f(spec, ctx)
+}
+
+// KVOptions returns the options of an operator's KV state (joins, TopN):
+// its id, key groups, checkpointing, TTL and the job's state backend. The
+// operator must Close the KV when it closes.
+func (c *OpContext) KVOptions(maxParallelism int) state.Options {
+	return state.Options{OpID: c.OpID, MaxParallelism: maxParallelism, Checkpointing: c.Checkpointing,
+		TTL: c.StateTTL, Backend: c.StateBackend, MemoryBudget: c.StateMemory, SpillDir: c.StateDir}
 }
