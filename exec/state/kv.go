@@ -37,13 +37,12 @@ type KV struct {
 	now  int64
 	plen int // length of checkpoint.KeyedPrefix(o.OpID, kg)
 
-	hot   *btree.BTreeG[*kvEnt] // hot entries by framed key
-	pivot kvEnt                 // lookup key (no allocation)
-	n     int                   // live keys (hot and cold)
+	hot *btree.BTreeG[ord] // hot entries by framed key
+	n   int                // live keys (hot and cold)
 
 	// change tracking: full state keys (prefix + framed key) changed since
 	// the last snapshot, and the set of checkpoint pendingID
-	chg, pend       *btree.BTreeG[[]byte]
+	chg, pend       *btree.BTreeG[ord] // (k: full state key)
 	chgMem, pendMem keyArena
 	epoch           uint64 // an entry with mark == epoch is in chg
 	pendingID       int64
@@ -69,8 +68,40 @@ type kvEnt struct {
 	pos                int32 // index in the cold tier's clock
 }
 
-func lessEnt(a, b *kvEnt) bool { return bytes.Compare(a.key, b.key) < 0 }
-func lessKey(a, b []byte) bool { return bytes.Compare(a, b) < 0 }
+// ord is an item of the ordered indexes: the key, its first 16 bytes (from
+// off) as two big-endian words so that most comparisons touch no pointer,
+// and for the hot index the entry.
+type ord struct {
+	p0, p1 uint64
+	k      []byte
+	e      *kvEnt
+}
+
+func ordAt(k []byte, off int, e *kvEnt) ord {
+	var w [16]byte
+	copy(w[:], k[min(off, len(k)):])
+	return ord{p0: binary.BigEndian.Uint64(w[:8]), p1: binary.BigEndian.Uint64(w[8:]), k: k, e: e}
+}
+
+func hotOrd(e *kvEnt) ord { return ordAt(e.key, 0, e) }
+
+// lessOrd orders by key: zero padding of short keys never reverses the
+// order of bytes.Compare, it only ties (then the keys decide).
+func lessOrd(a, b ord) bool {
+	if a.p0 != b.p0 {
+		return a.p0 < b.p0
+	}
+	if a.p1 != b.p1 {
+		return a.p1 < b.p1
+	}
+	return bytes.Compare(a.k, b.k) < 0
+}
+
+// hotGet finds the hot entry of framed key k.
+func (s *KV) hotGet(k []byte) (*kvEnt, bool) {
+	it, ok := s.hot.Get(ordAt(k, 0, nil))
+	return it.e, ok
+}
 
 // keyArena hands out copies of keys from large chunks, so recording a
 // change does not allocate per key.
@@ -107,9 +138,9 @@ func NewKV(o Options) (*KV, error) {
 		o:      o,
 		ttl:    o.TTL.Milliseconds(),
 		plen:   len(checkpoint.KeyedPrefix(o.OpID, 0)),
-		hot:    btree.NewBTreeGOptions(lessEnt, bt),
-		chg:    btree.NewBTreeGOptions(lessKey, bt),
-		pend:   btree.NewBTreeGOptions(lessKey, bt),
+		hot:    btree.NewBTreeGOptions(lessOrd, bt),
+		chg:    btree.NewBTreeGOptions(lessOrd, bt),
+		pend:   btree.NewBTreeGOptions(lessOrd, bt),
 		prefix: make([][]byte, o.MaxParallelism),
 		epoch:  1,
 	}
@@ -164,9 +195,7 @@ func (s *KV) expired(last int64) bool { return s.ttl > 0 && s.now-last > s.ttl }
 // find returns the entry of framed key k, loading it from the cold tier
 // (nil: absent). An expired key is removed (Flink's TTL: never returned).
 func (s *KV) find(k []byte) *kvEnt {
-	s.pivot.key = k
-	e, ok := s.hot.Get(&s.pivot)
-	s.pivot.key = nil
+	e, ok := s.hotGet(k)
 	if !ok {
 		if s.cold == nil || s.hot.Len() == s.n {
 			return nil
@@ -195,8 +224,9 @@ func (s *KV) track(e *kvEnt) {
 
 func (s *KV) trackKey(kg int, k []byte) {
 	s.scratch = append(append(s.scratch[:0], s.keyPrefix(kg)...), k...)
-	if _, ok := s.chg.Get(s.scratch); !ok {
-		s.chg.Set(s.chgMem.copy(s.scratch))
+	off := s.plen - 4
+	if _, ok := s.chg.Get(ordAt(s.scratch, off, nil)); !ok {
+		s.chg.Set(ordAt(s.chgMem.copy(s.scratch), off, nil))
 	}
 }
 
@@ -205,7 +235,7 @@ func (s *KV) remove(e *kvEnt) {
 	if s.o.Checkpointing {
 		s.trackKey(int(e.kg), e.key)
 	}
-	s.hot.Delete(e)
+	s.hot.Delete(hotOrd(e))
 	s.n--
 	if s.cold != nil {
 		s.cold.drop(e)
@@ -215,7 +245,7 @@ func (s *KV) remove(e *kvEnt) {
 // insert adds a new hot entry for framed key k.
 func (s *KV) insert(kg int, k []byte) *kvEnt {
 	e := &kvEnt{key: append([]byte(nil), k...), kg: uint16(kg), ref: true}
-	s.hot.Set(e)
+	s.hot.Set(hotOrd(e))
 	s.n++
 	if s.cold != nil {
 		s.cold.add(e)
@@ -265,9 +295,7 @@ func (s *KV) Put(kg int, k, v []byte) {
 
 // Delete removes a framed key.
 func (s *KV) Delete(k []byte) {
-	s.pivot.key = k
-	e, ok := s.hot.Get(&s.pivot)
-	s.pivot.key = nil
+	e, ok := s.hotGet(k)
 	if !ok && s.cold != nil && s.hot.Len() < s.n {
 		e = s.cold.load(s, k)
 		ok = e != nil
@@ -369,9 +397,7 @@ func (s *KV) mergePending() {
 // current returns the value of live framed key k in key group kg, as a
 // checkpoint stores it (TTL header, value), appended to dst.
 func (s *KV) current(dst []byte, kg int, k []byte) ([]byte, bool, error) {
-	s.pivot.key = k
-	e, ok := s.hot.Get(&s.pivot)
-	s.pivot.key = nil
+	e, ok := s.hotGet(k)
 	var last int64
 	var val []byte
 	switch {
@@ -409,7 +435,7 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 	it := s.chg.Iter()
 	defer it.Release()
 	for ok := it.First(); ok; ok = it.Next() {
-		full := it.Item()
+		full := it.Item().k
 		kg := int(binary.BigEndian.Uint32(full[s.plen-4 : s.plen]))
 		v, live, err := s.current(s.vbuf[:0], kg, full[s.plen:])
 		s.vbuf = v
@@ -471,9 +497,7 @@ func (s *KV) Restore(r checkpoint.StateReader, start, end int) error {
 			if s.cold != nil {
 				return s.cold.restore(s, kg, k, last, val)
 			}
-			s.pivot.key = k
-			e, ok := s.hot.Get(&s.pivot)
-			s.pivot.key = nil
+			e, ok := s.hotGet(k)
 			if !ok {
 				e = s.insert(kg, k)
 			}

@@ -67,7 +67,7 @@ func (s *KV) Stats() TierStats {
 
 // entOverhead is the accounted size of a hot entry beyond its key and
 // value: the struct, its B-tree and clock slots, allocation rounding.
-const entOverhead = 128
+const entOverhead = 176
 
 // chgOverhead is the accounted size of a change-set key beyond its bytes.
 const chgOverhead = 32
@@ -95,7 +95,7 @@ func openCold(o Options) (*coldTier, error) {
 	if total <= 0 {
 		total = DefaultMemoryBudget
 	}
-	memtable := clamp(total/16, 256<<10, 64<<20)
+	memtable := clamp(total/16, 4<<20, 64<<20)
 	cacheSize := clamp(total/8, 512<<10, 256<<20)
 	// Go's collector lets the heap grow to about twice the live data: the
 	// hot entries get half of what Pebble leaves.
@@ -128,7 +128,6 @@ func openCold(o Options) (*coldTier, error) {
 	}
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		po.Levels[i].BlockSize = 16 << 10
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
@@ -255,7 +254,7 @@ func (c *coldTier) load(s *KV, k []byte) *kvEnt {
 	c.st.ColdReads++
 	e := &kvEnt{key: append([]byte(nil), k...), val: append([]byte(nil), val...),
 		kg: uint16(kg), last: last, inCold: true, ref: true}
-	s.hot.Set(e)
+	s.hot.Set(hotOrd(e))
 	c.add(e)
 	return e
 }
@@ -286,7 +285,7 @@ func (c *coldTier) maybeEvict(s *KV) {
 			e.stale, e.inCold = false, true
 			c.st.WriteBacks++
 		}
-		s.hot.Delete(e)
+		s.hot.Delete(hotOrd(e))
 		c.unclock(e)
 		c.st.Evictions++
 	}
@@ -329,8 +328,7 @@ func (c *coldTier) flush() error {
 type Iter struct {
 	kv       *KV
 	lo, hi   []byte
-	piv      kvEnt
-	ht       btree.IterG[*kvEnt]
+	ht       btree.IterG[ord]
 	htOpen   bool
 	hOK      bool
 	ci       *pebble.Iterator
@@ -354,9 +352,8 @@ func (it *Iter) Seek(prefix []byte) {
 	it.hi = prefixEnd(it.hi)
 	it.ht.Init(s.hot, false)
 	it.htOpen = true
-	it.piv.key = it.lo
-	it.hOK = it.ht.Seek(&it.piv)
-	it.hOK = it.hOK && it.inRange(it.ht.Item().key)
+	it.hOK = it.ht.Seek(ordAt(it.lo, 0, nil))
+	it.hOK = it.hOK && it.inRange(it.ht.Item().k)
 	it.advH, it.advC = false, false
 	if s.cold != nil && s.hot.Len() < s.n {
 		o := pebble.IterOptions{LowerBound: it.lo}
@@ -395,7 +392,7 @@ func (it *Iter) Next() bool {
 	s := it.kv
 	for {
 		if it.advH {
-			it.hOK = it.ht.Next() && it.inRange(it.ht.Item().key)
+			it.hOK = it.ht.Next() && it.inRange(it.ht.Item().k)
 			it.advH = false
 		}
 		if it.advC {
@@ -412,10 +409,10 @@ func (it *Iter) Next() bool {
 		case !it.hOK:
 			c = 1
 		default:
-			c = bytes.Compare(it.ht.Item().key, it.ci.Key())
+			c = bytes.Compare(it.ht.Item().k, it.ci.Key())
 		}
 		if c <= 0 {
-			e := it.ht.Item()
+			e := it.ht.Item().e
 			it.advH = true
 			it.advC = c == 0
 			if s.expired(e.last) {
