@@ -197,7 +197,7 @@ func (s *KV) expired(last int64) bool { return s.ttl > 0 && s.now-last > s.ttl }
 func (s *KV) find(k []byte) *kvEnt {
 	e, ok := s.hotGet(k)
 	if !ok {
-		if s.cold == nil || s.hot.Len() == s.n {
+		if !s.coldUsed() {
 			return nil
 		}
 		e = s.cold.load(s, k)
@@ -236,7 +236,6 @@ func (s *KV) remove(e *kvEnt) {
 		s.trackKey(int(e.kg), e.key)
 	}
 	s.hot.Delete(hotOrd(e))
-	s.n--
 	if s.cold != nil {
 		s.cold.drop(e)
 	}
@@ -246,8 +245,8 @@ func (s *KV) remove(e *kvEnt) {
 func (s *KV) insert(kg int, k []byte) *kvEnt {
 	e := &kvEnt{key: append([]byte(nil), k...), kg: uint16(kg), ref: true}
 	s.hot.Set(hotOrd(e))
-	s.n++
 	if s.cold != nil {
+		e.inCold = s.cold.used // a blind Put: the cold tier may hold the key
 		s.cold.add(e)
 	}
 	return e
@@ -276,18 +275,18 @@ func (s *KV) Get(k []byte) ([]byte, bool) {
 	return e.val, true
 }
 
-// Put sets the value of a framed key in key group kg (copied).
+// Put sets the value of a framed key in key group kg (copied). kg must be
+// the key's group (the same for every call with the key). A key that is
+// not in memory is not read from the cold tier: the Put shadows it.
 func (s *KV) Put(kg int, k, v []byte) {
-	e := s.find(k)
-	if e != nil && int(e.kg) != kg {
-		s.remove(e) // moved to another key group: the old state key goes
-		e = nil
-	}
+	e, ok := s.hotGet(k)
 	oldCap := 0
-	if e == nil {
-		e = s.insert(kg, k)
-	} else {
+	if ok {
+		e.ref = true
+		e.kg = uint16(kg)
 		oldCap = cap(e.val)
+	} else {
+		e = s.insert(kg, k)
 	}
 	e.val = append(e.val[:0], v...)
 	s.changed(e, oldCap)
@@ -296,7 +295,7 @@ func (s *KV) Put(kg int, k, v []byte) {
 // Delete removes a framed key.
 func (s *KV) Delete(k []byte) {
 	e, ok := s.hotGet(k)
-	if !ok && s.cold != nil && s.hot.Len() < s.n {
+	if !ok && s.coldUsed() {
 		e = s.cold.load(s, k)
 		ok = e != nil
 	}
@@ -308,15 +307,12 @@ func (s *KV) Delete(k []byte) {
 // Append adds an element to the list state of a framed key.
 func (s *KV) Append(kg int, k, elem []byte) {
 	e := s.find(k)
-	if e != nil && int(e.kg) != kg {
-		s.remove(e)
-		e = nil
-	}
 	oldCap := 0
 	if e == nil {
 		e = s.insert(kg, k)
 		e.val = []byte{}
 	} else {
+		e.kg = uint16(kg)
 		oldCap = cap(e.val)
 	}
 	e.val = binary.AppendUvarint(e.val, uint64(len(elem)))
@@ -363,8 +359,22 @@ func (s *KV) Scan(prefix []byte, fn func(k, v []byte) error) error {
 	return it.Close()
 }
 
-// Len is the number of live keys.
-func (s *KV) Len() int { return s.n }
+// coldUsed reports whether keys may be in the cold tier.
+func (s *KV) coldUsed() bool { return s.cold != nil && s.cold.used }
+
+// Len is the number of live keys (expired ones not yet removed included).
+// In memory it is O(1); with keys in the cold tier it counts them (a scan:
+// for tests and metrics, not per row).
+func (s *KV) Len() int {
+	if !s.coldUsed() {
+		return s.hot.Len()
+	}
+	n, err := s.cold.count(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
 
 // SetNow sets processing time for TTL (unix ms).
 func (s *KV) SetNow(ms int64) { s.now = ms }
@@ -406,8 +416,8 @@ func (s *KV) current(dst []byte, kg int, k []byte) ([]byte, bool, error) {
 			return dst, false, nil
 		}
 		last, val = e.last, e.val
-	case s.cold != nil && s.hot.Len() < s.n:
-		ckg, clast, cval, found, err := s.cold.get(k)
+	case s.coldUsed():
+		ckg, clast, cval, found, err := s.cold.seek(k)
 		if err != nil || !found || ckg != kg {
 			return dst, false, err
 		}
@@ -434,6 +444,9 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 	}
 	it := s.chg.Iter()
 	defer it.Release()
+	if s.cold != nil {
+		defer s.cold.endSeeks()
+	}
 	for ok := it.First(); ok; ok = it.Next() {
 		full := it.Item().k
 		kg := int(binary.BigEndian.Uint32(full[s.plen-4 : s.plen]))

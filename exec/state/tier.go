@@ -86,6 +86,8 @@ type coldTier struct {
 	clock    []*kvEnt // CLOCK eviction ring of the hot entries
 	hand     int
 	batch    *pebble.Batch // restore writes
+	used     bool          // anything was written to Pebble
+	seekIt   *pebble.Iterator
 	enc, val []byte
 	st       TierStats
 }
@@ -123,11 +125,14 @@ func openCold(o Options) (*coldTier, error) {
 		Cache:        cache,
 		MemTableSize: uint64(memtable),
 		DisableWAL:   true, // scratch data: the checkpoint is the durable copy
-		Logger:       quietLogger{},
-		Levels:       make([]pebble.LevelOptions, 7),
+		// Values are checkpoint-bound state: spend no CPU compressing
+		// what is read back soon.
+		Logger: quietLogger{},
+		Levels: make([]pebble.LevelOptions, 7),
 	}
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		po.Levels[i].Compression = pebble.NoCompression
 	}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
@@ -157,6 +162,7 @@ func (quietLogger) Fatalf(format string, args ...any) {
 
 func (c *coldTier) close() error {
 	var err error
+	c.endSeeks()
 	if c.batch != nil {
 		c.batch.Close()
 		c.batch = nil
@@ -241,6 +247,41 @@ func (c *coldTier) get(k []byte) (kg int, last int64, val []byte, ok bool, err e
 	return kg, last, c.val, err == nil, err
 }
 
+// seek reads framed key k like get, through one iterator kept open across
+// calls with growing keys (a snapshot's sorted change set: neighbouring
+// keys share blocks); endSeeks closes it.
+func (c *coldTier) seek(k []byte) (kg int, last int64, val []byte, ok bool, err error) {
+	if c.seekIt == nil {
+		if c.seekIt, err = c.db.NewIter(nil); err != nil {
+			return 0, 0, nil, false, err
+		}
+	}
+	if !c.seekIt.SeekGE(k) || !bytes.Equal(c.seekIt.Key(), k) {
+		return 0, 0, nil, false, c.seekIt.Error()
+	}
+	kg, last, val, err = decodeCold(c.seekIt.Value())
+	return kg, last, val, err == nil, err
+}
+
+func (c *coldTier) endSeeks() {
+	if c.seekIt != nil {
+		c.seekIt.Close()
+		c.seekIt = nil
+	}
+}
+
+// count is the number of live keys, hot and cold (expired ones included).
+func (c *coldTier) count(s *KV) (int, error) {
+	it := s.NewIter()
+	it.noTTL = true
+	it.Seek(nil)
+	n := 0
+	for it.Next() {
+		n++
+	}
+	return n, it.Close()
+}
+
 // load brings framed key k into memory as a clean hot entry (nil: not in
 // the cold tier). It never evicts: the caller is about to use the entry.
 func (c *coldTier) load(s *KV, k []byte) *kvEnt {
@@ -282,7 +323,7 @@ func (c *coldTier) maybeEvict(s *KV) {
 			if err := b.Set(e.key, c.encode(e.kg, e.last, e.val), nil); err != nil {
 				panic(fmt.Sprintf("state spill DB: %v", err))
 			}
-			e.stale, e.inCold = false, true
+			e.stale, e.inCold, c.used = false, true, true
 			c.st.WriteBacks++
 		}
 		s.hot.Delete(hotOrd(e))
@@ -303,7 +344,7 @@ func (c *coldTier) restore(s *KV, kg int, k []byte, last int64, val []byte) erro
 	if err := c.batch.Set(k, c.encode(uint16(kg), last, val), nil); err != nil {
 		return err
 	}
-	s.n++
+	c.used = true
 	if c.batch.Len() >= 4<<20 {
 		return c.flush()
 	}
@@ -337,6 +378,7 @@ type Iter struct {
 	advC     bool
 	key, val []byte
 	err      error
+	noTTL    bool // expired keys too
 }
 
 // NewIter returns an iterator over s (call Seek, then Next until false,
@@ -355,7 +397,7 @@ func (it *Iter) Seek(prefix []byte) {
 	it.hOK = it.ht.Seek(ordAt(it.lo, 0, nil))
 	it.hOK = it.hOK && it.inRange(it.ht.Item().k)
 	it.advH, it.advC = false, false
-	if s.cold != nil && s.hot.Len() < s.n {
+	if s.coldUsed() {
 		o := pebble.IterOptions{LowerBound: it.lo}
 		if it.hi != nil {
 			o.UpperBound = it.hi
@@ -415,7 +457,7 @@ func (it *Iter) Next() bool {
 			e := it.ht.Item().e
 			it.advH = true
 			it.advC = c == 0
-			if s.expired(e.last) {
+			if !it.noTTL && s.expired(e.last) {
 				continue
 			}
 			it.key, it.val = e.key, e.val
@@ -427,7 +469,7 @@ func (it *Iter) Next() bool {
 			it.err = err
 			return false
 		}
-		if s.expired(last) {
+		if !it.noTTL && s.expired(last) {
 			continue
 		}
 		it.key, it.val = it.ci.Key(), val
