@@ -99,9 +99,10 @@ func openCold(o Options) (*coldTier, error) {
 	}
 	memtable := clamp(total/16, 4<<20, 64<<20)
 	cacheSize := clamp(total/8, 512<<10, 256<<20)
-	// Go's collector lets the heap grow to about twice the live data: the
-	// hot entries get half of what Pebble leaves.
-	hot := (total - cacheSize - 2*memtable) / 2
+	// Go's collector lets the heap grow to about twice the live data, and
+	// the change sets of a checkpoint interval live beside the entries: the
+	// hot entries get a third of what Pebble leaves.
+	hot := (total - cacheSize - 2*memtable) / 3
 	if hot < 64<<10 {
 		hot = 64 << 10
 	}

@@ -104,9 +104,10 @@ func BenchmarkStateTier(b *testing.B) {
 			ck.max = max(ck.max, t3.Sub(t0))
 			ck.written += info.Written
 			ck.size = info.Size
-			b.Logf("chk-%d: %d hot keys, snapshot %v (%.1f MiB), commit %v, persist %v, written %.1f MiB, size %.1f MiB, tier %+v, peak RSS %d MiB",
+			fmt.Fprintf(os.Stderr, "chk-%d: %d hot keys, snapshot %v (%.1f MiB), commit %v, persist %v, written %.1f MiB, size %.1f MiB, tier %+v, peak RSS %d MiB",
 				id, kv.Stats().Hot, t1.Sub(t0).Round(time.Millisecond), float64(ck.lastBuf)/(1<<20), t2.Sub(t1).Round(time.Millisecond),
 				t3.Sub(t2).Round(time.Millisecond), float64(info.Written)/(1<<20), float64(info.Size)/(1<<20), kv.Stats(), peakRSS()>>20)
+			fmt.Fprintln(os.Stderr)
 		}
 		keyOf := func(dst []byte, i int64) ([]byte, int) {
 			var raw [16]byte
