@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/streamsql/streamsql/checkpoint"
 	"github.com/tidwall/btree"
@@ -51,6 +52,11 @@ type KV struct {
 	scratch []byte
 	vbuf    []byte
 	it      Iter // Scan's iterator, reused
+
+	// a snapshot's reads of cold changed keys (see fetchCold), reused
+	fetched    []fetched
+	coldPos    []coldRef
+	fetchArena []byte
 
 	cold *coldTier // nil: in memory only
 }
@@ -404,32 +410,78 @@ func (s *KV) mergePending() {
 	s.epoch++ // marks of the current epoch are a subset: recheck by lookup
 }
 
-// current returns the value of live framed key k in key group kg, as a
-// checkpoint stores it (TTL header, value), appended to dst.
-func (s *KV) current(dst []byte, kg int, k []byte) ([]byte, bool, error) {
-	e, ok := s.hotGet(k)
-	var last int64
-	var val []byte
-	switch {
-	case ok:
-		if int(e.kg) != kg {
-			return dst, false, nil
-		}
-		last, val = e.last, e.val
-	case s.coldUsed():
-		ckg, clast, cval, found, err := s.cold.seek(k)
-		if err != nil || !found || ckg != kg {
-			return dst, false, err
-		}
-		last, val = clast, cval
-	default:
-		return dst, false, nil
-	}
+// appendStored appends a value as a checkpoint stores it: TTL header (with
+// a TTL), value.
+func (s *KV) appendStored(dst []byte, last int64, val []byte) []byte {
 	if s.ttl > 0 {
 		dst = binary.BigEndian.AppendUint64(append(dst, ttlHeader), uint64(last))
 	}
-	return append(dst, val...), true, nil
+	return append(dst, val...)
 }
+
+// fetched is the stored value of the change set's i-th key, read from the
+// cold tier by fetchCold (only for keys not in memory).
+type fetched struct {
+	off, n int
+	live   bool
+}
+
+// fetchCold reads the current values of the changed keys that are not in
+// memory, in framed-key order (the cold tier's order: one forward pass of
+// seeks, neighbouring keys sharing blocks), into s.fetched by change-set
+// position.
+func (s *KV) fetchCold() error {
+	n := s.chg.Len()
+	if cap(s.fetched) < n {
+		s.fetched = make([]fetched, n)
+	}
+	s.fetched = s.fetched[:n]
+	s.coldPos = s.coldPos[:0]
+	it := s.chg.Iter()
+	pos := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if _, hot := s.hotGet(it.Item().k[s.plen:]); !hot {
+			s.coldPos = append(s.coldPos, coldRef{pos: pos, full: it.Item().k})
+		}
+		pos++
+	}
+	it.Release()
+	plen := s.plen
+	sort.Slice(s.coldPos, func(i, j int) bool {
+		return bytes.Compare(s.coldPos[i].full[plen:], s.coldPos[j].full[plen:]) < 0
+	})
+	defer s.cold.endSeeks()
+	s.fetchArena = s.fetchArena[:0]
+	for _, c := range s.coldPos {
+		kg := int(binary.BigEndian.Uint32(c.full[plen-4 : plen]))
+		ckg, last, val, found, err := s.cold.seek(c.full[plen:])
+		if err != nil {
+			return err
+		}
+		f := fetched{off: len(s.fetchArena), live: found && ckg == kg}
+		if f.live {
+			s.fetchArena = s.appendStored(s.fetchArena, last, val)
+		}
+		f.n = len(s.fetchArena) - f.off
+		s.fetched[c.pos] = f
+	}
+	return nil
+}
+
+// releaseFetch drops the snapshot's cold reads (kept for reuse when small).
+func (s *KV) releaseFetch() {
+	clear(s.coldPos)
+	s.coldPos = s.coldPos[:0]
+	if cap(s.fetchArena) > 4<<20 {
+		s.fetchArena, s.fetched, s.coldPos = nil, nil, nil
+	}
+}
+
+type coldRef struct {
+	pos  int
+	full []byte
+}
+
 
 // Snapshot writes the changes of checkpoint id to w, sorted by key: a Put
 // of every changed live key and a Delete of every changed key that is
@@ -442,16 +494,31 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 	if s.pendingID != 0 {
 		s.mergePending()
 	}
+	if s.coldUsed() {
+		if err := s.fetchCold(); err != nil {
+			return err
+		}
+	}
 	it := s.chg.Iter()
 	defer it.Release()
-	if s.cold != nil {
-		defer s.cold.endSeeks()
-	}
+	pos := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		full := it.Item().k
 		kg := int(binary.BigEndian.Uint32(full[s.plen-4 : s.plen]))
-		v, live, err := s.current(s.vbuf[:0], kg, full[s.plen:])
-		s.vbuf = v
+		var v []byte
+		var live bool
+		var err error
+		if e, hot := s.hotGet(full[s.plen:]); hot || !s.coldUsed() {
+			v, live = s.vbuf[:0], hot && int(e.kg) == kg
+			if live {
+				v = s.appendStored(v, e.last, e.val)
+			}
+			s.vbuf = v
+		} else {
+			r := s.fetched[pos]
+			v, live = s.fetchArena[r.off:r.off+r.n], r.live
+		}
+		pos++
 		if err == nil {
 			if live {
 				err = w.Put(full, v)
@@ -463,6 +530,7 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 			return err
 		}
 	}
+	s.releaseFetch()
 	s.chg, s.pend = s.pend, s.chg
 	s.chgMem, s.pendMem = s.pendMem, s.chgMem
 	s.chgMem = keyArena{}

@@ -53,6 +53,8 @@ type TierStats struct {
 	Evictions  int64 // entries dropped from memory
 	WriteBacks int64 // evicted entries written to the cold tier
 	ColdReads  int64 // entries loaded from the cold tier
+	// PebbleMem is the spill DB's block cache and memtables (bytes).
+	PebbleMem int64
 }
 
 // Stats returns the cold tier's counters.
@@ -62,6 +64,8 @@ func (s *KV) Stats() TierStats {
 	}
 	st := s.cold.st
 	st.Hot, st.HotBytes, st.Budget = s.hot.Len(), s.cold.hotBytes, s.cold.budget
+	m := s.cold.db.Metrics()
+	st.PebbleMem = m.BlockCache.Size + int64(m.MemTable.Size)
 	return st
 }
 
@@ -88,6 +92,7 @@ type coldTier struct {
 	batch    *pebble.Batch // restore writes
 	used     bool          // anything was written to Pebble
 	seekIt   *pebble.Iterator
+	evb      *pebble.Batch // write-backs, reused
 	enc, val []byte
 	st       TierStats
 }
@@ -164,6 +169,10 @@ func (quietLogger) Fatalf(format string, args ...any) {
 func (c *coldTier) close() error {
 	var err error
 	c.endSeeks()
+	if c.evb != nil {
+		c.evb.Close()
+		c.evb = nil
+	}
 	if c.batch != nil {
 		c.batch.Close()
 		c.batch = nil
@@ -309,7 +318,10 @@ func (c *coldTier) maybeEvict(s *KV) {
 		return
 	}
 	target := c.budget*7/8 - chgBytes
-	b := c.db.NewBatch()
+	if c.evb == nil {
+		c.evb = c.db.NewBatch()
+	}
+	b := c.evb
 	for c.hotBytes > target && len(c.clock) > 0 {
 		if c.hand >= len(c.clock) {
 			c.hand = 0
@@ -326,15 +338,29 @@ func (c *coldTier) maybeEvict(s *KV) {
 			}
 			e.stale, e.inCold, c.used = false, true, true
 			c.st.WriteBacks++
+			if b.Len() >= evictBatch {
+				c.commitEvictions()
+			}
 		}
 		s.hot.Delete(hotOrd(e))
 		c.unclock(e)
 		c.st.Evictions++
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	c.commitEvictions()
+}
+
+// evictBatch bounds a write-back batch: small batches go through the
+// memtable (a large one would be kept whole as a flushable batch).
+const evictBatch = 1 << 20
+
+func (c *coldTier) commitEvictions() {
+	if c.evb.Empty() {
+		return
+	}
+	if err := c.evb.Commit(pebble.NoSync); err != nil {
 		panic(fmt.Sprintf("state spill DB: %v", err))
 	}
-	b.Close()
+	c.evb.Reset()
 }
 
 // restore writes one restored key straight into Pebble.
