@@ -482,7 +482,6 @@ type coldRef struct {
 	full []byte
 }
 
-
 // Snapshot writes the changes of checkpoint id to w, sorted by key: a Put
 // of every changed live key and a Delete of every changed key that is
 // gone. The change set then becomes pending until Complete or Abort. On
