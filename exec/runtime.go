@@ -60,6 +60,13 @@ type JobConfig struct {
 	// StateTTL is table.exec.state.ttl: keyed state not updated for longer
 	// is dropped (Flink's semantics); 0 keeps it.
 	StateTTL time.Duration
+	// StateBackend, StateMemory and StateDir are state.backend.type,
+	// state.backend.rocksdb.memory.fixed-per-slot and
+	// state.backend.rocksdb.localdir: with 'rocksdb' (or 'pebble') KV state
+	// keeps cold keys in a local Pebble DB per operator subtask.
+	StateBackend string
+	StateMemory  int64
+	StateDir     string
 	// Clock is processing time for operators (nil: the wall clock).
 	Clock Clock
 
@@ -327,6 +334,7 @@ func (st *subtask) build() error {
 		oc := &OpContext{OpID: spec.OpID(), Subtask: st.index, Parallelism: t.Parallelism,
 			KeyGroups: st.keyGroups(), Checkpointing: st.checkpointing(), Mem: st.cfg.Mem,
 			BatchSize: st.cfg.BatchSize, Clock: st.cfg.Clock, Metrics: st.cfg.Metrics, StateTTL: st.cfg.StateTTL, NewSource: st.cfg.NewSource,
+			StateBackend: st.cfg.StateBackend, StateMemory: st.cfg.StateMemory, StateDir: st.cfg.StateDir,
 			wakeups: wk, opIndex: i, markIdle: func() error { return st.out.idle() }}
 		op, err := newOperator(spec, oc)
 		if err != nil {
