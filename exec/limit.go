@@ -70,3 +70,5 @@ func (l *limitOp) Restore(r checkpoint.StateReader) error {
 	}
 	return nil
 }
+
+func (l *limitOp) Close() error { return l.kv.Close() }
