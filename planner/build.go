@@ -262,6 +262,7 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 	if err != nil {
 		return nil, err
 	}
+	out = settleRank(out) // a regular TopN below: is its rank read? (rank.go)
 	if sel.Distinct {
 		return p.distinct(out), nil
 	}

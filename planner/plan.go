@@ -481,6 +481,10 @@ func opMode(op Op) string {
 		return Retract.String()
 	case *WindowAggOp, *WindowTVFOp, *WatermarkAssignerOp, *WindowRankOp:
 		return InsertOnly.String()
+	case *RankOp:
+		return Retract.String()
+	case *DeduplicateOp:
+		return o.Mode().String()
 	}
 	return ""
 }
