@@ -380,3 +380,37 @@ func partitionsByWindow(pb *ast.PartitionByClause, wcols []int, in *rel, p *Plan
 	}
 	return start && end
 }
+
+// rankMeta is the upgrade check's description of a regular TopN or
+// deduplication's state (upgrade.go): its keys, its rows' columns and the
+// ranking (a change of any makes the state incompatible).
+func rankMeta(t *Task, op Op) OperatorMeta {
+	m := OperatorMeta{ID: op.OpID(), Description: op.Describe(), UID: !isDerivedID(op.OpID())}
+	if srcs := taskSources(t); len(srcs) > 0 {
+		m.Description += " on " + strings.Join(srcs, ", ")
+	}
+	var keys []int
+	var out catalog.Schema
+	switch o := op.(type) {
+	case *RankOp:
+		m.Kind, keys, out = KindRank, o.PartKeys, o.Out
+		order := make([]string, len(o.Order))
+		for i, k := range o.Order {
+			order[i] = fmt.Sprintf("$%d", k.Col)
+			if k.Desc {
+				order[i] += " DESC"
+			}
+		}
+		m.State.Rank = fmt.Sprintf("ROW_NUMBER %d..%d ORDER BY %s (%s)", o.RankStart, o.RankEnd, strings.Join(order, ", "), o.Strategy())
+	case *DeduplicateOp:
+		m.Kind, keys, out = KindDeduplicate, o.Keys, o.Out
+		m.State.Rank = strings.TrimPrefix(o.Describe(), "Deduplicate")
+	}
+	for _, k := range keys {
+		m.State.Keys = append(m.State.Keys, StateColumn{Name: out[k].Name, Type: typeName(out[k].Type)})
+	}
+	for _, c := range out[:len(out)-1] {
+		m.State.Rows = append(m.State.Rows, StateColumn{Name: c.Name, Type: typeName(c.Type)})
+	}
+	return m
+}

@@ -42,6 +42,10 @@ const (
 	// KindWindowRank is a Window TopN or window deduplication (keys: the
 	// partition keys and the window; rows: the buffered rows' columns).
 	KindWindowRank = "window-rank"
+	// KindRank is a regular TopN, KindDeduplicate a regular deduplication
+	// (rank.go; keys: the partition keys; rows: the kept rows' columns).
+	KindRank        = "rank"
+	KindDeduplicate = "deduplicate"
 )
 
 // OperatorsDoc is the JSON document of OperatorsMeta:
@@ -147,6 +151,8 @@ func Operators(plan *Physical) []OperatorMeta {
 				out = append(out, windowAggMeta(t, a))
 			case *WindowRankOp:
 				out = append(out, windowRankMeta(t, a))
+			case *RankOp, *DeduplicateOp:
+				out = append(out, rankMeta(t, a))
 			case *WatermarkAssignerOp:
 				out = append(out, OperatorMeta{ID: a.ID, Kind: KindWatermark, Description: a.Describe(), UID: !isDerivedID(a.ID)})
 			}
