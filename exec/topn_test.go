@@ -365,3 +365,68 @@ func TestDedupRestoreRescale(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkTopN: the top 10 (with the rank) of 10,000 keys over random
+// values, insert-only input (AppendFastStrategy) or, for retract, every
+// third row a retraction of an earlier row (RetractStrategy), in batches
+// of 1024 with a checkpoint every 64 batches; rows/s of input.
+func BenchmarkTopN(b *testing.B) {
+	for _, mode := range []planner.ChangelogMode{planner.InsertOnly, planner.Retract} {
+		b.Run(mode.String(), func(b *testing.B) {
+			mem := memory.NewGoAllocator()
+			out := append(append(catalog.Schema{}, topnSchema...), catalog.Column{Name: "rn", Type: catalog.BigInt.WithNotNull(true)})
+			s := &planner.RankOp{ID: "topn", PartKeys: []int{0}, PartNames: []string{"k"}, Order: []planner.SortKey{{Col: 1, Name: "v", Desc: true}},
+				RankStart: 1, RankEnd: 10, OutputRank: true, InputMode: mode, Out: out}
+			op, err := newTopN(s, &OpContext{OpID: "topn", Parallelism: 1, KeyGroups: KeyGroups{Start: 0, End: 128, MaxParallelism: 128},
+				Checkpointing: true, Mem: mem, BatchSize: 1024})
+			if err != nil {
+				b.Fatal(err)
+			}
+			rng := rand.New(rand.NewSource(1))
+			const batch = 1024
+			var batches []Batch
+			var live []topnRow
+			for i := 0; i < 256; i++ {
+				rows := make([]topnRow, batch)
+				for j := range rows {
+					if mode == planner.Retract && len(live) > 0 && j%3 == 2 {
+						k := rng.Intn(len(live))
+						rows[j] = live[k]
+						rows[j].retract = true
+						live[k] = live[len(live)-1]
+						live = live[:len(live)-1]
+						continue
+					}
+					rows[j] = topnRow{k: int64(rng.Intn(10_000)), v: int64(rng.Intn(1_000_000)), id: int64(i*batch + j)}
+					live = append(live, rows[j])
+				}
+				batches = append(batches, topnBatch(mem, rows))
+			}
+			sink := &countOut{}
+			b.ResetTimer()
+			for n, i := 0, 0; n < b.N; n, i = n+batch, i+1 {
+				if i == len(batches) {
+					b.StopTimer() // a round over the data set: the TopN state is full by now
+					i = 0
+					b.StartTimer()
+				}
+				bt := batches[i]
+				bt.Rec.Retain()
+				if err := op.ProcessBatch(0, bt, sink); err != nil {
+					b.Fatal(err)
+				}
+				if i%64 == 63 {
+					if err := op.Snapshot(int64(n), discardState{}); err != nil {
+						b.Fatal(err)
+					}
+					op.NotifyComplete(int64(n))
+				}
+			}
+			b.StopTimer()
+			if sink.rows == 0 {
+				b.Fatal("no output")
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
