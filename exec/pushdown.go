@@ -28,14 +28,49 @@ func (u ColumnUse) FieldUsed(f int) bool {
 //
 // A source may fill a column or field that is not read with nulls: the
 // chain never looks at it.
+//
+// A source shared by several readers (a self-join, a statement set) has no
+// operators of its own: what it must fill is what any of its readers'
+// chains reads.
 func SourceColumnUse(t *planner.Task) []ColumnUse {
 	if t.Source == nil || t.Source.Values {
 		return nil
 	}
-	widths := []int{len(t.Source.Schema)} // widths[i]: input width of op i
+	width := len(t.Source.Schema)
+	if len(t.Ops) > 0 || len(t.Outputs) < 2 {
+		return chainColumnUse(width, t.Ops)
+	}
+	var need []ColumnUse
+	for _, e := range t.Outputs {
+		if e.Kind != planner.Forward || len(e.To.Inputs) != 1 {
+			return nil
+		}
+		u := chainColumnUse(width, e.To.Ops)
+		if u == nil {
+			return nil
+		}
+		if need == nil {
+			need = make([]ColumnUse, width)
+		}
+		for c := range need {
+			mergeUse(&need[c], u[c])
+		}
+	}
+	for _, u := range need {
+		if !u.Used || u.Fields != nil {
+			return need
+		}
+	}
+	return nil
+}
+
+// chainColumnUse is SourceColumnUse over a chain of operators reading
+// width columns.
+func chainColumnUse(width int, chain []planner.Op) []ColumnUse {
+	widths := []int{width} // widths[i]: input width of op i
 	n := 0
 ops:
-	for _, op := range t.Ops {
+	for _, op := range chain {
 		in := widths[len(widths)-1]
 		switch o := op.(type) {
 		case *planner.CalcOp:
@@ -55,7 +90,7 @@ ops:
 	}
 	for i := n - 1; i >= 0; i-- {
 		in := make([]ColumnUse, widths[i])
-		switch o := t.Ops[i].(type) {
+		switch o := chain[i].(type) {
 		case *planner.CalcOp:
 			markExpr(in, o.Filter)
 			if o.Projs == nil {

@@ -41,7 +41,8 @@ type Planner struct {
 	IdleTimeout       time.Duration
 }
 
-// rel is a node of the logical plan: a chain from a source (no joins yet).
+// rel is a node of the logical plan: a tree from the sources (a join has
+// two inputs: input and right).
 type rel struct {
 	kind   relKind
 	input  *rel
@@ -57,6 +58,8 @@ type rel struct {
 	agg    *AggOp         // relAgg
 	win    *windowRel     // relWindowTVF, relWindowAgg (window.go)
 	rank   *rankRel       // relWindowRank (windowrank.go)
+	right  *rel           // relJoin: the right input (input is the left one)
+	join   *joinRel       // relJoin (joinplan.go)
 	// hidden trailing columns that SELECT * does not expand (the rank of
 	// a window rank).
 	hidden int
@@ -90,15 +93,37 @@ func (r *rel) qualify(q string) *rel {
 
 // updatingNode returns the description of the node that makes r updating.
 func (r *rel) updatingNode() string {
-	for n := r; n != nil; n = n.input {
-		if n.kind == relAgg && n.input.mode == InsertOnly {
-			return n.describ
+	// the node that turns insert-only input into updating output, else any
+	// updating node
+	var first, any string
+	var walk func(n *rel)
+	walk = func(n *rel) {
+		if n == nil || first != "" {
+			return
+		}
+		if n.kind == relAgg || (n.kind == relJoin && n.mode == Retract) {
+			ins := true
+			for _, c := range n.children() {
+				ins = ins && c.mode == InsertOnly
+			}
+			if ins {
+				first = n.describ
+				return
+			}
+			if any == "" {
+				any = n.describ
+			}
+		}
+		for _, c := range n.children() {
+			walk(c)
 		}
 	}
-	for n := r; n != nil; n = n.input {
-		if n.kind == relAgg {
-			return n.describ
-		}
+	walk(r)
+	switch {
+	case first != "":
+		return first
+	case any != "":
+		return any
 	}
 	return "?"
 }
@@ -219,7 +244,24 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 			return nil, err
 		}
 	}
-	if sel.Where != nil {
+	if in.kind == relJoin && in.join.typ == InnerJoin && sel.Where != nil {
+		// An inner join takes the WHERE as part of its condition (its
+		// equalities become keys, its one-sided conjuncts filters).
+		b := &exprBuilder{p: p, ctx: ctx, in: in, clause: "WHERE"}
+		cond, err := b.build(sel.Where)
+		if err != nil {
+			return nil, err
+		}
+		if cond.Type().Kind != catalog.KindBoolean && cond.Type().Kind != catalog.KindNull {
+			return nil, exprErr(ctx, sel.Where, "WHERE", "WHERE condition must be BOOLEAN, got %s", cond.Type())
+		}
+		in.join.cond = andOf([]Expr{in.join.cond, cond})
+		if in, err = p.finalizeJoins(in, ctx); err != nil {
+			return nil, err
+		}
+	} else if in, err = p.finalizeJoins(in, ctx); err != nil {
+		return nil, err
+	} else if sel.Where != nil {
 		b := &exprBuilder{p: p, ctx: ctx, in: in, clause: "WHERE"}
 		cond, err := b.build(sel.Where)
 		if err != nil {
@@ -404,6 +446,9 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 			}
 		}
 		exprN++
+		if f.AsName.O == "" {
+			name = uniqueName(name, schema)
+		}
 		projs = append(projs, e)
 		schema = append(schema, catalog.Column{Name: name, Type: e.Type()})
 		quals = append(quals, "")
@@ -419,6 +464,31 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 		return &out, nil
 	}
 	return &rel{kind: relCalc, input: in, schema: schema, quals: quals, mode: in.mode, projs: projs}, nil
+}
+
+// uniqueName returns name, or, when a column of s already has it, name
+// followed by the first number that makes it unique: as Calcite names the
+// derived columns of a select list (SELECT a.id, b.id gives id, id0), so
+// that a join's columns of the same name can be selected without AS.
+// Aliases written with AS are not renamed (checkDuplicateNames reports
+// their duplicates).
+func uniqueName(name string, s catalog.Schema) string {
+	taken := func(n string) bool {
+		for _, c := range s {
+			if strings.EqualFold(c.Name, n) {
+				return true
+			}
+		}
+		return false
+	}
+	if !taken(name) {
+		return name
+	}
+	for i := 0; ; i++ {
+		if n := fmt.Sprintf("%s%d", name, i); !taken(n) {
+			return n
+		}
+	}
 }
 
 // checkDuplicateNames reports the second of two select-list columns with
@@ -492,7 +562,7 @@ func (p *Planner) buildFrom(n ast.ResultSetNode, ctx *parser.QueryContext) (*rel
 				}
 			}
 		}
-		return nil, &parser.Error{Pos: joinPos(x, ctx), Msg: "joins are not supported yet (only LATERAL TABLE / UNNEST of a table function)"}
+		return p.buildJoin(x, ctx)
 	case *ast.TableSource:
 		var r *rel
 		var err error

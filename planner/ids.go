@@ -155,7 +155,8 @@ func (b *physBuilder) aggID(r *rel) string {
 // sourceTables lists the tables r reads (lower-case, sorted, unique).
 func sourceTables(r *rel) []string {
 	seen := map[string]bool{}
-	for n := r; n != nil; n = n.input {
+	var walk func(n *rel)
+	walk = func(n *rel) {
 		if n.kind == relScan {
 			name := "values"
 			if !n.values {
@@ -163,7 +164,11 @@ func sourceTables(r *rel) []string {
 			}
 			seen[name] = true
 		}
+		for _, c := range n.children() {
+			walk(c)
+		}
 	}
+	walk(r)
 	out := make([]string, 0, len(seen))
 	for s := range seen {
 		out = append(out, s)
@@ -216,6 +221,17 @@ func lineage(r *rel, i int) string {
 				continue
 			}
 			return "@" + r.rank.op.ID + ".rank"
+		case relJoin:
+			if r.join.op != nil && r.join.op.ID != "" {
+				return "@" + r.join.op.ID + "." + strconv.Itoa(i)
+			}
+			if i < len(r.input.schema) {
+				r = r.input
+				continue
+			}
+			i -= len(r.input.schema)
+			r = r.right
+			continue
 		}
 		return "?"
 	}

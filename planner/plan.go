@@ -27,6 +27,9 @@ func (p *Planner) PlanSelect(q *parser.Query) (*Physical, catalog.Schema, error)
 		return nil, nil, err
 	}
 	b := &physBuilder{p: p}
+	if !p.NoSourceReuse {
+		b.shared = sharedOf([]*rel{r})
+	}
 	b.startStatement()
 	t := b.build(r)
 	if b.err != nil {
@@ -46,7 +49,7 @@ func (p *Planner) PlanSelect(q *parser.Query) (*Physical, catalog.Schema, error)
 // PlanInserts plans one or more INSERT INTO statements as one job.
 func (p *Planner) PlanInserts(ins []*parser.Insert) (*Physical, error) {
 	b := &physBuilder{p: p}
-	if !p.NoSourceReuse && len(ins) > 1 {
+	if !p.NoSourceReuse {
 		b.shared = p.sharedScans(ins)
 	}
 	for _, in := range ins {
@@ -59,39 +62,46 @@ func (p *Planner) PlanInserts(ins []*parser.Insert) (*Physical, error) {
 }
 
 // sharedScans returns the scans (by scanKey) that more than one statement
-// of a statement set reads: each becomes one source task feeding every
-// reader, as Flink's table.optimizer.reuse-source-enabled does, so a
-// source is read once (one socket connection, one pass over the files).
-// Statements that do not plan are skipped here; planInsert reports them.
+// of a statement set, or one statement more than once (a self-join), reads:
+// each becomes one source task feeding every reader, as Flink's
+// table.optimizer.reuse-source-enabled does, so a source is read once (one
+// socket connection, one pass over the files). Statements that do not plan
+// are skipped here; planInsert reports them.
 func (p *Planner) sharedScans(ins []*parser.Insert) map[string]*Task {
-	readers := map[string]int{}
+	var rels []*rel
 	for _, in := range ins {
-		r, err := p.buildQuery(in.Query)
-		if err != nil {
-			continue
-		}
-		for k := range scanKeys(r) {
-			readers[k]++
+		if r, err := p.buildQuery(in.Query); err == nil {
+			rels = append(rels, r)
 		}
 	}
-	shared := map[string]*Task{}
+	return sharedOf(rels)
+}
+
+// sharedOf returns the scans that rels read more than once (nil: none).
+func sharedOf(rels []*rel) map[string]*Task {
+	readers := map[string]int{}
+	var walk func(n *rel)
+	walk = func(n *rel) {
+		if n.kind == relScan && !n.values {
+			readers[scanKey(n)]++
+		}
+		for _, c := range n.children() {
+			walk(c)
+		}
+	}
+	for _, r := range rels {
+		walk(r)
+	}
+	var shared map[string]*Task
 	for k, n := range readers {
 		if n > 1 {
+			if shared == nil {
+				shared = map[string]*Task{}
+			}
 			shared[k] = nil
 		}
 	}
 	return shared
-}
-
-// scanKeys returns the keys of the table scans of r.
-func scanKeys(r *rel) map[string]bool {
-	keys := map[string]bool{}
-	for n := r; n != nil; n = n.input {
-		if n.kind == relScan && !n.values {
-			keys[scanKey(n)] = true
-		}
-	}
-	return keys
 }
 
 // scanKey identifies what a scan reads: the table and its options (an
@@ -338,6 +348,8 @@ func (b *physBuilder) build(r *rel) *Task {
 		return b.buildWindow(r)
 	case relWindowRank:
 		return b.buildWindowRankTask(r)
+	case relJoin:
+		return b.buildJoinTask(r)
 	}
 	panic("unknown rel")
 }
@@ -394,6 +406,7 @@ func setID(op Op, id string) {
 
 // finish numbers and names the tasks.
 func (b *physBuilder) finish() {
+	b.pruneJoinInputs()
 	prunePartitions(b.plan.Tasks)
 	for i, t := range b.plan.Tasks {
 		t.Index = i
@@ -485,6 +498,8 @@ func opMode(op Op) string {
 		return Retract.String()
 	case *DeduplicateOp:
 		return o.Mode().String()
+	case *JoinOp:
+		return o.OutMode.String()
 	}
 	return ""
 }

@@ -237,27 +237,6 @@ func settleBelow(r *rel, used []bool) *rel {
 	return r
 }
 
-// markCols marks the input columns e reads.
-func markCols(e Expr, used []bool) {
-	switch x := e.(type) {
-	case *ColRef:
-		if x.Index < len(used) {
-			used[x.Index] = true
-		}
-	case *Call:
-		for _, a := range x.Args {
-			markCols(a, used)
-		}
-	default:
-		// Other expression kinds: assume they may read any column.
-		if _, ok := e.(*Literal); !ok {
-			for i := range used {
-				used[i] = true
-			}
-		}
-	}
-}
-
 // settleRegular fixes the physical operator of the bounded regular rank r.
 func settleRegular(r *rel, rankUsed bool) *rel {
 	out := *r

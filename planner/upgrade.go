@@ -46,6 +46,9 @@ const (
 	// (rank.go; keys: the partition keys; rows: the kept rows' columns).
 	KindRank        = "rank"
 	KindDeduplicate = "deduplicate"
+	// KindJoin is a regular join (keys: the left side's join key; rows: the
+	// columns of both sides' rows; rank: the join type and state layouts).
+	KindJoin = "join"
 )
 
 // OperatorsDoc is the JSON document of OperatorsMeta:
@@ -153,6 +156,8 @@ func Operators(plan *Physical) []OperatorMeta {
 				out = append(out, windowRankMeta(t, a))
 			case *RankOp, *DeduplicateOp:
 				out = append(out, rankMeta(t, a))
+			case *JoinOp:
+				out = append(out, joinMeta(t, a))
 			case *WatermarkAssignerOp:
 				out = append(out, OperatorMeta{ID: a.ID, Kind: KindWatermark, Description: a.Describe(), UID: !isDerivedID(a.ID)})
 			}
@@ -222,6 +227,26 @@ func windowRankMeta(t *Task, a *WindowRankOp) OperatorMeta {
 		m.State.Rank += " (deduplicate)"
 	}
 	m.State.Window = a.Window
+	return m
+}
+
+func joinMeta(t *Task, a *JoinOp) OperatorMeta {
+	m := OperatorMeta{ID: a.ID, Kind: KindJoin, Description: a.Describe(), UID: !isDerivedID(a.ID)}
+	if srcs := taskSources(t); len(srcs) > 0 {
+		m.Description += " on " + strings.Join(srcs, ", ")
+	}
+	for _, k := range a.Left.Keys {
+		m.State.Keys = append(m.State.Keys, StateColumn{Name: a.Left.Schema[k].Name, Type: typeName(a.Left.Schema[k].Type)})
+	}
+	for _, side := range []struct {
+		name string
+		s    JoinSide
+	}{{"left", a.Left}, {"right", a.Right}} {
+		for _, c := range side.s.Schema {
+			m.State.Rows = append(m.State.Rows, StateColumn{Name: side.name + "." + c.Name, Type: typeName(c.Type)})
+		}
+	}
+	m.State.Rank = fmt.Sprintf("%s left=%s right=%s", a.Type, a.Left.inputSpec(), a.Right.inputSpec())
 	return m
 }
 

@@ -311,31 +311,7 @@ func TestNexmarkQueriesAgainstSQLite(t *testing.T) {
 			if len(want) == 0 {
 				t.Fatalf("SQLite's answer to %s is empty: nothing would be checked", q)
 			}
-			type variant struct {
-				name, settings string
-				crashAfter     int64
-			}
-			variants := []variant{
-				{"p1", "SET 'parallelism.default' = '1';\n", 0},
-				{"p3-batch7", "SET 'parallelism.default' = '3';\nSET 'execution.batch-size' = '7';\n", 0},
-				{"p2-crash", "SET 'parallelism.default' = '2';\nSET 'execution.batch-size' = '1000';\n", 9},
-			}
-			// and a seeded random one: parallelism, batch size, aligned or
-			// unaligned checkpoints, the checkpoint after which it crashes
-			// (within the first half of each source's batches, so that it
-			// happens before the end: a checkpoint per batch)
-			seed := goldenSeed(q)
-			r := rand.New(rand.NewPCG(seed, 7))
-			p, batch := 1+r.IntN(4), []int{50, 256, 1000, 2048}[r.IntN(4)]
-			v := variant{name: fmt.Sprintf("seed %d: p%d batch %d", seed, p, batch),
-				settings:   fmt.Sprintf("SET 'parallelism.default' = '%d';\nSET 'execution.batch-size' = '%d';\n", p, batch),
-				crashAfter: 1 + int64(r.IntN(max(1, 50000/(p*batch)/2)))}
-			if r.IntN(2) == 0 {
-				v.name += " unaligned"
-				v.settings += "SET 'execution.checkpointing.unaligned.enabled' = 'true';\n"
-			}
-			v.name += fmt.Sprintf(" crash after %d", v.crashAfter)
-			variants = append(variants, v)
+			variants := goldenVariants(q, 50000)
 			for _, v := range variants {
 				got := queryOutput(t, q, t.TempDir(), vars, v.settings, v.crashAfter)
 				if d := diffRows(got, want); d != "" {
@@ -344,6 +320,36 @@ func TestNexmarkQueriesAgainstSQLite(t *testing.T) {
 			}
 		})
 	}
+}
+
+type goldenVariant struct {
+	name, settings string
+	crashAfter     int64
+}
+
+// goldenVariants are the runs every golden query is checked in: p1, p3
+// with batches of 7, p2 with a crash, and a seeded random one
+// (parallelism, batch size, aligned or unaligned checkpoints, the
+// checkpoint after which it crashes: within the first half of each source's
+// batches of a stream of events, so that it happens before the end).
+func goldenVariants(q string, events int) []goldenVariant {
+	variants := []goldenVariant{
+		{"p1", "SET 'parallelism.default' = '1';\n", 0},
+		{"p3-batch7", "SET 'parallelism.default' = '3';\nSET 'execution.batch-size' = '7';\n", 0},
+		{"p2-crash", "SET 'parallelism.default' = '2';\nSET 'execution.batch-size' = '1000';\n", 9},
+	}
+	seed := goldenSeed(q)
+	r := rand.New(rand.NewPCG(seed, 7))
+	p, batch := 1+r.IntN(4), []int{50, 256, 1000, 2048}[r.IntN(4)]
+	v := goldenVariant{name: fmt.Sprintf("seed %d: p%d batch %d", seed, p, batch),
+		settings:   fmt.Sprintf("SET 'parallelism.default' = '%d';\nSET 'execution.batch-size' = '%d';\n", p, batch),
+		crashAfter: 1 + int64(r.IntN(max(1, events/(p*batch)/2)))}
+	if r.IntN(2) == 0 {
+		v.name += " unaligned"
+		v.settings += "SET 'execution.checkpointing.unaligned.enabled' = 'true';\n"
+	}
+	v.name += fmt.Sprintf(" crash after %d", v.crashAfter)
+	return append(variants, v)
 }
 
 // diffRows describes the first difference of two sorted row lists.

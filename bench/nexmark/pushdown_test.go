@@ -92,6 +92,12 @@ GROUP BY k, window_start, window_end;`, "bid.price"},
 INSERT INTO o SELECT auction, url FROM bid WHERE bidder > 5;`, "bid.auction bid.bidder bid.url"},
 		{"two views", `CREATE TABLE o (a BIGINT, u VARCHAR) WITH ('connector' = 'blackhole');
 INSERT INTO o SELECT id, city FROM person WHERE state = 'OR';`, "person.city person.id person.state"},
+		// a self-join (one shared source, two readers): the columns the
+		// query, the join key and the views' filters read, pruned below
+		// the join (planner/joinprune.go)
+		{"join", `CREATE TABLE o (n VARCHAR, a BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO o SELECT P.name, A.id FROM auction AS A JOIN person AS P ON A.seller = P.id WHERE A.category = 10;`,
+			"auction.category auction.id auction.seller person.id person.name"},
 		{"whole row", `CREATE TABLE o (e INT, b ROW<auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, ` + "`dateTime`" + ` TIMESTAMP(3), extra VARCHAR>) WITH ('connector' = 'blackhole');
 INSERT INTO o SELECT event_type, bid FROM datagen;`, "bid"},
 	} {

@@ -1,0 +1,199 @@
+package planner
+
+import "github.com/streamsql/streamsql/catalog"
+
+// Column pruning below joins. A join keeps every column of both inputs in
+// its state and sends them through its exchanges; the query above it
+// often reads a few (Nexmark's views pass every field of an event). After
+// the physical plan is built, each join followed by a Calc is given only
+// the columns that Calc, the join's keys, unique keys and residual read:
+// a projection is appended to the task feeding each side (merged into its
+// last Calc), the join's sides and the Calc are rewritten over the kept
+// columns. Projection push-down into the sources (exec.SourceColumnUse)
+// then sees the pruned chains.
+
+// pruneJoinInputs prunes the inputs of every join of the plan.
+func (b *physBuilder) pruneJoinInputs() {
+	for _, t := range b.plan.Tasks {
+		if len(t.Ops) < 2 || len(t.Inputs) != 2 {
+			continue
+		}
+		j, ok := t.Ops[0].(*JoinOp)
+		if !ok {
+			continue
+		}
+		calc, ok := t.Ops[1].(*CalcOp)
+		if !ok || calc.Projs == nil {
+			continue
+		}
+		nl := len(j.Left.Schema)
+		used := make([]bool, len(j.Out))
+		markCols(calc.Filter, used)
+		for _, p := range calc.Projs {
+			markCols(p, used)
+		}
+		lneed := make([]bool, nl)
+		rneed := make([]bool, len(j.Right.Schema))
+		copy(lneed, used)
+		if j.Type != SemiJoin && j.Type != AntiJoin {
+			copy(rneed, used[nl:])
+		}
+		for _, k := range append(append([]int{}, j.Left.Keys...), j.Left.UniqueKey...) {
+			lneed[k] = true
+		}
+		for _, k := range append(append([]int{}, j.Right.Keys...), j.Right.UniqueKey...) {
+			rneed[k] = true
+		}
+		if j.Residual != nil {
+			both := make([]bool, nl+len(rneed))
+			markCols(j.Residual, both)
+			for i, u := range both {
+				if !u {
+					continue
+				}
+				if i < nl {
+					lneed[i] = true
+				} else {
+					rneed[i-nl] = true
+				}
+			}
+		}
+		lmap := b.pruneSide(t.Inputs[0], &j.Left, lneed)
+		rmap := b.pruneSide(t.Inputs[1], &j.Right, rneed)
+		if lmap == nil && rmap == nil {
+			continue
+		}
+		lmap, rmap = identityIfNil(lmap, nl), identityIfNil(rmap, len(rneed))
+		newNl := len(j.Left.Schema)
+		// join output column -> its new index
+		outMap := make([]int, 0, len(j.Out))
+		outMap = append(outMap, lmap...)
+		if j.Type != SemiJoin && j.Type != AntiJoin {
+			for _, m := range rmap {
+				if m >= 0 {
+					m += newNl
+				}
+				outMap = append(outMap, m)
+			}
+		}
+		resMap := append(append([]int{}, lmap...), make([]int, len(rmap))...)
+		for i, m := range rmap {
+			if m >= 0 {
+				m += newNl
+			}
+			resMap[nl+i] = m
+		}
+		j.Residual = remapCols(j.Residual, resMap)
+		var out catalog.Schema
+		for i, m := range outMap {
+			if m >= 0 {
+				out = append(out, j.Out[i])
+			}
+		}
+		j.Out = out
+		calc.Filter = remapCols(calc.Filter, outMap)
+		for i, p := range calc.Projs {
+			calc.Projs[i] = remapCols(p, outMap)
+		}
+	}
+}
+
+func identityIfNil(m []int, n int) []int {
+	if m != nil {
+		return m
+	}
+	m = make([]int, n)
+	for i := range m {
+		m[i] = i
+	}
+	return m
+}
+
+// pruneSide keeps the needed columns of a join side: a projection at the
+// end of the task feeding edge e (when e is that task's only output), with
+// the edge's keys and the side rewritten. It returns the new index of
+// every old column (-1: dropped), or nil when nothing was pruned.
+func (b *physBuilder) pruneSide(e *Edge, side *JoinSide, need []bool) []int {
+	from := e.From
+	if len(from.Outputs) != 1 || from.Sink != nil {
+		return nil
+	}
+	m := make([]int, len(need))
+	n := 0
+	for i, u := range need {
+		if u {
+			m[i] = n
+			n++
+		} else {
+			m[i] = -1
+		}
+	}
+	if n == len(need) {
+		return nil
+	}
+	projs := make([]Expr, 0, n)
+	out := make(catalog.Schema, 0, n)
+	for i, u := range need {
+		if u {
+			c := side.Schema[i]
+			projs = append(projs, &ColRef{Index: i, Name: c.Name, T: c.Type})
+			out = append(out, c)
+		}
+	}
+	calc := &CalcOp{Projs: projs, Out: out, Mode: from.OutMode}
+	if k := len(from.Ops); k > 0 {
+		if inner, ok := from.Ops[k-1].(*CalcOp); ok {
+			if merged, ok := mergeCalc(inner, calc); ok {
+				from.Ops, calc = from.Ops[:k-1], merged
+			}
+		}
+	}
+	from.Ops = append(from.Ops, calc)
+	calc.ID = b.id(from, calc.Describe())
+	from.OutSchema = out
+	remap := func(ks []int) []int {
+		if ks == nil {
+			return nil
+		}
+		r := make([]int, len(ks))
+		for i, k := range ks {
+			r[i] = m[k]
+		}
+		return r
+	}
+	e.Keys = remap(e.Keys)
+	side.Keys, side.UniqueKey, side.Schema = remap(side.Keys), remap(side.UniqueKey), out
+	return m
+}
+
+// markCols marks the columns e reads.
+func markCols(e Expr, used []bool) {
+	switch x := e.(type) {
+	case *ColRef:
+		if x.Index < len(used) {
+			used[x.Index] = true
+		}
+	case *Call:
+		for _, a := range x.Args {
+			markCols(a, used)
+		}
+	}
+}
+
+// remapCols rewrites the column references of e by m (old -> new index).
+func remapCols(e Expr, m []int) Expr {
+	switch x := e.(type) {
+	case *ColRef:
+		c := *x
+		c.Index = m[x.Index]
+		return &c
+	case *Call:
+		c := *x
+		c.Args = make([]Expr, len(x.Args))
+		for i, a := range x.Args {
+			c.Args[i] = remapCols(a, m)
+		}
+		return &c
+	}
+	return e
+}
