@@ -58,6 +58,7 @@ type rel struct {
 	agg    *AggOp         // relAgg
 	win    *windowRel     // relWindowTVF, relWindowAgg (window.go)
 	rank   *rankRel       // relWindowRank (windowrank.go)
+	over   *OverAggOp     // relOver (over.go)
 	right  *rel           // relJoin: the right input (input is the left one)
 	join   *joinRel       // relJoin (joinplan.go)
 	// hidden trailing columns that SELECT * does not expand (the rank of
@@ -278,6 +279,21 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 		} else {
 			in = &rel{kind: relCalc, input: in, schema: in.schema, quals: in.quals, mode: in.mode, filter: cond}
 		}
+	}
+	if wfs := overAggFields(sel); len(wfs) > 0 { // OVER aggregations (over.go)
+		ov, err := p.buildOver(sel, wfs, in, ctx)
+		if err != nil {
+			return nil, err
+		}
+		return p.buildProjection(sel.Fields.Fields, ov, ctx, func(n ast.ExprNode) (Expr, bool, error) {
+			for i, wf := range wfs {
+				if unparen(n) == wf {
+					c := len(in.schema) + i
+					return &ColRef{Index: c, Name: ov.schema[c].Name, T: ov.schema[c].Type}, true, nil
+				}
+			}
+			return nil, false, nil
+		})
 	}
 	wf, err := windowFuncField(sel, ctx)
 	if err != nil {

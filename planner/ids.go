@@ -221,6 +221,12 @@ func lineage(r *rel, i int) string {
 				continue
 			}
 			return "@" + r.rank.op.ID + ".rank"
+		case relOver:
+			if i < len(r.input.schema) {
+				r = r.input
+				continue
+			}
+			return "@" + r.over.ID + "." + strconv.Itoa(i)
 		case relJoin:
 			if r.join.op != nil && r.join.op.ID != "" {
 				return "@" + r.join.op.ID + "." + strconv.Itoa(i)

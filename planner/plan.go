@@ -348,6 +348,8 @@ func (b *physBuilder) build(r *rel) *Task {
 		return b.buildWindow(r)
 	case relWindowRank:
 		return b.buildWindowRankTask(r)
+	case relOver:
+		return b.buildOverTask(r)
 	case relJoin:
 		return b.buildJoinTask(r)
 	}
@@ -498,6 +500,8 @@ func opMode(op Op) string {
 		return Retract.String()
 	case *DeduplicateOp:
 		return o.Mode().String()
+	case *OverAggOp:
+		return InsertOnly.String()
 	case *JoinOp:
 		return o.OutMode.String()
 	}
