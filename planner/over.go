@@ -361,3 +361,31 @@ func (b *physBuilder) buildOverTask(r *rel) *Task {
 	t.OutSchema, t.OutMode = r.schema, InsertOnly
 	return t
 }
+
+// overMeta is the upgrade check's description of an OVER aggregation's
+// state (upgrade.go).
+func overMeta(t *Task, o *OverAggOp) OperatorMeta {
+	m := OperatorMeta{ID: o.ID, Kind: KindOverAggregate, Description: o.Describe(), UID: !isDerivedID(o.ID)}
+	if srcs := taskSources(t); len(srcs) > 0 {
+		m.Description += " on " + strings.Join(srcs, ", ")
+	}
+	for _, k := range o.PartKeys {
+		m.State.Keys = append(m.State.Keys, StateColumn{Name: o.Out[k].Name, Type: typeName(o.Out[k].Type)})
+	}
+	nIn := len(o.Out) - len(o.Aggs)
+	for _, c := range o.Out[:nIn] {
+		m.State.Rows = append(m.State.Rows, StateColumn{Name: c.Name, Type: typeName(c.Type)})
+	}
+	for _, a := range o.Aggs {
+		acc := AccumulatorState{Fn: a.Fn, Type: typeName(a.T)}
+		if a.Arg >= 0 {
+			acc.ArgType = typeName(o.Out[a.Arg].Type)
+		}
+		m.State.Accumulators = append(m.State.Accumulators, acc)
+	}
+	m.State.Window = o.frame()
+	if !o.RowTime {
+		m.State.Window += " over processing time"
+	}
+	return m
+}

@@ -46,6 +46,10 @@ const (
 	// (rank.go; keys: the partition keys; rows: the kept rows' columns).
 	KindRank        = "rank"
 	KindDeduplicate = "deduplicate"
+	// KindOverAggregate is an OVER aggregation (over.go; keys: the
+	// partition keys; rows: the kept rows' columns; accumulators; window:
+	// the frame).
+	KindOverAggregate = "over-aggregate"
 	// KindJoin is a regular join (keys: the left side's join key; rows: the
 	// columns of both sides' rows; rank: the join type and state layouts).
 	KindJoin = "join"
@@ -156,6 +160,8 @@ func Operators(plan *Physical) []OperatorMeta {
 				out = append(out, windowRankMeta(t, a))
 			case *RankOp, *DeduplicateOp:
 				out = append(out, rankMeta(t, a))
+			case *OverAggOp:
+				out = append(out, overMeta(t, a))
 			case *JoinOp:
 				out = append(out, joinMeta(t, a))
 			case *WatermarkAssignerOp:
