@@ -225,7 +225,7 @@ func (p *Planner) buildWindowRank(sel *ast.SelectStmt, wf *ast.WindowFuncExpr, i
 	case "DENSE_RANK":
 		rt = DenseRank
 	default:
-		return nil, errAt(wf, "%s OVER (...) is not supported yet: of the OVER clauses only the ranking functions ROW_NUMBER, RANK and DENSE_RANK of a Window TopN are (OVER aggregations come later)", name)
+		return nil, errAt(wf, "%s OVER (...) is not supported yet: of the OVER functions only ROW_NUMBER, RANK and DENSE_RANK (TopN) and COUNT, SUM, AVG, MIN and MAX (OVER aggregations) are", name)
 	}
 	if sel.Distinct || sel.GroupBy != nil || sel.Having != nil || containsAgg(sel.Fields.Fields) {
 		return nil, errAt(wf, "%s() OVER (...) cannot be combined with GROUP BY, aggregates or DISTINCT in the same SELECT; aggregate in a subquery and rank its result", name)
