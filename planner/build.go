@@ -426,7 +426,7 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 	exprN := 0
 	for _, f := range fields {
 		if f.WildCard != nil {
-			if hook != nil && in.kind != relWindowRank {
+			if hook != nil && in.kind != relWindowRank && in.kind != relOver {
 				return nil, ctx.Errorf("*", "SELECT * cannot be used with GROUP BY or aggregates")
 			}
 			q := strings.ToLower(f.WildCard.Table.O)
