@@ -165,3 +165,39 @@ func firstDiff(a, b []string) string {
 	}
 	return "length"
 }
+
+// BenchmarkOverRows: SUM, COUNT(*) and MAX over ROWS 2 PRECEDING of 1,000
+// keys on event time, batches of 1024 rows in time order, a watermark
+// after each; rows/s of input.
+func BenchmarkOverRows(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	t := &testing.T{}
+	op := overTestOp(t, mem, true, 0, 1, &Metrics{})
+	op.ctx.KeyGroups = KeyGroups{Start: 0, End: topnMaxP, MaxParallelism: topnMaxP}
+	rng := rand.New(rand.NewSource(1))
+	const batch = 1024
+	sink := &countOut{}
+	ts := int64(0)
+	b.ResetTimer()
+	for n := 0; n < b.N; n += batch {
+		b.StopTimer()
+		rows := make([][3]int64, batch)
+		for j := range rows {
+			ts++
+			rows[j] = [3]int64{int64(rng.Intn(1000)), ts, int64(rng.Intn(1000))}
+		}
+		bt := overTestBatch(mem, rows)
+		b.StartTimer()
+		if err := op.ProcessBatch(0, bt, sink); err != nil {
+			b.Fatal(err)
+		}
+		if err := op.ProcessWatermark(ts, sink); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if sink.rows == 0 {
+		b.Fatal("no output")
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}

@@ -1,8 +1,6 @@
 package nexmark
 
 import (
-	"fmt"
-	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,28 +69,7 @@ func TestNexmarkTopNAgainstSQLite(t *testing.T) {
 			if len(want) < 1000 {
 				t.Fatalf("SQLite's answer to %s has %d rows: too few to check much", tc.q, len(want))
 			}
-			type variant struct {
-				name, settings string
-				crashAfter     int64
-			}
-			variants := []variant{
-				{"p1", "SET 'parallelism.default' = '1';\n", 0},
-				{"p3-batch7", "SET 'parallelism.default' = '3';\nSET 'execution.batch-size' = '7';\n", 0},
-				{"p2-crash", "SET 'parallelism.default' = '2';\nSET 'execution.batch-size' = '1000';\n", 9},
-			}
-			seed := goldenSeed(tc.q)
-			r := rand.New(rand.NewPCG(seed, 18))
-			p, batch := 1+r.IntN(4), []int{50, 256, 1000, 2048}[r.IntN(4)]
-			v := variant{name: fmt.Sprintf("seed %d: p%d batch %d", seed, p, batch),
-				settings:   fmt.Sprintf("SET 'parallelism.default' = '%d';\nSET 'execution.batch-size' = '%d';\n", p, batch),
-				crashAfter: 1 + int64(r.IntN(max(1, 50000/(p*batch)/2)))}
-			if r.IntN(2) == 0 {
-				v.name += " unaligned"
-				v.settings += "SET 'execution.checkpointing.unaligned.enabled' = 'true';\n"
-			}
-			v.name += fmt.Sprintf(" crash after %d", v.crashAfter)
-			variants = append(variants, v)
-			for _, v := range variants {
+			for _, v := range goldenVariants(tc.q, 50000) {
 				got := queryOutput(t, tc.q, t.TempDir(), vars, v.settings, v.crashAfter)
 				if norm != nil {
 					got = norm(got)
