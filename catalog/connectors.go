@@ -165,6 +165,7 @@ func init() {
 			{Key: "sink.parallelism", Kind: ValInt, Min: 1, Max: 1 << 15},
 			{Key: "scan.parallelism", Kind: ValInt, Min: 1, Max: 1 << 15},
 			{Key: "partition.default-name", Kind: ValString, Default: "__DEFAULT_PARTITION__"},
+			{Key: "lookup.join.cache.ttl", Kind: ValDuration, Default: "60 min"},
 			{Key: "sink.partition-commit.trigger", Kind: ValEnum, Enum: []string{"process-time", "partition-time"}, Default: "process-time"},
 			{Key: "sink.partition-commit.delay", Kind: ValDuration, Default: "0 s"},
 			{Key: "sink.partition-commit.policy.kind", Kind: ValString},

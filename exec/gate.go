@@ -248,6 +248,11 @@ func (g *inputGate) process(i int, m Message) error {
 	case MsgWatermark:
 		g.idle[i] = false
 		g.wm[i] = max(g.wm[i], m.Watermark)
+		if h, ok := g.h.(channelWatermarkHandler); ok {
+			if err := h.onChannelWatermark(i); err != nil {
+				return err
+			}
+		}
 		return g.advance()
 	case MsgIdle:
 		g.idle[i] = true

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/checkpoint"
 	"github.com/streamsql/streamsql/planner"
 )
@@ -52,6 +53,9 @@ type OpContext struct {
 	Metrics       *Metrics
 	// StateTTL is table.exec.state.ttl (0: keep state forever).
 	StateTTL time.Duration
+	// NewSource opens a table's source (the runtime's): a lookup join
+	// reads its dimension table with it (lookupjoin.go).
+	NewSource func(t *catalog.Table, sc *SourceContext) (Source, error)
 
 	wakeups *wakeups // processing-time wake-ups of the subtask (see WakeAt)
 	opIndex int

@@ -325,7 +325,7 @@ func (st *subtask) build() error {
 	for i, spec := range t.Ops {
 		oc := &OpContext{OpID: spec.OpID(), Subtask: st.index, Parallelism: t.Parallelism,
 			KeyGroups: st.keyGroups(), Checkpointing: st.checkpointing(), Mem: st.cfg.Mem,
-			BatchSize: st.cfg.BatchSize, Clock: st.cfg.Clock, Metrics: st.cfg.Metrics, StateTTL: st.cfg.StateTTL,
+			BatchSize: st.cfg.BatchSize, Clock: st.cfg.Clock, Metrics: st.cfg.Metrics, StateTTL: st.cfg.StateTTL, NewSource: st.cfg.NewSource,
 			wakeups: wk, opIndex: i, markIdle: func() error { return st.out.idle() }}
 		op, err := newOperator(spec, oc)
 		if err != nil {
@@ -1063,6 +1063,26 @@ func (st *subtask) onEnd() error {
 func (st *subtask) onShutdown() error {
 	st.done = true
 	return st.shutdown()
+}
+
+// onChannelWatermark tells a head operator that wants them the watermark
+// of the input edge of channel ch (the minimum over its channels that have
+// not ended) before the combined one advances (intervaljoin.go).
+func (st *subtask) onChannelWatermark(ch int) error {
+	if len(st.ops) == 0 {
+		return nil
+	}
+	iw, ok := st.ops[0].(InputWatermarkOperator)
+	if !ok {
+		return nil
+	}
+	in, wm := st.chanInput[ch], MaxWatermark
+	for c, x := range st.gate.wm {
+		if st.chanInput[c] == in && !st.gate.ended[c] {
+			wm = min(wm, x)
+		}
+	}
+	return iw.ProcessInputWatermark(in, wm)
 }
 
 // panicSite returns the function and file:line where a recovered panic

@@ -442,7 +442,7 @@ func (r *rewriter) computeClauses() {
 
 // queryFrom reports whether code token k is the FROM keyword of a SELECT.
 func (r *rewriter) queryFrom(k int) bool {
-	return k >= 0 && k < len(r.clause) && r.word(k) == "FROM" && r.clause[k] == "FROM"
+	return k >= 0 && k < len(r.clause) && r.word(k) == "FROM" && r.clause[k] == "FROM" && r.word(k-1) != "DISTINCT"
 }
 
 // inFrom reports whether code token k is in the FROM clause of a SELECT

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/parser"
 )
 
 // JoinType is the kind of a join.
@@ -94,6 +95,7 @@ type JoinOp struct {
 	// inputs; Retract otherwise.
 	OutMode     ChangelogMode
 	MaxParallel int
+	pos         parser.Pos // where the join is written
 }
 
 func (o *JoinOp) OpID() string { return o.ID }

@@ -32,6 +32,9 @@ type joinRel struct {
 	cond Expr // over left ++ right columns; nil: TRUE
 	pos  parser.Pos
 	op   *JoinOp // set by finalizeJoins
+	// timed is the interval or window join planned in place of op (set by
+	// timeJoin, intervaljoin.go).
+	timed Op
 }
 
 // children returns the inputs of r (none for a scan).
@@ -70,6 +73,9 @@ func (p *Planner) buildJoin(x *ast.Join, ctx *parser.QueryContext) (*rel, error)
 		typ = LeftJoin
 	case x.Tp == ast.RightJoin:
 		typ = RightJoin
+	}
+	if lk, ok, err := p.lookupJoin(x, left, right, typ, at, ctx); ok || err != nil {
+		return lk, err // FOR SYSTEM_TIME AS OF (lookupjoin.go)
 	}
 	r := joinOf(left, right, typ, at)
 	if x.On != nil {
@@ -210,6 +216,7 @@ func (p *Planner) finalizeJoins(r *rel, ctx *parser.QueryContext) (*rel, error) 
 	left, right := r.input, r.right
 	nl := len(left.schema)
 	var lkeys, rkeys []Expr
+	var nullSafe []bool
 	var rest []Expr
 	if j.cond != nil {
 		for _, c := range conjunctsOf(j.cond) {
@@ -222,9 +229,10 @@ func (p *Planner) finalizeJoins(r *rel, ctx *parser.QueryContext) (*rel, error) 
 			case lo >= nl && (j.typ == InnerJoin || j.typ == LeftJoin || j.typ == SemiJoin || j.typ == AntiJoin):
 				right = filterRel(right, shiftCols(c, nl, -nl))
 			default:
-				if a, b, ok := equiPair(c, nl); ok {
+				if a, b, ns, ok := equiPair(c, nl); ok {
 					lkeys = append(lkeys, a)
 					rkeys = append(rkeys, shiftCols(b, nl, -nl))
+					nullSafe = append(nullSafe, ns)
 				} else {
 					rest = append(rest, c)
 				}
@@ -265,10 +273,10 @@ func (p *Planner) finalizeJoins(r *rel, ctx *parser.QueryContext) (*rel, error) 
 	if residual != nil && len(lext) > 0 {
 		residual = shiftCols(residual, nl, len(lext))
 	}
-	op := &JoinOp{Type: j.typ, Residual: residual, OutMode: r.mode, MaxParallel: p.MaxParallelism,
+	op := &JoinOp{Type: j.typ, Residual: residual, OutMode: r.mode, MaxParallel: p.MaxParallelism, pos: j.pos,
 		Left:  JoinSide{Keys: lk, UniqueKey: uniqueKey(left), Mode: left.mode, Schema: left.schema},
 		Right: JoinSide{Keys: rk, UniqueKey: uniqueKey(right), Mode: right.mode, Schema: right.schema}}
-	op.NullSafe = make([]bool, len(lk))
+	op.NullSafe = nullSafe
 	out := &rel{kind: relJoin, input: left, right: right, mode: r.mode, join: &joinRel{typ: j.typ, cond: j.cond, pos: j.pos, op: op}, describ: r.describ}
 	// The join's own output: left (extended) ++ right (extended), padded
 	// sides nullable.
@@ -300,6 +308,9 @@ func (p *Planner) finalizeJoins(r *rel, ctx *parser.QueryContext) (*rel, error) 
 	}
 	out.schema, out.quals = schema, quals
 	op.Out = schema
+	if err := p.timeJoin(out, r); err != nil {
+		return nil, &parser.Error{Pos: j.pos, Msg: err.Error()}
+	}
 	if len(lext) == 0 && len(rext) == 0 {
 		return out, nil
 	}
@@ -317,27 +328,67 @@ func (p *Planner) finalizeJoins(r *rel, ctx *parser.QueryContext) (*rel, error) 
 	return &rel{kind: relCalc, input: out, schema: r.schema, quals: r.quals, mode: r.mode, projs: projs}, nil
 }
 
-// equiPair reports whether c is a = b with a over the left side (columns
-// below nl) and b over the right side, or the converse (returned swapped).
-func equiPair(c Expr, nl int) (Expr, Expr, bool) {
-	call, ok := c.(*Call)
-	if !ok || call.Fn != "=" || len(call.Args) != 2 {
-		return nil, nil, false
+// equiPair reports whether c is a = b, or a IS NOT DISTINCT FROM b
+// (nullSafe), with a over the left side (columns below nl) and b over the
+// right side, or the converse (returned swapped).
+func equiPair(c Expr, nl int) (a, b Expr, nullSafe, ok bool) {
+	call, isCall := c.(*Call)
+	if !isCall {
+		return nil, nil, false, false
 	}
-	a, b := call.Args[0], call.Args[1]
+	if x, y, ok := notDistinctArgs(call); ok {
+		call, nullSafe = &Call{Fn: "=", Args: []Expr{x, y}}, true
+	}
+	if call.Fn != "=" || len(call.Args) != 2 {
+		return nil, nil, false, false
+	}
+	a, b = call.Args[0], call.Args[1]
 	alo, ahi, aclock := colRange(a)
 	blo, bhi, bclock := colRange(b)
 	if alo < 0 || blo < 0 || aclock || bclock {
-		return nil, nil, false
+		return nil, nil, false, false
 	}
 	a, b = uncast(a), uncast(b)
 	switch {
 	case ahi < nl && blo >= nl:
-		return a, b, true
+		return a, b, nullSafe, true
 	case bhi < nl && alo >= nl:
-		return b, a, true
+		return b, a, nullSafe, true
 	}
-	return nil, nil, false
+	return nil, nil, false, false
+}
+
+// notDistinctArgs recognizes the expression IS NOT DISTINCT FROM is built
+// as (exprBuilder.distinctFrom): CASE WHEN a IS NULL THEN b IS NULL WHEN
+// b IS NULL THEN FALSE ELSE COALESCE(a = b, FALSE) END.
+func notDistinctArgs(c *Call) (Expr, Expr, bool) {
+	if c.Fn != "case" || len(c.Args) != 5 {
+		return nil, nil, false
+	}
+	co, ok := c.Args[4].(*Call)
+	if !ok || co.Fn != "coalesce" || len(co.Args) != 2 {
+		return nil, nil, false
+	}
+	eq, ok := co.Args[0].(*Call)
+	if !ok || eq.Fn != "=" || len(eq.Args) != 2 {
+		return nil, nil, false
+	}
+	isNullOf := func(e Expr) (Expr, bool) {
+		n, ok := e.(*Call)
+		if !ok || n.Fn != "is_null" || len(n.Args) != 1 {
+			return nil, false
+		}
+		return n.Args[0], true
+	}
+	an, ok1 := isNullOf(c.Args[0])
+	bn, ok2 := isNullOf(c.Args[1])
+	if !ok1 || !ok2 || an.String() != uncast(eq.Args[0]).String() && an.String() != eq.Args[0].String() {
+		return nil, nil, false
+	}
+	if bn.String() != uncast(eq.Args[1]).String() && bn.String() != eq.Args[1].String() {
+		return nil, nil, false
+	}
+	return eq.Args[0], eq.Args[1], true
 }
 
 // uncast strips the implicit cast the comparison added (the join casts

@@ -1,6 +1,11 @@
 package planner
 
-import "github.com/streamsql/streamsql/catalog"
+import (
+	"fmt"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/parser"
+)
 
 // Column pruning below joins. A join keeps every column of both inputs in
 // its state and sends them through its exchanges; the query above it
@@ -12,8 +17,11 @@ import "github.com/streamsql/streamsql/catalog"
 // columns. Projection push-down into the sources (exec.SourceColumnUse)
 // then sees the pruned chains.
 
-// pruneJoinInputs prunes the inputs of every join of the plan.
+// pruneJoinInputs prunes the inputs of every join of the plan, then
+// refuses a join that still keeps a ROW column (its state encodes scalar
+// columns only).
 func (b *physBuilder) pruneJoinInputs() {
+	defer b.checkJoinColumns()
 	for _, t := range b.plan.Tasks {
 		if len(t.Ops) < 2 || len(t.Inputs) != 2 {
 			continue
@@ -94,6 +102,25 @@ func (b *physBuilder) pruneJoinInputs() {
 		calc.Filter = remapCols(calc.Filter, outMap)
 		for i, p := range calc.Projs {
 			calc.Projs[i] = remapCols(p, outMap)
+		}
+	}
+}
+
+func (b *physBuilder) checkJoinColumns() {
+	for _, t := range b.plan.Tasks {
+		for _, op := range t.Ops {
+			j, ok := op.(*JoinOp)
+			if !ok || b.err != nil {
+				continue
+			}
+			for _, side := range []JoinSide{j.Left, j.Right} {
+				for _, c := range side.Schema {
+					if c.Type.Kind == catalog.KindRow {
+						b.err = &parser.Error{Pos: j.pos, Msg: fmt.Sprintf("a join cannot keep the ROW column '%s' in its state yet: select the fields it needs (%s.field)", c.Name, c.Name)}
+						return
+					}
+				}
+			}
 		}
 	}
 }

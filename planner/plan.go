@@ -43,6 +43,9 @@ func (p *Planner) PlanSelect(q *parser.Query) (*Physical, catalog.Schema, error)
 	}
 	t.Sink = &SinkSpec{Schema: r.schema, Mode: r.mode, ID: b.sinkID("")}
 	b.finish()
+	if b.err != nil {
+		return nil, nil, b.err
+	}
 	return b.plan, r.schema, nil
 }
 
@@ -58,6 +61,9 @@ func (p *Planner) PlanInserts(ins []*parser.Insert) (*Physical, error) {
 		}
 	}
 	b.finish()
+	if b.err != nil {
+		return nil, b.err
+	}
 	return b.plan, nil
 }
 
@@ -351,7 +357,12 @@ func (b *physBuilder) build(r *rel) *Task {
 	case relOver:
 		return b.buildOverTask(r)
 	case relJoin:
+		if r.join.timed != nil {
+			return b.buildTimedJoinTask(r) // intervaljoin.go
+		}
 		return b.buildJoinTask(r)
+	case relLookupJoin:
+		return b.buildLookupJoin(r) // lookupjoin.go
 	}
 	panic("unknown rel")
 }
@@ -504,6 +515,10 @@ func opMode(op Op) string {
 		return InsertOnly.String()
 	case *JoinOp:
 		return o.OutMode.String()
+	case *IntervalJoinOp, *WindowJoinOp:
+		return InsertOnly.String()
+	case *LookupJoinOp:
+		return o.Mode.String()
 	}
 	return ""
 }

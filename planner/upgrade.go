@@ -53,6 +53,11 @@ const (
 	// KindJoin is a regular join (keys: the left side's join key; rows: the
 	// columns of both sides' rows; rank: the join type and state layouts).
 	KindJoin = "join"
+	// KindIntervalJoin and KindWindowJoin are the time-bounded joins
+	// (intervaljoin.go, windowjoin.go): as a join, plus the bounds or the
+	// window.
+	KindIntervalJoin = "interval-join"
+	KindWindowJoin   = "window-join"
 )
 
 // OperatorsDoc is the JSON document of OperatorsMeta:
@@ -164,6 +169,10 @@ func Operators(plan *Physical) []OperatorMeta {
 				out = append(out, overMeta(t, a))
 			case *JoinOp:
 				out = append(out, joinMeta(t, a))
+			case *IntervalJoinOp:
+				out = append(out, intervalJoinMeta(t, a))
+			case *WindowJoinOp:
+				out = append(out, windowJoinMeta(t, a))
 			case *WatermarkAssignerOp:
 				out = append(out, OperatorMeta{ID: a.ID, Kind: KindWatermark, Description: a.Describe(), UID: !isDerivedID(a.ID)})
 			}

@@ -286,6 +286,13 @@ func timeAttrs(r *rel) []bool {
 		out[len(r.win.agg.Keys)+2] = true
 	case relWindowRank:
 		copy(out, timeAttrs(r.input))
+	case relLookupJoin: // the left side's (lookupjoin.go)
+		copy(out, timeAttrs(r.input))
+	case relJoin: // interval and window joins keep both sides' (intervaljoin.go)
+		if r.join.timed != nil {
+			n := copy(out, timeAttrs(r.input))
+			copy(out[n:], timeAttrs(r.right))
+		}
 	}
 	return out
 }

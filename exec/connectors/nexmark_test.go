@@ -455,6 +455,9 @@ func TestNexmarkColumnPushDown(t *testing.T) {
 		{"tumble", []exec.ColumnUse{{Used: true}, {Used: true, Fields: field(pTime)}, {Used: true, Fields: field(aTime)}, {Used: true, Fields: field(bPrice, bTime)}}},
 		{"strings", []exec.ColumnUse{{Used: true}, {Used: true, Fields: field(pName, pCity, pExtra)}, {}, {Used: true, Fields: field(bURL, bExtra)}}},
 		{"auction", []exec.ColumnUse{{Used: true}, {}, {Used: true, Fields: field(aReserve, aSeller, aXt)}, {}}},
+		// a bid's auction alone (Nexmark q5's GROUP BY auction): it is
+		// drawn, not derived from the event number like the ids
+		{"bid auction", []exec.ColumnUse{{Used: true}, {}, {}, {Used: true, Fields: field(bAuction, bTime)}}},
 		{"no kind", []exec.ColumnUse{{}, {}, {}, {Used: true}}},
 	} {
 		for _, batch := range []int{7, 1024} {

@@ -115,12 +115,15 @@ func newNexBatch(mem memory.Allocator, batch int, use []exec.ColumnUse, plan []n
 			continue
 		}
 		timeField := []int{pTime, aTime, bTime}[r]
+		// a person's and an auction's id (field 0) follow from the event
+		// number; a bid's field 0 (its auction) is drawn
+		idField := []int{0, 0, -1}[r]
 		for f := range n {
 			if !u.Fields[f] {
 				continue
 			}
 			row.fields[f] = true
-			if f != 0 && f != timeField {
+			if f != idField && f != timeField {
 				row.anyRandom = true
 			}
 			if row.typ.Field(f).Type.ID() == arrow.STRING {
