@@ -75,7 +75,7 @@ func (o *OverAggOp) Describe() string {
 }
 
 // relOver is an OVER aggregation (rel.over).
-const relOver relKind = 130
+const relOver relKind = 150
 
 var overAggFns = map[string]bool{"sum": true, "count": true, "avg": true, "min": true, "max": true}
 
