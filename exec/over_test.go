@@ -148,7 +148,7 @@ func TestOverRestoreRescale(t *testing.T) {
 			sort.Strings(whole.rows)
 			sort.Strings(got.rows)
 			if fmt.Sprint(got.rows) != fmt.Sprint(whole.rows) {
-				t.Errorf("restored at p3: %d rows, uninterrupted %d; first difference in %v", len(got.rows), len(whole.rows), firstDiff(got.rows, whole.rows))
+				t.Errorf("restored at p3: %d rows, uninterrupted %d; first difference in %v", len(got.rows), len(whole.rows), overFirstDiff(got.rows, whole.rows))
 			}
 			if m.LateRecords.Load() != m0.LateRecords.Load() {
 				t.Errorf("%d late rows, uninterrupted %d", m.LateRecords.Load(), m0.LateRecords.Load())
@@ -157,7 +157,7 @@ func TestOverRestoreRescale(t *testing.T) {
 	}
 }
 
-func firstDiff(a, b []string) string {
+func overFirstDiff(a, b []string) string {
 	for i := 0; i < len(a) && i < len(b); i++ {
 		if a[i] != b[i] {
 			return a[i] + " vs " + b[i]
