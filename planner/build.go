@@ -60,6 +60,7 @@ type rel struct {
 	agg    *AggOp         // relAgg
 	win    *windowRel     // relWindowTVF, relWindowAgg (window.go)
 	rank   *rankRel       // relWindowRank (windowrank.go)
+	over   *OverAggOp     // relOver (over.go)
 	right  *rel           // relJoin: the right input (input is the left one)
 	join   *joinRel       // relJoin (joinplan.go)
 	inputs []*rel         // relUnion (setops.go)
@@ -281,6 +282,21 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 			return nil, err
 		}
 	}
+	if wfs := overAggFields(sel); len(wfs) > 0 { // OVER aggregations (over.go)
+		ov, err := p.buildOver(sel, wfs, in, ctx)
+		if err != nil {
+			return nil, err
+		}
+		return p.buildProjection(sel.Fields.Fields, ov, ctx, func(n ast.ExprNode) (Expr, bool, error) {
+			for i, wf := range wfs {
+				if unparen(n) == wf {
+					c := len(in.schema) + i
+					return &ColRef{Index: c, Name: ov.schema[c].Name, T: ov.schema[c].Type}, true, nil
+				}
+			}
+			return nil, false, nil
+		})
+	}
 	wf, err := windowFuncField(sel, ctx)
 	if err != nil {
 		return nil, err
@@ -312,6 +328,7 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 	if err != nil {
 		return nil, err
 	}
+	out = settleRank(out) // a regular TopN below: is its rank read? (rank.go)
 	if sel.Distinct {
 		return p.distinct(out), nil
 	}
@@ -417,7 +434,7 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 	exprN := 0
 	for _, f := range fields {
 		if f.WildCard != nil {
-			if hook != nil && in.kind != relWindowRank && !in.scalarSubs {
+			if hook != nil && in.kind != relWindowRank && in.kind != relOver && !in.scalarSubs {
 				return nil, ctx.Errorf("*", "SELECT * cannot be used with GROUP BY or aggregates")
 			}
 			q := strings.ToLower(f.WildCard.Table.O)

@@ -230,6 +230,12 @@ func lineage(r *rel, i int) string {
 				parts[j] = lineage(in, i)
 			}
 			return "union(" + strings.Join(parts, ", ") + ")"
+		case relOver:
+			if i < len(r.input.schema) {
+				r = r.input
+				continue
+			}
+			return "@" + r.over.ID + "." + strconv.Itoa(i)
 		case relJoin:
 			if r.join.op != nil && r.join.op.ID != "" {
 				return "@" + r.join.op.ID + "." + strconv.Itoa(i)

@@ -354,6 +354,8 @@ func (b *physBuilder) build(r *rel) *Task {
 		return b.buildWindow(r)
 	case relWindowRank:
 		return b.buildWindowRankTask(r)
+	case relOver:
+		return b.buildOverTask(r)
 	case relJoin:
 		if r.join.timed != nil {
 			return b.buildTimedJoinTask(r) // intervaljoin.go
@@ -515,6 +517,12 @@ func opMode(op Op) string {
 	case *AggOp:
 		return Retract.String()
 	case *WindowAggOp, *WindowTVFOp, *WatermarkAssignerOp, *WindowRankOp:
+		return InsertOnly.String()
+	case *RankOp:
+		return Retract.String()
+	case *DeduplicateOp:
+		return o.Mode().String()
+	case *OverAggOp:
 		return InsertOnly.String()
 	case *JoinOp:
 		return o.OutMode.String()

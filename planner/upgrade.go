@@ -42,6 +42,14 @@ const (
 	// KindWindowRank is a Window TopN or window deduplication (keys: the
 	// partition keys and the window; rows: the buffered rows' columns).
 	KindWindowRank = "window-rank"
+	// KindRank is a regular TopN, KindDeduplicate a regular deduplication
+	// (rank.go; keys: the partition keys; rows: the kept rows' columns).
+	KindRank        = "rank"
+	KindDeduplicate = "deduplicate"
+	// KindOverAggregate is an OVER aggregation (over.go; keys: the
+	// partition keys; rows: the kept rows' columns; accumulators; window:
+	// the frame).
+	KindOverAggregate = "over-aggregate"
 	// KindJoin is a regular join (keys: the left side's join key; rows: the
 	// columns of both sides' rows; rank: the join type and state layouts).
 	KindJoin = "join"
@@ -160,6 +168,10 @@ func Operators(plan *Physical) []OperatorMeta {
 				out = append(out, windowAggMeta(t, a))
 			case *WindowRankOp:
 				out = append(out, windowRankMeta(t, a))
+			case *RankOp, *DeduplicateOp:
+				out = append(out, rankMeta(t, a))
+			case *OverAggOp:
+				out = append(out, overMeta(t, a))
 			case *JoinOp:
 				out = append(out, joinMeta(t, a))
 			case *IntervalJoinOp:
