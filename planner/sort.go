@@ -35,6 +35,9 @@ type sortRel struct {
 
 // orderLimit plans ORDER BY and LIMIT over r.
 func (p *Planner) orderLimit(r *rel, ob *ast.OrderByClause, lim *ast.Limit, ctx *parser.QueryContext) (*rel, error) {
+	if ob != nil && lim != nil && !p.sortsByTime(r, ob, ctx) {
+		return p.sortLimit(r, ob, lim, ctx)
+	}
 	if ob != nil {
 		var err error
 		if r, err = p.temporalSort(r, ob, ctx); err != nil {
@@ -62,6 +65,69 @@ func (p *Planner) orderLimit(r *rel, ob *ast.OrderByClause, lim *ast.Limit, ctx 
 	}
 	op := &LimitOp{Offset: offset, Count: count, Out: r.schema, Mode: r.mode}
 	return &rel{kind: relLimit, input: r, schema: r.schema, quals: r.quals, mode: r.mode, srt: &sortRel{limit: op}, describ: op.Describe()}, nil
+}
+
+// sortsByTime reports whether ORDER BY ob starts with an ascending
+// time attribute of r (a temporal sort; else, with a LIMIT, a TopN).
+func (p *Planner) sortsByTime(r *rel, ob *ast.OrderByClause, ctx *parser.QueryContext) bool {
+	if len(ob.Items) == 0 || ob.Items[0].Desc {
+		return false
+	}
+	b := &exprBuilder{p: p, ctx: ctx, in: r, clause: "ORDER BY"}
+	e, err := b.build(ob.Items[0].Expr)
+	if err != nil {
+		return true // temporalSort reports it
+	}
+	c, isCol := e.(*ColRef)
+	return isCol && timeAttrs(r)[c.Index]
+}
+
+// sortLimit plans ORDER BY k [DESC], ... LIMIT n [OFFSET m] (not by a time
+// attribute) as Flink does: a global TopN of the rows ranked m+1..m+n
+// without the rank column (an updating result, at parallelism 1).
+func (p *Planner) sortLimit(r *rel, ob *ast.OrderByClause, lim *ast.Limit, ctx *parser.QueryContext) (*rel, error) {
+	count, err := limitValue(lim.Count, "LIMIT", ctx)
+	if err != nil {
+		return nil, err
+	}
+	var offset int64
+	if lim.Offset != nil {
+		if offset, err = limitValue(lim.Offset, "OFFSET", ctx); err != nil {
+			return nil, err
+		}
+	}
+	if count == 0 {
+		return nil, ctx.Errorf("LIMIT", "ORDER BY ... LIMIT 0 returns no rows; use a LIMIT of at least 1")
+	}
+	if r.hidden > 0 {
+		r = dropHidden(r)
+	}
+	op := &WindowRankOp{RankType: RowNumber, MaxParallel: p.MaxParallelism, WinStart: -1, WinEnd: -1,
+		RankStart: offset + 1, RankEnd: offset + count}
+	b := &exprBuilder{p: p, ctx: ctx, in: r, clause: "ORDER BY"}
+	for _, it := range ob.Items {
+		e, err := b.build(it.Expr)
+		if err != nil {
+			return nil, err
+		}
+		c, ok := e.(*ColRef)
+		if !ok {
+			return nil, exprErr(ctx, it.Expr, "ORDER", "ORDER BY takes columns of the select list; compute the expression in the SELECT and order by its name")
+		}
+		if k := c.T.Kind; k == catalog.KindRow || k == catalog.KindNull {
+			return nil, exprErr(ctx, it.Expr, "ORDER", "cannot order by %s column '%s'", c.T, c.Name)
+		}
+		op.Order = append(op.Order, SortKey{Col: c.Index, Name: r.schema[c.Index].Name, Desc: it.Desc})
+	}
+	for _, c := range r.schema {
+		if c.Type.Kind == catalog.KindRow {
+			return nil, ctx.Errorf("ORDER", "ORDER BY ... LIMIT cannot keep the ROW column '%s' yet: select its fields", c.Name)
+		}
+	}
+	op.Out = append(append(catalog.Schema{}, r.schema...), catalog.Column{Name: "$rownum", Type: catalog.BigInt.WithNotNull(true)})
+	rr := &rankRel{op: op, pos: ctx.Locate("ORDER"), fn: "ROW_NUMBER", bounded: true, regular: &regularRank{inMode: r.mode}}
+	rk := &rel{kind: relWindowRank, input: r, schema: op.Out, quals: append(append([]string{}, r.quals...), ""), mode: Retract, rank: rr, hidden: 1, describ: "Rank"}
+	return dropHidden(settleRegular(rk, false)), nil
 }
 
 // limitValue reads the non-negative integer literal of LIMIT or OFFSET.
@@ -99,7 +165,7 @@ func (p *Planner) temporalSort(r *rel, ob *ast.OrderByClause, ctx *parser.QueryC
 	}
 	c, isCol := e.(*ColRef)
 	if !isCol || !attrs[c.Index] {
-		return nil, exprErr(ctx, first.Expr, "ORDER", "Sort on a non-time-attribute field is not supported: a streaming ORDER BY must start with a time attribute in ascending order (ORDER BY <column> LIMIT n, a TopN, is not supported yet)")
+		return nil, exprErr(ctx, first.Expr, "ORDER", "Sort on a non-time-attribute field is not supported: a streaming ORDER BY must start with a time attribute in ascending order, or have a LIMIT (ORDER BY <column> LIMIT n is a TopN)")
 	}
 	if first.Desc {
 		return nil, exprErr(ctx, first.Expr, "ORDER", "a streaming ORDER BY sorts by a time attribute in ascending order only: %s DESC is not supported", c.Name)
