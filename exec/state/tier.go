@@ -103,7 +103,7 @@ func openCold(o Options) (*coldTier, error) {
 		total = DefaultMemoryBudget
 	}
 	memtable := clamp(total/16, 4<<20, 64<<20)
-	cacheSize := clamp(total/8, 512<<10, 256<<20)
+	cacheSize := clamp(total/3, 512<<10, 4<<30)
 	// Go's collector lets the heap grow to about twice the live data, and
 	// the change sets of a checkpoint interval live beside the entries: the
 	// hot entries get a third of what Pebble leaves.
