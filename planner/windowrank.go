@@ -242,7 +242,7 @@ func (p *Planner) buildWindowRank(sel *ast.SelectStmt, wf *ast.WindowFuncExpr, i
 	}
 	wcols, desc, windowed := windowCols(in)
 	regular := func() error {
-		return errAt(wf, "%s() OVER (PARTITION BY ...) without window_start and window_end of a window table function or window aggregation in its PARTITION BY is a regular TopN, which is not supported yet (it comes with the joins issue); a Window TopN partitions by window_start, window_end [, keys]", name)
+		return errAt(wf, "%s() OVER (PARTITION BY ...) without window_start and window_end of a window table function or window aggregation in its PARTITION BY is a regular TopN; a Window TopN partitions by window_start, window_end [, keys]", name)
 	}
 	if spec.PartitionBy == nil || !windowed || !partitionsByWindow(spec.PartitionBy, wcols, in, p, ctx) {
 		return p.buildRank(sel, wf, rt, in, ctx) // rank.go

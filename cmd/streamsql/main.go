@@ -108,9 +108,11 @@ const rootLong = `streamsql runs continuous SQL queries over streams, with Flink
 tables backed by connectors (datagen, filesystem, socket, nexmark, print,
 blackhole), filters and projections, GROUP BY aggregations and DISTINCT, event
 time (WATERMARK FOR), PROCTIME() and windows (TUMBLE, HOP, CUMULATE, SESSION,
-window TopN and deduplication), partitioned filesystem tables, the SPLIT
-table function, and INSERT jobs with checkpoints and savepoints. Joins, ORDER
-BY and UNION are not supported yet (docs/sql.md lists what is not).
+window TopN and deduplication), joins (regular, interval, window, lookup),
+TopN, deduplication and OVER aggregations, UNION/INTERSECT/EXCEPT, WITH,
+VALUES, ORDER BY ... LIMIT and subqueries, partitioned filesystem tables, the
+SPLIT table function, and INSERT jobs with checkpoints and savepoints
+(docs/sql.md lists what is not supported).
 
 Without arguments it starts an interactive shell. Statements end with ';' and
 may span several lines; Tab completes keywords and table names; Ctrl-C cancels
