@@ -361,6 +361,8 @@ func (b *physBuilder) build(r *rel) *Task {
 		return b.buildJoinTask(r)
 	case relLookupJoin:
 		return b.buildLookupJoin(r) // lookupjoin.go
+	case relTemporalJoin:
+		return b.buildTemporalJoin(r) // temporaljoin.go
 	}
 	panic("unknown rel")
 }
@@ -511,6 +513,8 @@ func opMode(op Op) string {
 		return InsertOnly.String()
 	case *LookupJoinOp:
 		return o.Mode.String()
+	case *TemporalJoinOp:
+		return InsertOnly.String()
 	}
 	return ""
 }

@@ -161,6 +161,8 @@ func Operators(plan *Physical) []OperatorMeta {
 				out = append(out, intervalJoinMeta(t, a))
 			case *WindowJoinOp:
 				out = append(out, windowJoinMeta(t, a))
+			case *TemporalJoinOp:
+				out = append(out, temporalJoinMeta(t, a))
 			case *WatermarkAssignerOp:
 				out = append(out, OperatorMeta{ID: a.ID, Kind: KindWatermark, Description: a.Describe(), UID: !isDerivedID(a.ID)})
 			}
