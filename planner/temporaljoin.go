@@ -105,6 +105,11 @@ func (p *Planner) temporalJoin(x *ast.Join, left, right *rel, t *catalog.Table, 
 	}
 	j := joinOf(left, right, typ, at)
 	left, right = j.input, j.right
+	for _, c := range append(append(catalog.Schema{}, left.schema...), right.schema...) {
+		if c.Type.Kind == catalog.KindRow {
+			return fail("an event-time temporal join cannot keep the ROW column '%s' in its state yet: select the fields it needs (%s.field) in a subquery", c.Name, c.Name)
+		}
+	}
 	nl := len(left.schema)
 	cb := &exprBuilder{p: p, ctx: ctx, in: j, clause: "ON"}
 	cond, err := cb.build(x.On.Expr)
