@@ -49,6 +49,15 @@ import (
 // watermark passes them and before it is forwarded, so the watermark needs
 // no hold-back. Left rows with a NULL key match nothing (LEFT: padded at
 // once).
+//
+// # State TTL
+//
+// With table.exec.state.ttl, a slot (a key's pending left rows, or its
+// versions) not written or used for longer than the TTL (processing time)
+// is dropped silently, as Flink's state retention clears a key's state: its
+// pending rows are never emitted, and later left rows find no version
+// until a new one arrives. Joining with a key's versions counts as using
+// them.
 type temporalJoin struct {
 	spec   *planner.TemporalJoinOp
 	ctx    *OpContext
@@ -122,7 +131,7 @@ func newTemporalJoin(s *planner.TemporalJoinOp, ctx *OpContext) (*temporalJoin, 
 		}
 		j.residual = ev
 	}
-	tbl, err := state.NewTable(state.Options{OpID: s.ID, MaxParallelism: j.maxP, Checkpointing: ctx.Checkpointing}, tjCodec{j})
+	tbl, err := state.NewTable(state.Options{OpID: s.ID, MaxParallelism: j.maxP, Checkpointing: ctx.Checkpointing, TTL: ctx.StateTTL}, tjCodec{j})
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +162,39 @@ func (j *temporalJoin) ProcessInputWatermark(input int, wm int64) error {
 		j.sides[input].wm = wm
 	}
 	return nil
+}
+
+// setNow gives the state table the processing time of what follows and
+// drops some expired slots (only with a TTL).
+func (j *temporalJoin) setNow(n int) {
+	if j.ctx.StateTTL <= 0 {
+		return
+	}
+	var clock Clock = wallClock{}
+	if j.ctx.Clock != nil {
+		clock = j.ctx.Clock
+	}
+	j.tbl.SetNow(clock.Now().UnixMilli())
+	j.tbl.Sweep(2*n+8, j.dropSlot)
+}
+
+// lookup finds the live slot of key; an expired one is dropped first.
+func (j *temporalJoin) lookup(key []byte) (int32, bool) {
+	g, ok := j.tbl.LookupBytes(key)
+	if ok && j.tbl.Expired(g) {
+		j.dropSlot(g)
+		return 0, false
+	}
+	return g, ok
+}
+
+// dropSlot removes expired slot g and frees its rows.
+func (j *temporalJoin) dropSlot(g int32) {
+	sd := &j.sides[j.side[g]]
+	sd.free = append(sd.free, j.rows[g]...)
+	j.rows[g] = j.rows[g][:0]
+	j.pending[g] = math.MaxInt64
+	j.tbl.Remove(g, 0, false)
 }
 
 func (j *temporalJoin) makeSlotKey(side int, key []byte) []byte {
@@ -196,6 +238,7 @@ func (j *temporalJoin) ProcessBatch(input int, b Batch, out Collector) error {
 		return fmt.Errorf("temporal join: input %d", input)
 	}
 	me := &j.sides[input]
+	j.setNow(n)
 	var err error
 	tcol := rec.Column(me.timeCol)
 	if j.times, err = timesOf(tcol, j.times); err != nil {
@@ -235,7 +278,7 @@ func (j *temporalJoin) ProcessBatch(input int, b Batch, out Collector) error {
 			j.storeIDs = append(j.storeIDs, id)
 			key := j.makeSlotKey(input, j.keyBuf[j.keyOffs[i]:j.keyOffs[i+1]])
 			kg := int(j.hashes[i] % uint64(j.maxP))
-			g, ok := j.tbl.LookupBytes(key)
+			g, ok := j.lookup(key)
 			if !ok {
 				g = j.tbl.InsertBytes(key, kg)
 				j.side[g], j.pending[g], j.rows[g] = uint8(input), math.MaxInt64, j.rows[g][:0]
@@ -304,9 +347,10 @@ func (j *temporalJoin) ProcessWatermark(wm int64, out Collector) error {
 	}
 	W := j.wm
 	left, right := &j.sides[0], &j.sides[1]
+	j.setNow(0)
 	j.pairL, j.pairR, j.padL, j.freeL, j.clean = j.pairL[:0], j.pairR[:0], j.padL[:0], j.freeL[:0], j.clean[:0]
 	err := j.timer.Advance(W, func(kg int, ts int64, key []byte) error {
-		g, ok := j.tbl.LookupBytes(key)
+		g, ok := j.lookup(key)
 		if !ok {
 			return nil
 		}
@@ -315,8 +359,11 @@ func (j *temporalJoin) ProcessWatermark(wm int64, out Collector) error {
 			return nil
 		}
 		var vs []int32
-		if rg, ok := j.tbl.LookupBytes(append(append(j.slotKey[:0], 1), key[1:]...)); ok {
+		if rg, ok := j.lookup(append(append(j.slotKey[:0], 1), key[1:]...)); ok {
 			vs = j.rows[rg]
+			if j.ctx.StateTTL > 0 {
+				j.tbl.Touch(rg) // used
+			}
 		}
 		keep := j.rows[g][:0]
 		for _, id := range j.rows[g] {
@@ -369,6 +416,10 @@ func (j *temporalJoin) ProcessWatermark(wm int64, out Collector) error {
 	// Versions superseded by one at or below the watermark.
 	for _, g := range j.clean {
 		if !j.tbl.Alive(g) || j.side[g] != 1 {
+			continue
+		}
+		if j.tbl.Expired(g) {
+			j.dropSlot(g)
 			continue
 		}
 		vs := j.rows[g]

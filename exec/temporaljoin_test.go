@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -313,4 +314,73 @@ func BenchmarkTemporalJoin(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(out.rows)/float64(b.N*n), "out/row")
+}
+
+// TestTemporalJoinStateTTL: with table.exec.state.ttl (1 s, the injected
+// clock) a key's versions stay while they are used within the TTL, and are
+// dropped once unused for longer (INNER then drops the next row, LEFT pads
+// it); pending left rows of a key idle for longer than the TTL are dropped
+// without output. Without a TTL the same input joins every row.
+func TestTemporalJoinStateTTL(t *testing.T) {
+	for _, typ := range []planner.JoinType{planner.InnerJoin, planner.LeftJoin} {
+		for _, ttl := range []time.Duration{0, time.Second} {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			clock := &testMsClock{}
+			op := tjOp(t, mem, &Metrics{}, typ, 0, 1)
+			op.ctx.StateTTL, op.ctx.Clock = ttl, clock
+			if ttl > 0 { // the table is built with the TTL
+				var err error
+				if op, err = newTemporalJoin(op.spec, op.ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			out := &textOut{}
+			step := func(ms int64, side int, e ijEvent, wm int64) {
+				clock.ms = ms
+				e.side = side
+				if err := op.ProcessBatch(side, tjBatch(mem, []ijEvent{e}), out); err != nil {
+					t.Fatal(err)
+				}
+				for s := 0; s < 2; s++ {
+					if err := op.ProcessInputWatermark(s, wm); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := op.ProcessWatermark(wm, out); err != nil {
+					t.Fatal(err)
+				}
+			}
+			step(0, 1, ijEvent{k: 1, ts: 10, v: 7}, 10)
+			step(500, 0, ijEvent{k: 1, ts: 20, v: 1}, 20)  // joined (the version used at 500)
+			step(1400, 0, ijEvent{k: 1, ts: 30, v: 2}, 30) // 900 ms later: joined
+			step(2500, 0, ijEvent{k: 1, ts: 40, v: 0}, 40) // 1100 ms unused: expired
+			step(2500, 0, ijEvent{k: 2, ts: 100, v: 0}, 40)
+			clock.ms = 4000 // the pending row of key 2 is idle for 1500 ms
+			if err := op.ProcessWatermark(100, out); err != nil {
+				t.Fatal(err)
+			}
+			if err := op.ProcessWatermark(MaxWatermark, out); err != nil {
+				t.Fatal(err)
+			}
+			sort.Strings(out.rows)
+			want := []string{"1|20|1|1|10|7", "1|30|2|1|10|7", "1|40|0|1|10|7"}
+			if typ == planner.LeftJoin {
+				want = append(want, "2|100|0|N|N|N")
+			}
+			if ttl > 0 {
+				want = want[:2]
+				if typ == planner.LeftJoin {
+					want = append(want, "1|40|0|N|N|N")
+				}
+			}
+			if strings.Join(out.rows, " ") != strings.Join(want, " ") {
+				t.Errorf("%s ttl=%v: got %v, want %v", typ, ttl, out.rows, want)
+			}
+			if ttl > 0 && op.tbl.Len() != 0 {
+				t.Errorf("%s: %d slots left after the TTL", typ, op.tbl.Len())
+			}
+			op.Close()
+			mem.AssertSize(t, 0)
+		}
+	}
 }
