@@ -9,6 +9,7 @@ require (
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/pingcap/tidb/pkg/parser v0.0.0-20260418072757-ce92298d1124
 	github.com/spf13/cobra v1.10.2
+	github.com/tidwall/btree v1.8.2
 	golang.org/x/sync v0.25.0
 	golang.org/x/text v0.19.0
 	modernc.org/sqlite v1.62.0

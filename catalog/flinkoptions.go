@@ -80,8 +80,7 @@ var ignoredOptions = []ignoredOption{
 	{"execution.buffer-timeout", anyValue, "set 'execution.batch-linger' instead"},
 	{"execution.checkpointing.checkpoints-after-tasks-finish.enabled", boolCheck, "a final checkpoint is always taken when a bounded job ends"},
 	{"execution.checkpointing.snapshot-compression", boolCheck, "checkpoints are written by Pebble, with its own compression"},
-	{"state.backend", anyValue, "state lives in memory and is checkpointed to Pebble"},
-	{"state.backend.type", anyValue, "state lives in memory and is checkpointed to Pebble"},
+	{"state.backend", anyValue, "set 'state.backend.type' instead"},
 	{"state.backend.incremental", boolCheck, "checkpoints are always incremental"},
 	{"state.backend.local-recovery", boolCheck, "a restore reads the checkpoint directory"},
 	{"state.checkpoint-storage", anyValue, "checkpoints go to 'state.checkpoints.dir'"},
@@ -90,7 +89,7 @@ var ignoredOptions = []ignoredOption{
 // ignoredFamilies are prefixes whose every key is accepted without effect.
 var ignoredFamilies = []ignoredOption{
 	{"table.optimizer.", anyValue, whyOptimizer},
-	{"state.backend.rocksdb.", anyValue, "state lives in memory and is checkpointed to Pebble, not RocksDB"},
+	{"state.backend.rocksdb.", anyValue, "the 'rocksdb' state backend is a Pebble tier tuned by 'state.backend.rocksdb.memory.fixed-per-slot' and 'state.backend.rocksdb.localdir' only"},
 }
 
 func lookupIgnored(key string) (*ignoredOption, bool) {

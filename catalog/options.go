@@ -70,6 +70,20 @@ func durationOrZero(v string) error {
 	return err
 }
 
+func memorySizeCheck(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	n, err := ParseMemorySize(v)
+	if err != nil {
+		return err
+	}
+	if n <= 0 {
+		return fmt.Errorf("expected a positive memory size")
+	}
+	return nil
+}
+
 func pathCheck(v string) error {
 	if strings.TrimSpace(v) == "" {
 		return fmt.Errorf("expected a directory path or file:// URI")
@@ -159,6 +173,15 @@ var SessionOptions = []OptionDef{
 	{Key: "table.exec.state.ttl", Default: func() string { return "0 ms" },
 		Description: "keyed state (group aggregation) not updated for longer than this (processing time) is dropped without a retraction, as in Flink; 0 keeps it forever",
 		Check:       durationOrZero},
+	{Key: "state.backend.type", Default: func() string { return "hashmap" },
+		Description: "where keyed state of joins, TopN and window ranking lives: hashmap (in memory) or rocksdb (also 'pebble': hot keys in memory within state.backend.rocksdb.memory.fixed-per-slot, cold keys in a local Pebble DB; docs/state.md)",
+		Check:       enumOf("hashmap", "rocksdb", "pebble")},
+	{Key: "state.backend.rocksdb.memory.fixed-per-slot", Default: func() string { return "" },
+		Description: "memory of each stateful operator subtask's rocksdb state (hot cache, Pebble block cache and memtables), Flink's memory size syntax ('1 gb'); unset: 512 mb",
+		Check:       memorySizeCheck},
+	{Key: "state.backend.rocksdb.localdir", Default: func() string { return "" },
+		Description: "directory of the rocksdb backend's local files (one spill directory per operator subtask, deleted when it closes); unset: the system temporary directory",
+		Check:       pathCheck},
 	{Key: "execution.checkpointing.unaligned.enabled", Default: func() string { return "false" },
 		Description: "true: checkpoint barriers overtake the batches queued at each operator's input, which are stored with the checkpoint (channel state) and replayed on restore; checkpoints complete fast under backpressure and stay exactly-once. Savepoints and the final checkpoint stay aligned",
 		Check:       enumOf("true", "false")},
@@ -371,6 +394,13 @@ func (o *Options) Int(key string) int {
 func (o *Options) Duration(key string) time.Duration {
 	d, _ := parseFlinkDuration(o.Get(key))
 	return d
+}
+
+// MemorySize returns a memory size option in bytes (validated on Set; 0
+// when unset or empty).
+func (o *Options) MemorySize(key string) int64 {
+	n, _ := ParseMemorySize(o.Get(key))
+	return n
 }
 
 // List returns (key, value) pairs of every option, and of the Flink keys

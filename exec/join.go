@@ -181,7 +181,7 @@ func newJoin(s *planner.JoinOp, ctx *OpContext) (*streamJoin, error) {
 		}
 		j.residual = ev
 	}
-	kv, err := state.NewKV(state.Options{OpID: s.ID, MaxParallelism: j.maxP, Checkpointing: ctx.Checkpointing, TTL: ctx.StateTTL})
+	kv, err := state.NewKV(ctx.KVOptions(j.maxP))
 	if err != nil {
 		return nil, err
 	}
@@ -204,10 +204,9 @@ func (j *streamJoin) ProcessWatermark(wm int64, out Collector) error { return ou
 func (j *streamJoin) Finish(Collector) error                         { return nil }
 func (j *streamJoin) Close() error {
 	var err error
-	// A tiered KV (state.backend.type) must be closed; the in-memory one
-	// has nothing to release.
-	if c, ok := any(j.kv).(interface{ Close() error }); ok && j.kv != nil {
-		err = c.Close()
+	// A tiered KV (state.backend.type) removes its spill directory.
+	if j.kv != nil {
+		err = j.kv.Close()
 	}
 	for _, s := range j.sides {
 		if s == nil {

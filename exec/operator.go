@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/planner"
 )
 
@@ -56,6 +57,11 @@ type OpContext struct {
 	// NewSource opens a table's source (the runtime's): a lookup join
 	// reads its dimension table with it (lookupjoin.go).
 	NewSource func(t *catalog.Table, sc *SourceContext) (Source, error)
+	// StateBackend, StateMemory and StateDir configure KV state (see
+	// JobConfig and KVOptions).
+	StateBackend string
+	StateMemory  int64
+	StateDir     string
 
 	wakeups *wakeups // processing-time wake-ups of the subtask (see WakeAt)
 	opIndex int
@@ -137,4 +143,12 @@ func newOperator(spec planner.Op, ctx *OpContext) (Operator, error) {
 		return nil, fmt.Errorf("no operator is registered for %T", spec)
 	}
 	return f(spec, ctx)
+}
+
+// KVOptions returns the options of an operator's KV state (joins, TopN):
+// its id, key groups, checkpointing, TTL and the job's state backend. The
+// operator must Close the KV when it closes.
+func (c *OpContext) KVOptions(maxParallelism int) state.Options {
+	return state.Options{OpID: c.OpID, MaxParallelism: maxParallelism, Checkpointing: c.Checkpointing,
+		TTL: c.StateTTL, Backend: c.StateBackend, MemoryBudget: c.StateMemory, SpillDir: c.StateDir}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/planner"
 )
 
@@ -59,6 +60,13 @@ type JobConfig struct {
 	// StateTTL is table.exec.state.ttl: keyed state not updated for longer
 	// is dropped (Flink's semantics); 0 keeps it.
 	StateTTL time.Duration
+	// StateBackend, StateMemory and StateDir are state.backend.type,
+	// state.backend.rocksdb.memory.fixed-per-slot and
+	// state.backend.rocksdb.localdir: with 'rocksdb' (or 'pebble') KV state
+	// keeps cold keys in a local Pebble DB per operator subtask.
+	StateBackend string
+	StateMemory  int64
+	StateDir     string
 	// Clock is processing time for operators (nil: the wall clock).
 	Clock Clock
 
@@ -326,6 +334,7 @@ func (st *subtask) build() error {
 		oc := &OpContext{OpID: spec.OpID(), Subtask: st.index, Parallelism: t.Parallelism,
 			KeyGroups: st.keyGroups(), Checkpointing: st.checkpointing(), Mem: st.cfg.Mem,
 			BatchSize: st.cfg.BatchSize, Clock: st.cfg.Clock, Metrics: st.cfg.Metrics, StateTTL: st.cfg.StateTTL, NewSource: st.cfg.NewSource,
+			StateBackend: st.cfg.StateBackend, StateMemory: st.cfg.StateMemory, StateDir: st.cfg.StateDir,
 			wakeups: wk, opIndex: i, markIdle: func() error { return st.out.idle() }}
 		op, err := newOperator(spec, oc)
 		if err != nil {
@@ -481,6 +490,22 @@ func (st *subtask) emitRecord(rec arrow.Record) error {
 func (st *subtask) runSource() error {
 	t := st.task
 	if t.Source.Values {
+		if !st.valuesDone && t.Source.Rows != nil { // the rows of a VALUES list (values.go)
+			recs, err := valuesRecords(t.Source, st.cfg.Mem, st.cfg.BatchSize, expr.Options{Now: st.cfg.Clock.Now})
+			if err != nil {
+				return err
+			}
+			for i, rec := range recs {
+				st.cfg.Metrics.RecordsIn.Add(rec.NumRows())
+				if err := st.process(0, Batch{Rec: rec}); err != nil {
+					for _, r := range recs[i+1:] {
+						r.Release()
+					}
+					return err
+				}
+			}
+			st.valuesDone = true
+		}
 		if !st.valuesDone { // a restored Values source emitted its row already
 			rec := array.NewRecord(arrow.NewSchema(nil, nil), nil, 1)
 			st.cfg.Metrics.RecordsIn.Add(1)

@@ -381,6 +381,20 @@ func (c *QueryContext) TableFunc(tn *ast.TableName) (*TableFunc, bool) { return 
 // ("unknown column"), since TiDB's expression nodes carry no positions.
 func (c *QueryContext) Locate(word string) Pos { return c.impl.locate(word, 0) }
 
+// LocateNth returns the position of the n-th (1-based) occurrence of word
+// (the last one when there are fewer).
+func (c *QueryContext) LocateNth(word string, n int) Pos {
+	at := c.impl.locate(word, 0)
+	for i := 1; i < n; i++ {
+		next := c.impl.locate(word, at.Offset+1)
+		if next.Offset <= at.Offset {
+			break
+		}
+		at = next
+	}
+	return at
+}
+
 // Start returns the position of the statement's first character.
 func (c *QueryContext) Start() Pos { return c.impl.startPos() }
 

@@ -121,8 +121,8 @@ func TestTableRefs(t *testing.T) {
 
 func TestUnsupportedConstructs(t *testing.T) {
 	tests := []struct{ sql, want string }{
-		{"SELECT * FROM (VALUES (1), (2)) AS v(a)", "1:16: VALUES in FROM is not supported yet"},
-		{"VALUES (1)", "1:1: VALUES as a query is not supported yet"},
+		{"SELECT * FROM (VALUES (1), 2) AS v(a)", "1:28: expected a row (v1, v2, ...) after VALUES, found \"2\""},
+		{"SELECT * FROM (VALUES (1) x) AS v(a)", "1:27: expected \")\" after the rows of VALUES, found \"x\""},
 		{"SELECT a, COUNT(*) FROM t GROUP BY GROUPING SETS ((a), ())", "1:36: GROUPING SETS are not supported yet"},
 		{"SELECT a FROM t WHERE s SIMILAR TO 'a%'", "1:25: SIMILAR TO is not supported yet"},
 		{"SELECT a FROM t WHERE s NOT SIMILAR TO 'a%'", "1:25: NOT SIMILAR TO is not supported yet"},

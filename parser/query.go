@@ -736,6 +736,10 @@ func (r *rewriter) analyze() *Error {
 			err = r.rewriteCast(k, true)
 		case w == "INTERVAL" && !r.isOp(k+1, "("):
 			err = r.rewriteInterval(k)
+		case w == "VALUES" && r.isOp(k-1, "(") && r.tablePosition(k-1):
+			err = r.rewriteValues(k, false)
+		case w == "VALUES" && (k == 0 || r.afterSetOp(k)):
+			err = r.rewriteValues(k, true)
 		case w == "LATERAL" && r.word(k+1) == "TABLE" && r.isOp(k+2, "("):
 			err = r.rewriteTableFunc(k, k+1, "LATERAL")
 		case w == "TABLE" && r.isOp(k+1, "(") && r.fromPosition(k-1):

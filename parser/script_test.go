@@ -161,7 +161,7 @@ func TestScriptErrors(t *testing.T) {
 		{"stop job bad with", "STOP JOB 'a' WITH FLUSH", 1, 14, "expected WITH SAVEPOINT or WITH DRAIN"},
 		{"statement set with select", "EXECUTE STATEMENT SET BEGIN\n  SELECT 1;\nEND", 2, 3, "only INSERT INTO"},
 		{"explain show", "EXPLAIN SHOW TABLES", 1, 9, "EXPLAIN supports"},
-		{"insert values", "INSERT INTO t VALUES (1)", 1, 15, "INSERT ... VALUES is not supported"},
+		{"insert values", "INSERT INTO t VALUES (1), ", 1, 26, "expected a row (v1, v2, ...) after VALUES"},
 		{"insert no query", "INSERT INTO t", 1, 14, "expected a query"},
 		{"view not a query", "CREATE VIEW v AS DELETE FROM t", 1, 18, "expected a query"},
 		{"help junk", "HELP me", 1, 6, `unexpected "me"`},

@@ -58,9 +58,7 @@ func parseStatementKind(src *source, toks []token, end int) (Statement, *Error) 
 		return parseReset(c, base)
 	case "EXPLAIN":
 		return parseExplain(c, base)
-	case "VALUES":
-		return nil, c.errorf(first, "VALUES as a query is not supported yet; read the rows from a table (e.g. a filesystem table over a CSV file)")
-	case "SELECT", "WITH":
+	case "SELECT", "WITH", "VALUES":
 		q, err := parseQuery(src, first.start, toks[len(toks)-1].end)
 		if err != nil {
 			return nil, err
@@ -390,14 +388,11 @@ func parseInsert(c *cursor, base Base) (Statement, *Error) {
 			return nil, err
 		}
 	}
-	if c.isWord("VALUES") {
-		return nil, c.errorf(c.peek(), "INSERT ... VALUES is not supported; use INSERT INTO %s SELECT ...", name)
-	}
 	if c.atEnd() {
 		return nil, c.unexpected("a query (SELECT ...)")
 	}
 	w := c.src.word(c.peek())
-	if w != "SELECT" && w != "WITH" && !c.isOp("(") {
+	if w != "SELECT" && w != "WITH" && w != "VALUES" && !c.isOp("(") {
 		return nil, c.unexpected("a query (SELECT ...)")
 	}
 	from, to := c.restRange()

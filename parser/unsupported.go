@@ -28,8 +28,6 @@ func (r *rewriter) unsupported(k int) *Error {
 		return at("%s[...] constructors are not supported yet (there are no ARRAY or MAP types)", w)
 	case t.kind == tOp && r.src.tokText(t) == "[":
 		return at("'[' (element access of an ARRAY or MAP) is not supported yet (there are no ARRAY or MAP types)")
-	case w == "VALUES" && r.isOp(k-1, "(") && r.tablePosition(k-1):
-		return at("VALUES in FROM is not supported yet; read the rows from a table (e.g. a filesystem table over a CSV file)")
 	case w == "ESCAPE" && next.kind == tString:
 		if v := r.src.stringValue(next); len(v) != 1 {
 			return r.src.errAt(next.start, "ESCAPE takes exactly one character, got '%s'", v)

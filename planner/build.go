@@ -39,6 +39,8 @@ type Planner struct {
 	// IdleTimeout table.exec.source.idle-timeout (window.go).
 	WatermarkInterval time.Duration
 	IdleTimeout       time.Duration
+
+	ctes []cte // WITH queries in scope while planning (subquery.go)
 }
 
 // rel is a node of the logical plan: a tree from the sources (a join has
@@ -58,8 +60,15 @@ type rel struct {
 	agg    *AggOp         // relAgg
 	win    *windowRel     // relWindowTVF, relWindowAgg (window.go)
 	rank   *rankRel       // relWindowRank (windowrank.go)
+	over   *OverAggOp     // relOver (over.go)
 	right  *rel           // relJoin: the right input (input is the left one)
 	join   *joinRel       // relJoin (joinplan.go)
+	inputs []*rel         // relUnion (setops.go)
+	rows   [][]Expr       // relScan of a VALUES list (values.go)
+	srt    *sortRel       // relSort, relLimit (sort.go)
+	// scalarSubs: the hidden columns are the select list's scalar
+	// subqueries (subquery.go); SELECT * is fine.
+	scalarSubs bool
 	// hidden trailing columns that SELECT * does not expand (the rank of
 	// a window rank).
 	hidden int
@@ -133,39 +142,11 @@ func (p *Planner) buildQuery(q *parser.Query) (*rel, error) {
 	sel, ok := q.Node.(*ast.SelectStmt)
 	if !ok {
 		if so, ok := q.Node.(*ast.SetOprStmt); ok {
-			return nil, setOprError(so, q.Ctx)
+			return p.buildSetOpr(so, q.Ctx)
 		}
 		return nil, q.Ctx.Errorf("", "unsupported query")
 	}
 	return p.buildSelect(sel, q.Ctx)
-}
-
-// setOprError reports the first UNION, INTERSECT or EXCEPT of so, at its
-// keyword.
-func setOprError(so *ast.SetOprStmt, ctx *parser.QueryContext) error {
-	word := "UNION"
-	if so.SelectList != nil {
-		for _, s := range so.SelectList.Selects {
-			var op *ast.SetOprType
-			switch x := s.(type) {
-			case *ast.SelectStmt:
-				op = x.AfterSetOperator
-			case *ast.SetOprSelectList:
-				op = x.AfterSetOperator
-			}
-			if op == nil {
-				continue
-			}
-			switch *op {
-			case ast.Intersect, ast.IntersectAll:
-				word = "INTERSECT"
-			case ast.Except, ast.ExceptAll:
-				word = "EXCEPT"
-			}
-			break
-		}
-	}
-	return ctx.Errorf(word, "UNION, INTERSECT and EXCEPT are not supported yet")
 }
 
 // joinPos returns where join j is written: the ',' or JOIN keyword before
@@ -219,23 +200,40 @@ func (p *Planner) buildSelect(sel *ast.SelectStmt, ctx *parser.QueryContext) (*r
 }
 
 func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext) (*rel, error) {
-	if err := noSubqueries(sel, ctx); err != nil {
+	// Subquery predicates among WHERE's conjuncts become joins (subquery.go).
+	where, subs := splitWhere(sel.Where)
+	selSubs := selectSubqueries(sel)
+	if subs != nil || selSubs != nil {
+		chk := *sel
+		chk.Where = where
+		if selSubs != nil {
+			chk.Fields = &ast.FieldList{}
+		}
+		if err := noSubqueries(&chk, ctx); err != nil {
+			return nil, err
+		}
+	} else if err := noSubqueries(sel, ctx); err != nil {
 		return nil, err
 	}
-	if sel.OrderBy != nil {
-		return nil, ctx.Errorf("ORDER", "ORDER BY is not supported yet (in a streaming query Flink sorts only by an ascending time attribute)")
+	pop, err := p.pushWith(sel.With, ctx)
+	if err != nil {
+		return nil, err
 	}
-	if sel.Limit != nil {
-		return nil, ctx.Errorf("LIMIT", "LIMIT is not supported yet")
-	}
-	if sel.With != nil {
-		return nil, ctx.Errorf("WITH", "WITH (common table expressions) is not supported yet; use CREATE VIEW")
+	defer pop()
+	if sel.OrderBy != nil || sel.Limit != nil {
+		// ORDER BY / LIMIT apply to the result of the rest (sort.go)
+		inner := *sel
+		inner.OrderBy, inner.Limit, inner.With = nil, nil, nil
+		r, err := p.buildSelectBody(&inner, ctx)
+		if err != nil {
+			return nil, err
+		}
+		return p.orderLimit(r, sel.OrderBy, sel.Limit, ctx)
 	}
 	if sel.WindowSpecs != nil {
 		return nil, ctx.Errorf("WINDOW", "named windows (WINDOW w AS (...)) are not supported; write the window in the OVER clause")
 	}
 	var in *rel
-	var err error
 	if sel.From == nil {
 		in = &rel{kind: relScan, values: true, describ: "Values"}
 	} else {
@@ -244,16 +242,16 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 			return nil, err
 		}
 	}
-	if in.kind == relJoin && in.join.typ == InnerJoin && sel.Where != nil {
+	if in.kind == relJoin && in.join.typ == InnerJoin && where != nil {
 		// An inner join takes the WHERE as part of its condition (its
 		// equalities become keys, its one-sided conjuncts filters).
 		b := &exprBuilder{p: p, ctx: ctx, in: in, clause: "WHERE"}
-		cond, err := b.build(sel.Where)
+		cond, err := b.build(where)
 		if err != nil {
 			return nil, err
 		}
 		if cond.Type().Kind != catalog.KindBoolean && cond.Type().Kind != catalog.KindNull {
-			return nil, exprErr(ctx, sel.Where, "WHERE", "WHERE condition must be BOOLEAN, got %s", cond.Type())
+			return nil, exprErr(ctx, where, "WHERE", "WHERE condition must be BOOLEAN, got %s", cond.Type())
 		}
 		in.join.cond = andOf([]Expr{in.join.cond, cond})
 		if in, err = p.finalizeJoins(in, ctx); err != nil {
@@ -261,14 +259,14 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 		}
 	} else if in, err = p.finalizeJoins(in, ctx); err != nil {
 		return nil, err
-	} else if sel.Where != nil {
+	} else if where != nil {
 		b := &exprBuilder{p: p, ctx: ctx, in: in, clause: "WHERE"}
-		cond, err := b.build(sel.Where)
+		cond, err := b.build(where)
 		if err != nil {
 			return nil, err
 		}
 		if cond.Type().Kind != catalog.KindBoolean && cond.Type().Kind != catalog.KindNull {
-			return nil, exprErr(ctx, sel.Where, "WHERE", "WHERE condition must be BOOLEAN, got %s", cond.Type())
+			return nil, exprErr(ctx, where, "WHERE", "WHERE condition must be BOOLEAN, got %s", cond.Type())
 		}
 		if rin, rest, ok := applyRankFilter(in, cond); ok {
 			in = rin // a Window TopN's rank range (windowrank.go)
@@ -278,6 +276,26 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 		} else {
 			in = &rel{kind: relCalc, input: in, schema: in.schema, quals: in.quals, mode: in.mode, filter: cond}
 		}
+	}
+	for _, sq := range subs {
+		if in, err = p.applySubquery(in, sq, ctx); err != nil {
+			return nil, err
+		}
+	}
+	if wfs := overAggFields(sel); len(wfs) > 0 { // OVER aggregations (over.go)
+		ov, err := p.buildOver(sel, wfs, in, ctx)
+		if err != nil {
+			return nil, err
+		}
+		return p.buildProjection(sel.Fields.Fields, ov, ctx, func(n ast.ExprNode) (Expr, bool, error) {
+			for i, wf := range wfs {
+				if unparen(n) == wf {
+					c := len(in.schema) + i
+					return &ColRef{Index: c, Name: ov.schema[c].Name, T: ov.schema[c].Type}, true, nil
+				}
+			}
+			return nil, false, nil
+		})
 	}
 	wf, err := windowFuncField(sel, ctx)
 	if err != nil {
@@ -300,10 +318,17 @@ func (p *Planner) buildSelectBody(sel *ast.SelectStmt, ctx *parser.QueryContext)
 	if hasAgg {
 		return p.buildAggregate(sel, in, ctx)
 	}
-	out, err := p.buildProjection(sel.Fields.Fields, in, ctx, nil)
+	var hook func(ast.ExprNode) (Expr, bool, error)
+	if selSubs != nil {
+		if in, hook, err = p.joinSelectSubqueries(in, selSubs, ctx); err != nil {
+			return nil, err
+		}
+	}
+	out, err := p.buildProjection(sel.Fields.Fields, in, ctx, hook)
 	if err != nil {
 		return nil, err
 	}
+	out = settleRank(out) // a regular TopN below: is its rank read? (rank.go)
 	if sel.Distinct {
 		return p.distinct(out), nil
 	}
@@ -371,9 +396,9 @@ func noSubqueries(sel *ast.SelectStmt, ctx *parser.QueryContext) error {
 			if _, p, ok := ctx.TokenBefore(in.Sel); ok {
 				at = p
 			}
-			return &parser.Error{Pos: at, Msg: "IN (subquery) is not supported yet"}
+			return &parser.Error{Pos: at, Msg: "IN (subquery) is supported only as a conjunct at the top level of WHERE (WHERE ... AND x IN (SELECT ...)), not under OR or NOT or elsewhere yet"}
 		}
-		return exprErr(ctx, f.found, "SELECT", "subqueries in expressions are not supported yet")
+		return exprErr(ctx, f.found, "SELECT", "subqueries are supported only as conjuncts at the top level of WHERE ([NOT] EXISTS, [NOT] IN, a comparison with a scalar subquery) and as scalar subqueries in the select list of a SELECT without aggregation, not elsewhere yet")
 	}
 	return nil
 }
@@ -409,7 +434,7 @@ func (p *Planner) buildProjection(fields []*ast.SelectField, in *rel, ctx *parse
 	exprN := 0
 	for _, f := range fields {
 		if f.WildCard != nil {
-			if hook != nil && in.kind != relWindowRank {
+			if hook != nil && in.kind != relWindowRank && in.kind != relOver && !in.scalarSubs {
 				return nil, ctx.Errorf("*", "SELECT * cannot be used with GROUP BY or aggregates")
 			}
 			q := strings.ToLower(f.WildCard.Table.O)
@@ -568,6 +593,9 @@ func (p *Planner) buildFrom(n ast.ResultSetNode, ctx *parser.QueryContext) (*rel
 		switch src := x.Source.(type) {
 		case *ast.TableName:
 			if tf, ok := ctx.TableFunc(src); ok {
+				if tf.Kind == "VALUES" {
+					return p.buildValues(tf, ctx)
+				}
 				switch strings.ToUpper(tf.Name) {
 				case "TUMBLE", "HOP", "CUMULATE", "SESSION":
 					r, err := p.buildWindowTVF(tf, ctx)
@@ -585,7 +613,10 @@ func (p *Planner) buildFrom(n ast.ResultSetNode, ctx *parser.QueryContext) (*rel
 				r = r.qualify("")
 			}
 		case *ast.SetOprStmt:
-			return nil, setOprError(src, ctx)
+			r, err = p.buildSetOpr(src, ctx)
+			if err == nil {
+				r = r.qualify("")
+			}
 		default:
 			return nil, ctx.Errorf("FROM", "unsupported FROM item")
 		}
@@ -614,6 +645,9 @@ func (p *Planner) buildTableName(tn *ast.TableName, ctx *parser.QueryContext) (*
 		return nil, &parser.Error{Pos: ref.QualifierPos, Msg: fmt.Sprintf("catalogs and databases are not supported: write %s, not %s.%s", name, strings.Join(ref.Qualifiers, "."), name)}
 	case !hasRef && tn.Schema.O != "":
 		return nil, ctx.Errorf(tn.Schema.O, "catalogs and databases are not supported: use '%s'", name)
+	}
+	if i := p.lookupCTE(name); i >= 0 {
+		return p.cteRef(i, tn, ctx)
 	}
 	if t, ok := p.Catalog.Table(name); ok {
 		if p.CanRead != nil && !p.CanRead(t) {

@@ -221,6 +221,21 @@ func lineage(r *rel, i int) string {
 				continue
 			}
 			return "@" + r.rank.op.ID + ".rank"
+		case relLimit, relSort:
+			r = r.input
+			continue
+		case relUnion:
+			parts := make([]string, len(r.inputs))
+			for j, in := range r.inputs {
+				parts[j] = lineage(in, i)
+			}
+			return "union(" + strings.Join(parts, ", ") + ")"
+		case relOver:
+			if i < len(r.input.schema) {
+				r = r.input
+				continue
+			}
+			return "@" + r.over.ID + "." + strconv.Itoa(i)
 		case relJoin, relTemporalJoin: // temporaljoin.go
 			if r.join.op != nil && r.join.op.ID != "" {
 				return "@" + r.join.op.ID + "." + strconv.Itoa(i)

@@ -40,6 +40,8 @@ type joinRel struct {
 // children returns the inputs of r (none for a scan).
 func (r *rel) children() []*rel {
 	switch {
+	case r.kind == relUnion:
+		return r.inputs
 	case r.input == nil:
 		return nil
 	case r.right != nil:

@@ -26,7 +26,7 @@ func (b *physBuilder) pruneJoinInputs() {
 		if len(t.Ops) < 2 || len(t.Inputs) != 2 {
 			continue
 		}
-		j, ok := t.Ops[0].(*JoinOp)
+		j, ok := joinShapeOf(t.Ops[0])
 		if !ok {
 			continue
 		}
@@ -34,27 +34,34 @@ func (b *physBuilder) pruneJoinInputs() {
 		if !ok || calc.Projs == nil {
 			continue
 		}
-		nl := len(j.Left.Schema)
-		used := make([]bool, len(j.Out))
+		left, right := j.left, j.right
+		nl := len(left.Schema)
+		used := make([]bool, len(*j.out))
 		markCols(calc.Filter, used)
 		for _, p := range calc.Projs {
 			markCols(p, used)
 		}
 		lneed := make([]bool, nl)
-		rneed := make([]bool, len(j.Right.Schema))
+		rneed := make([]bool, len(right.Schema))
 		copy(lneed, used)
-		if j.Type != SemiJoin && j.Type != AntiJoin {
+		if !j.leftOnly {
 			copy(rneed, used[nl:])
 		}
-		for _, k := range append(append([]int{}, j.Left.Keys...), j.Left.UniqueKey...) {
+		for _, k := range append(append([]int{}, left.Keys...), left.UniqueKey...) {
 			lneed[k] = true
 		}
-		for _, k := range append(append([]int{}, j.Right.Keys...), j.Right.UniqueKey...) {
+		for _, k := range append(append([]int{}, right.Keys...), right.UniqueKey...) {
 			rneed[k] = true
 		}
-		if j.Residual != nil {
+		for _, c := range j.leftCols {
+			lneed[*c] = true
+		}
+		for _, c := range j.rightCols {
+			rneed[*c] = true
+		}
+		if *j.residual != nil {
 			both := make([]bool, nl+len(rneed))
-			markCols(j.Residual, both)
+			markCols(*j.residual, both)
 			for i, u := range both {
 				if !u {
 					continue
@@ -66,17 +73,23 @@ func (b *physBuilder) pruneJoinInputs() {
 				}
 			}
 		}
-		lmap := b.pruneSide(t.Inputs[0], &j.Left, lneed)
-		rmap := b.pruneSide(t.Inputs[1], &j.Right, rneed)
+		lmap := b.pruneSide(t.Inputs[0], left, lneed)
+		rmap := b.pruneSide(t.Inputs[1], right, rneed)
 		if lmap == nil && rmap == nil {
 			continue
 		}
 		lmap, rmap = identityIfNil(lmap, nl), identityIfNil(rmap, len(rneed))
-		newNl := len(j.Left.Schema)
+		for _, c := range j.leftCols {
+			*c = lmap[*c]
+		}
+		for _, c := range j.rightCols {
+			*c = rmap[*c]
+		}
+		newNl := len(left.Schema)
 		// join output column -> its new index
-		outMap := make([]int, 0, len(j.Out))
+		outMap := make([]int, 0, len(*j.out))
 		outMap = append(outMap, lmap...)
-		if j.Type != SemiJoin && j.Type != AntiJoin {
+		if !j.leftOnly {
 			for _, m := range rmap {
 				if m >= 0 {
 					m += newNl
@@ -91,19 +104,46 @@ func (b *physBuilder) pruneJoinInputs() {
 			}
 			resMap[nl+i] = m
 		}
-		j.Residual = remapCols(j.Residual, resMap)
+		*j.residual = remapCols(*j.residual, resMap)
 		var out catalog.Schema
 		for i, m := range outMap {
 			if m >= 0 {
-				out = append(out, j.Out[i])
+				out = append(out, (*j.out)[i])
 			}
 		}
-		j.Out = out
+		*j.out = out
 		calc.Filter = remapCols(calc.Filter, outMap)
 		for i, p := range calc.Projs {
 			calc.Projs[i] = remapCols(p, outMap)
 		}
 	}
+}
+
+// joinShape is what pruning rewrites of a two-input join node: its sides,
+// residual and output, the other columns of each side it reads (time
+// attributes, window bounds) and whether it outputs the left side only.
+type joinShape struct {
+	left, right         *JoinSide
+	residual            *Expr
+	out                 *catalog.Schema
+	leftCols, rightCols []*int
+	leftOnly            bool
+}
+
+func joinShapeOf(op Op) (joinShape, bool) {
+	switch j := op.(type) {
+	case *JoinOp:
+		return joinShape{left: &j.Left, right: &j.Right, residual: &j.Residual, out: &j.Out,
+			leftOnly: j.Type == SemiJoin || j.Type == AntiJoin}, true
+	case *IntervalJoinOp:
+		return joinShape{left: &j.Left, right: &j.Right, residual: &j.Residual, out: &j.Out,
+			leftCols: []*int{&j.LeftTime}, rightCols: []*int{&j.RightTime}}, true
+	case *WindowJoinOp:
+		return joinShape{left: &j.Left, right: &j.Right, residual: &j.Residual, out: &j.Out,
+			leftCols: []*int{&j.LeftEnd}, rightCols: []*int{&j.RightEnd},
+			leftOnly: j.Type == SemiJoin || j.Type == AntiJoin}, true
+	}
+	return joinShape{}, false
 }
 
 func (b *physBuilder) checkJoinColumns() {

@@ -94,8 +94,11 @@ type Edge struct {
 
 // SourceSpec is a source table scan.
 type SourceSpec struct {
-	// Values is the single-row, zero-column source of a SELECT without FROM.
+	// Values is the single-row, zero-column source of a SELECT without FROM,
+	// or, with Rows, the rows of a VALUES list (constant expressions of
+	// Schema's types).
 	Values bool
+	Rows   [][]Expr
 	Table  *catalog.Table
 	Schema catalog.Schema
 	ID     string // stable operator id

@@ -354,11 +354,17 @@ func (b *physBuilder) build(r *rel) *Task {
 		return b.buildWindow(r)
 	case relWindowRank:
 		return b.buildWindowRankTask(r)
+	case relOver:
+		return b.buildOverTask(r)
 	case relJoin:
 		if r.join.timed != nil {
 			return b.buildTimedJoinTask(r) // intervaljoin.go
 		}
 		return b.buildJoinTask(r)
+	case relUnion:
+		return b.buildUnionTask(r)
+	case relSort, relLimit:
+		return b.buildSortTask(r)
 	case relLookupJoin:
 		return b.buildLookupJoin(r) // lookupjoin.go
 	case relTemporalJoin:
@@ -394,7 +400,10 @@ func (b *physBuilder) scanTask(r *rel) *Task {
 		par = b.p.SourceParallelism(r.table, par)
 	}
 	t := b.newTask(par)
-	spec := &SourceSpec{Values: r.values}
+	spec := &SourceSpec{Values: r.values, Rows: r.rows}
+	if r.rows != nil {
+		spec.Schema = r.schema
+	}
 	if !r.values {
 		spec.Table = r.table
 		spec.Schema = r.table.Schema
@@ -413,6 +422,8 @@ func setID(op Op, id string) {
 	case *TableFuncOp:
 		o.ID = id
 	case *AggOp:
+		o.ID = id
+	case *UnionOp:
 		o.ID = id
 	}
 }
@@ -460,7 +471,9 @@ func Explain(ph *Physical) string {
 			fmt.Fprintf(&sb, "  <- %s from Task %d %s\n", exchangeDesc(e), e.From.Index+1, e.Mode)
 		}
 		if t.Source != nil {
-			if t.Source.Values {
+			if t.Source.Rows != nil {
+				fmt.Fprintf(&sb, "  Source: Values(tuples=[%s], fields=[%s]) [I]\n", valuesTuples(t.Source.Rows), strings.Join(t.Source.Schema.Names(), ", "))
+			} else if t.Source.Values {
 				sb.WriteString("  Source: Values(1 row) [I]\n")
 			} else {
 				pf := ""
@@ -507,8 +520,20 @@ func opMode(op Op) string {
 		return Retract.String()
 	case *WindowAggOp, *WindowTVFOp, *WatermarkAssignerOp, *WindowRankOp:
 		return InsertOnly.String()
+	case *RankOp:
+		return Retract.String()
+	case *DeduplicateOp:
+		return o.Mode().String()
+	case *OverAggOp:
+		return InsertOnly.String()
 	case *JoinOp:
 		return o.OutMode.String()
+	case *UnionOp:
+		return o.Mode.String()
+	case *SortOp:
+		return InsertOnly.String()
+	case *LimitOp:
+		return o.Mode.String()
 	case *IntervalJoinOp, *WindowJoinOp:
 		return InsertOnly.String()
 	case *LookupJoinOp:

@@ -31,7 +31,7 @@ import (
 
 // relTemporalJoin is an event-time temporal join of rel.input (left) with
 // the versioned table rel.right (rel.join.timed is its *TemporalJoinOp).
-const relTemporalJoin relKind = 140
+const relTemporalJoin relKind = 170
 
 // TemporalJoinOp is an event-time temporal join (exec/temporaljoin.go).
 // Input 0 is the left side, input 1 the versioned table, hash-partitioned

@@ -42,6 +42,14 @@ const (
 	// KindWindowRank is a Window TopN or window deduplication (keys: the
 	// partition keys and the window; rows: the buffered rows' columns).
 	KindWindowRank = "window-rank"
+	// KindRank is a regular TopN, KindDeduplicate a regular deduplication
+	// (rank.go; keys: the partition keys; rows: the kept rows' columns).
+	KindRank        = "rank"
+	KindDeduplicate = "deduplicate"
+	// KindOverAggregate is an OVER aggregation (over.go; keys: the
+	// partition keys; rows: the kept rows' columns; accumulators; window:
+	// the frame).
+	KindOverAggregate = "over-aggregate"
 	// KindJoin is a regular join (keys: the left side's join key; rows: the
 	// columns of both sides' rows; rank: the join type and state layouts).
 	KindJoin = "join"
@@ -50,6 +58,11 @@ const (
 	// window.
 	KindIntervalJoin = "interval-join"
 	KindWindowJoin   = "window-join"
+	// KindLimit is LIMIT/OFFSET without ORDER BY (rank: the range; its
+	// state is the count of rows seen); KindTemporalSort an ORDER BY a time
+	// attribute (keys: the time; rows: the buffered rows' columns).
+	KindLimit        = "limit"
+	KindTemporalSort = "temporal-sort"
 )
 
 // OperatorsDoc is the JSON document of OperatorsMeta:
@@ -155,6 +168,10 @@ func Operators(plan *Physical) []OperatorMeta {
 				out = append(out, windowAggMeta(t, a))
 			case *WindowRankOp:
 				out = append(out, windowRankMeta(t, a))
+			case *RankOp, *DeduplicateOp:
+				out = append(out, rankMeta(t, a))
+			case *OverAggOp:
+				out = append(out, overMeta(t, a))
 			case *JoinOp:
 				out = append(out, joinMeta(t, a))
 			case *IntervalJoinOp:
@@ -163,6 +180,17 @@ func Operators(plan *Physical) []OperatorMeta {
 				out = append(out, windowJoinMeta(t, a))
 			case *TemporalJoinOp:
 				out = append(out, temporalJoinMeta(t, a))
+			case *LimitOp:
+				m := OperatorMeta{ID: a.ID, Kind: KindLimit, Description: a.Describe(), UID: !isDerivedID(a.ID)}
+				m.State.Rank = fmt.Sprintf("offset=%d fetch=%d", a.Offset, a.Count)
+				out = append(out, m)
+			case *SortOp:
+				m := OperatorMeta{ID: a.ID, Kind: KindTemporalSort, Description: a.Describe(), UID: !isDerivedID(a.ID)}
+				m.State.Keys = []StateColumn{{Name: a.Out[a.Time].Name, Type: typeName(a.Out[a.Time].Type)}}
+				for _, c := range a.Out {
+					m.State.Rows = append(m.State.Rows, StateColumn{Name: c.Name, Type: typeName(c.Type)})
+				}
+				out = append(out, m)
 			case *WatermarkAssignerOp:
 				out = append(out, OperatorMeta{ID: a.ID, Kind: KindWatermark, Description: a.Describe(), UID: !isDerivedID(a.ID)})
 			}

@@ -286,6 +286,17 @@ func timeAttrs(r *rel) []bool {
 		out[len(r.win.agg.Keys)+2] = true
 	case relWindowRank:
 		copy(out, timeAttrs(r.input))
+	case relSort, relLimit:
+		copy(out, timeAttrs(r.input))
+	case relUnion: // a time attribute of every input
+		for i := range out {
+			out[i] = true
+		}
+		for _, in := range r.inputs {
+			for i, t := range timeAttrs(in) {
+				out[i] = out[i] && t
+			}
+		}
 	case relLookupJoin: // the left side's (lookupjoin.go)
 		copy(out, timeAttrs(r.input))
 	case relTemporalJoin:

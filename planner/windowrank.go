@@ -111,6 +111,8 @@ type rankRel struct {
 	// dedupCandidate: ROW_NUMBER over the rows of a window TVF ordered by
 	// one time attribute column.
 	dedupCandidate bool
+	// regular: a regular (non-window) TopN or deduplication (rank.go).
+	regular *regularRank
 }
 
 // windowFuncField returns the select-list window function of sel (nil:
@@ -223,7 +225,7 @@ func (p *Planner) buildWindowRank(sel *ast.SelectStmt, wf *ast.WindowFuncExpr, i
 	case "DENSE_RANK":
 		rt = DenseRank
 	default:
-		return nil, errAt(wf, "%s OVER (...) is not supported yet: of the OVER clauses only the ranking functions ROW_NUMBER, RANK and DENSE_RANK of a Window TopN are (OVER aggregations come later)", name)
+		return nil, errAt(wf, "%s OVER (...) is not supported yet: of the OVER functions only ROW_NUMBER, RANK and DENSE_RANK (TopN) and COUNT, SUM, AVG, MIN and MAX (OVER aggregations) are", name)
 	}
 	if sel.Distinct || sel.GroupBy != nil || sel.Having != nil || containsAgg(sel.Fields.Fields) {
 		return nil, errAt(wf, "%s() OVER (...) cannot be combined with GROUP BY, aggregates or DISTINCT in the same SELECT; aggregate in a subquery and rank its result", name)
@@ -242,8 +244,8 @@ func (p *Planner) buildWindowRank(sel *ast.SelectStmt, wf *ast.WindowFuncExpr, i
 	regular := func() error {
 		return errAt(wf, "%s() OVER (PARTITION BY ...) without window_start and window_end of a window table function or window aggregation in its PARTITION BY is a regular TopN, which is not supported yet (it comes with the joins issue); a Window TopN partitions by window_start, window_end [, keys]", name)
 	}
-	if spec.PartitionBy == nil || !windowed {
-		return nil, regular()
+	if spec.PartitionBy == nil || !windowed || !partitionsByWindow(spec.PartitionBy, wcols, in, p, ctx) {
+		return p.buildRank(sel, wf, rt, in, ctx) // rank.go
 	}
 	if procWindowBelow(in) {
 		return nil, errAt(wf, "a Window TopN or deduplication over a processing-time window (PROCTIME()) is not supported yet; it needs an event-time window")
@@ -277,7 +279,7 @@ func (p *Planner) buildWindowRank(sel *ast.SelectStmt, wf *ast.WindowFuncExpr, i
 		}
 	}
 	if op.WinStart < 0 || op.WinEnd < 0 {
-		return nil, regular()
+		return nil, regular() // partitionsByWindow said otherwise
 	}
 	if spec.OrderBy == nil || len(spec.OrderBy.Items) == 0 {
 		return nil, errAt(wf, "%s() OVER (...) of a Window TopN needs an ORDER BY", name)
@@ -465,6 +467,9 @@ func intLiteral(e Expr) (int64, bool) {
 // by the PARTITION BY keys other than the window columns, or all into one
 // subtask when there are none (as Flink).
 func (b *physBuilder) buildWindowRankTask(r *rel) *Task {
+	if r.rank.regular != nil {
+		return b.buildRankTask(r) // rank.go
+	}
 	in := b.build(r.input)
 	rr := r.rank
 	if !rr.bounded && b.err == nil {

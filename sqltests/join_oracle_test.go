@@ -128,9 +128,17 @@ func TestJoinOracleSQLite(t *testing.T) {
 		}
 		want[q.name] = rows
 	}
-	for _, p := range []int{1, 4} {
-		for _, bs := range []int{1, 64} {
-			t.Run(fmt.Sprintf("p=%d,batch=%d", p, bs), func(t *testing.T) {
+	type variant struct {
+		p, bs   int
+		backend string // state.backend.type ("": the default, in memory)
+	}
+	// the last one keeps the join state in the Pebble tier with a budget
+	// of 16 KiB per KV: most rows are evicted and read back
+	variants := []variant{{1, 1, ""}, {1, 64, ""}, {4, 1, ""}, {4, 64, ""}, {2, 7, "rocksdb"}}
+	for _, v := range variants {
+		p, bs := v.p, v.bs
+		{
+			t.Run(fmt.Sprintf("p=%d,batch=%d%s", p, bs, v.backend), func(t *testing.T) {
 				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 				defer mem.AssertSize(t, 0)
 				s := session.New(session.Config{Stdout: &lockedBuffer{}})
@@ -139,9 +147,16 @@ func TestJoinOracleSQLite(t *testing.T) {
 				setup := []string{
 					fmt.Sprintf("SET 'parallelism.default' = '%d'", p),
 					fmt.Sprintf("SET 'execution.batch-size' = '%d'", bs),
-					"CREATE TABLE l (k INT, s STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '" + lPath + "', 'format' = 'csv', 'csv.null-literal' = 'NULL')",
-					"CREATE TABLE r (k INT, s STRING, w BIGINT) WITH ('connector' = 'filesystem', 'path' = '" + rPath + "', 'format' = 'csv', 'csv.null-literal' = 'NULL')",
 				}
+				if v.backend != "" {
+					setup = append(setup, "SET 'state.backend.type' = '"+v.backend+"'",
+						"SET 'state.backend.rocksdb.memory.fixed-per-slot' = '16 kb'",
+						"SET 'state.backend.rocksdb.localdir' = '"+t.TempDir()+"'")
+				}
+				setup = append(setup,
+					"CREATE TABLE l (k INT, s STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '"+lPath+"', 'format' = 'csv', 'csv.null-literal' = 'NULL')",
+					"CREATE TABLE r (k INT, s STRING, w BIGINT) WITH ('connector' = 'filesystem', 'path' = '"+rPath+"', 'format' = 'csv', 'csv.null-literal' = 'NULL')",
+				)
 				for _, q := range setup {
 					if _, err := streamRows(s, q); err != nil {
 						t.Fatalf("%s: %v", q, err)

@@ -40,6 +40,13 @@ var joinOracles = map[string]string{
 	    SELECT max(price) AS maxprice, (ms(dateTime) / 10000) * 10000 + 10000 AS wend FROM bid GROUP BY ms(dateTime) / 10000) B1
 	  ON B.price = B1.maxprice
 	  WHERE ms(B.dateTime) BETWEEN B1.wend - 10000 AND B1.wend`,
+	"q9": `SELECT id, itemName, description, initialBid, reserve, dateTime, expires, seller, category, extra,
+	    auction, bidder, price, bid_dateTime, bid_extra FROM (
+	    SELECT A.*, B.auction, B.bidder, B.price, B.dateTime AS bid_dateTime, B.extra AS bid_extra,
+	      ROW_NUMBER() OVER (PARTITION BY A.id ORDER BY B.price DESC, ms(B.dateTime) ASC) AS rn
+	    FROM auction A JOIN bid B ON A.id = B.auction
+	    WHERE ms(B.dateTime) BETWEEN ms(A.dateTime) AND ms(A.expires))
+	  WHERE rn <= 1`,
 	"q20": `SELECT B.auction, B.bidder, B.price, B.channel, B.url, B.dateTime, B.extra,
 	    A.itemName, A.description, A.initialBid, A.reserve, A.dateTime, A.expires, A.seller, A.category, A.extra
 	  FROM bid B JOIN auction A ON B.auction = A.id WHERE A.category = 10`,

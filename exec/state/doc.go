@@ -44,9 +44,15 @@
 //
 // # Larger than memory
 //
-// Operators address state only through slots, keys, key groups and the
-// codec, never through the map that holds them: a Pebble-backed tier can
-// page cold slots out behind the same calls (the joins issue).
+// KV keeps its keys in an ordered index (Scan of a prefix is O(log n + k),
+// allocation-free) and, with Options.Backend "rocksdb" or "pebble"
+// (state.backend.type), is tiered: hot entries in memory within
+// Options.MemoryBudget, cold ones in a per-instance Pebble DB in a spill
+// directory, one consistent view, CLOCK eviction with write-back. Its
+// change set is the ordered set of state keys changed since the last
+// snapshot, independent of eviction, so checkpoints stay incremental and
+// byte-identical to the in-memory backend's (docs/state.md). Table (the
+// group aggregation's typed columns) stays in memory.
 //
 // # Layout
 //

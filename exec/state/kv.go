@@ -1,47 +1,179 @@
 package state
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/tidwall/btree"
 )
 
 // KV is keyed state with byte values: value, map and list state in
-// namespaces, on a Table (so it shares its key groups, epoch-aware change
-// tracking, TTL and checkpoint layout). Its keys are framed
-// (namespace, key[, map key]) so namespaces never collide: a window's end,
-// a join side. Values are the operator's bytes; List state appends framed
-// elements to one value.
+// namespaces. Its keys are framed (namespace, key[, map key]) so
+// namespaces never collide: a window's end, a join side. Values are the
+// operator's bytes; List state appends framed elements to one value.
+//
+// Keys are kept in an ordered index (a B-tree), so Scan of a prefix is
+// O(log n + k). With Options.Backend = BackendPebble the KV is tiered:
+// at most Options.MemoryBudget bytes of entries stay in memory (the hot
+// cache), cold entries live in a per-instance Pebble DB under
+// Options.SpillDir; every call sees one consistent view of both.
+//
+// Checkpoints are incremental in both modes: the change set is the
+// ordered set of state keys changed since the last snapshot (it survives
+// eviction), and Snapshot writes exactly those keys (a Put of the current
+// value, or a Delete), sorted, with the same bytes as the in-memory KV,
+// never a rewrite of cold state. Complete, Abort and the pending-set rules
+// are Table's (see the package doc).
 //
 // Hot columnar operators (the group aggregation) use Table directly with
 // typed columns; KV is for the state whose shape is rows (join sides,
-// window contents, TopN buffers).
+// window contents, TopN buffers). Not safe for concurrent use.
 type KV struct {
-	t    *Table
-	vals [][]byte
-	scr  []byte
+	o    Options
+	ttl  int64 // ms; 0: no TTL
+	now  int64
+	plen int // length of checkpoint.KeyedPrefix(o.OpID, kg)
+
+	hot *btree.BTreeG[ord] // hot entries by framed key
+	n   int                // live keys (hot and cold)
+
+	// change tracking: full state keys (prefix + framed key) changed since
+	// the last snapshot, and the set of checkpoint pendingID
+	chg, pend       *btree.BTreeG[ord] // (k: full state key)
+	chgMem, pendMem keyArena
+	epoch           uint64 // an entry with mark == epoch is in chg
+	pendingID       int64
+
+	prefix  [][]byte // KeyedPrefix per key group, built lazily
+	scratch []byte
+	vbuf    []byte
+	it      Iter // Scan's iterator, reused
+
+	// a snapshot's reads of cold changed keys (see fetchCold), reused
+	fetched    []fetched
+	coldPos    []coldRef
+	fetchArena []byte
+
+	cold *coldTier // nil: in memory only
 }
 
-// NewKV returns empty KV state (Options.IntKeys is ignored: keys are bytes).
+// kvEnt is one hot entry.
+type kvEnt struct {
+	key  []byte // framed key (owned)
+	val  []byte
+	last int64 // last update (unix ms), with a TTL
+	mark uint64
+	kg   uint16
+	// stale: the cold copy is absent or older (written back on eviction);
+	// inCold: the cold tier may hold a copy (a Delete must remove it).
+	stale, inCold, ref bool
+	pos                int32 // index in the cold tier's clock
+}
+
+// ord is an item of the ordered indexes: the key, its first 16 bytes (from
+// off) as two big-endian words so that most comparisons touch no pointer,
+// and for the hot index the entry.
+type ord struct {
+	p0, p1 uint64
+	k      []byte
+	e      *kvEnt
+}
+
+func ordAt(k []byte, off int, e *kvEnt) ord {
+	var w [16]byte
+	copy(w[:], k[min(off, len(k)):])
+	return ord{p0: binary.BigEndian.Uint64(w[:8]), p1: binary.BigEndian.Uint64(w[8:]), k: k, e: e}
+}
+
+func hotOrd(e *kvEnt) ord { return ordAt(e.key, 0, e) }
+
+// lessOrd orders by key: zero padding of short keys never reverses the
+// order of bytes.Compare, it only ties (then the keys decide).
+func lessOrd(a, b ord) bool {
+	if a.p0 != b.p0 {
+		return a.p0 < b.p0
+	}
+	if a.p1 != b.p1 {
+		return a.p1 < b.p1
+	}
+	return bytes.Compare(a.k, b.k) < 0
+}
+
+// hotGet finds the hot entry of framed key k.
+func (s *KV) hotGet(k []byte) (*kvEnt, bool) {
+	it, ok := s.hot.Get(ordAt(k, 0, nil))
+	return it.e, ok
+}
+
+// keyArena hands out copies of keys from large chunks, so recording a
+// change does not allocate per key.
+type keyArena struct{ cur []byte }
+
+const arenaChunk = 64 << 10
+
+func (a *keyArena) copy(k []byte) []byte {
+	if cap(a.cur)-len(a.cur) < len(k) {
+		n := arenaChunk
+		if len(k) > n {
+			n = len(k)
+		}
+		a.cur = make([]byte, 0, n)
+	}
+	off := len(a.cur)
+	a.cur = append(a.cur, k...)
+	return a.cur[off:len(a.cur):len(a.cur)]
+}
+
+// NewKV returns empty KV state (Options.IntKeys is ignored: keys are
+// bytes). With a Pebble backend the caller must Close it.
 func NewKV(o Options) (*KV, error) {
-	o.IntKeys = false
-	kv := &KV{}
-	t, err := NewTable(o, kvCodec{kv})
+	if o.MaxParallelism <= 0 || o.MaxParallelism > MaxKeyGroups {
+		return nil, fmt.Errorf("state: max parallelism %d out of range 1..%d", o.MaxParallelism, MaxKeyGroups)
+	}
+	backend, err := ParseBackend(o.Backend)
 	if err != nil {
 		return nil, err
 	}
-	t.OnGrow = func(int) { kv.vals = append(kv.vals, nil) }
-	kv.t = t
+	o.IntKeys = false
+	bt := btree.Options{NoLocks: true, Degree: 64}
+	kv := &KV{
+		o:      o,
+		ttl:    o.TTL.Milliseconds(),
+		plen:   len(checkpoint.KeyedPrefix(o.OpID, 0)),
+		hot:    btree.NewBTreeGOptions(lessOrd, bt),
+		chg:    btree.NewBTreeGOptions(lessOrd, bt),
+		pend:   btree.NewBTreeGOptions(lessOrd, bt),
+		prefix: make([][]byte, o.MaxParallelism),
+		epoch:  1,
+	}
+	if o.TTL > 0 && kv.ttl == 0 {
+		kv.ttl = 1
+	}
+	if backend == BackendPebble {
+		c, err := openCold(o)
+		if err != nil {
+			return nil, err
+		}
+		kv.cold = c
+	}
 	return kv, nil
 }
 
-type kvCodec struct{ kv *KV }
-
-func (c kvCodec) AppendKey(dst []byte, g int32) []byte   { return append(dst, c.kv.t.keyOf[g]...) }
-func (c kvCodec) AppendValue(dst []byte, g int32) []byte { return append(dst, c.kv.vals[g]...) }
+// Close releases the cold tier (its spill directory is deleted). A KV in
+// memory needs no Close; Close is idempotent.
+func (s *KV) Close() error {
+	if s.cold == nil {
+		return nil
+	}
+	s.it.Close()
+	err := s.cold.close()
+	s.cold = nil
+	return err
+}
 
 // Key frames a state key: namespace, key and optional map key, each
 // length-prefixed. dst is reused.
@@ -57,54 +189,141 @@ func Key(dst, namespace, key []byte, mapKey ...[]byte) []byte {
 	return dst
 }
 
-func (s *KV) live(k []byte) (int32, bool) {
-	g, ok := s.t.LookupBytes(k)
-	if ok && s.t.Expired(g) {
-		s.t.Remove(g, 0, false)
-		s.vals[g] = nil
-		return 0, false
+func (s *KV) keyPrefix(kg int) []byte {
+	if s.prefix[kg] == nil {
+		s.prefix[kg] = checkpoint.KeyedPrefix(s.o.OpID, kg)
 	}
-	return g, ok
+	return s.prefix[kg]
+}
+
+func (s *KV) expired(last int64) bool { return s.ttl > 0 && s.now-last > s.ttl }
+
+// find returns the entry of framed key k, loading it from the cold tier
+// (nil: absent). An expired key is removed (Flink's TTL: never returned).
+func (s *KV) find(k []byte) *kvEnt {
+	e, ok := s.hotGet(k)
+	if !ok {
+		if !s.coldUsed() {
+			return nil
+		}
+		e = s.cold.load(s, k)
+		if e == nil {
+			return nil
+		}
+	}
+	if s.expired(e.last) {
+		s.remove(e)
+		return nil
+	}
+	e.ref = true
+	return e
+}
+
+// track records that key group kg's framed key k changed.
+func (s *KV) track(e *kvEnt) {
+	if !s.o.Checkpointing || e.mark == s.epoch {
+		return
+	}
+	e.mark = s.epoch
+	s.trackKey(int(e.kg), e.key)
+}
+
+func (s *KV) trackKey(kg int, k []byte) {
+	s.scratch = append(append(s.scratch[:0], s.keyPrefix(kg)...), k...)
+	off := s.plen - 4
+	if _, ok := s.chg.Get(ordAt(s.scratch, off, nil)); !ok {
+		s.chg.Set(ordAt(s.chgMem.copy(s.scratch), off, nil))
+	}
+}
+
+// remove deletes entry e (hot, or just loaded) and tracks the deletion.
+func (s *KV) remove(e *kvEnt) {
+	if s.o.Checkpointing {
+		s.trackKey(int(e.kg), e.key)
+	}
+	s.hot.Delete(hotOrd(e))
+	if s.cold != nil {
+		s.cold.drop(e)
+	}
+}
+
+// insert adds a new hot entry for framed key k.
+func (s *KV) insert(kg int, k []byte) *kvEnt {
+	e := &kvEnt{key: append([]byte(nil), k...), kg: uint16(kg), ref: true}
+	s.hot.Set(hotOrd(e))
+	if s.cold != nil {
+		e.inCold = s.cold.used // a blind Put: the cold tier may hold the key
+		s.cold.add(e)
+	}
+	return e
+}
+
+// changed finishes an update of e: TTL time, change tracking, eviction.
+func (s *KV) changed(e *kvEnt, oldCap int) {
+	e.last = s.now
+	e.stale = true
+	s.track(e)
+	if s.cold != nil {
+		s.cold.resized(s, e, oldCap)
+	}
 }
 
 // Get returns the value of a framed key (nil, false: absent). The value is
 // valid until the key changes.
 func (s *KV) Get(k []byte) ([]byte, bool) {
-	g, ok := s.live(k)
-	if !ok {
+	e := s.find(k)
+	if e == nil {
 		return nil, false
 	}
-	return s.vals[g], true
+	if s.cold != nil {
+		s.cold.maybeEvict(s)
+	}
+	return e.val, true
 }
 
-// Put sets the value of a framed key in key group kg (copied).
+// Put sets the value of a framed key in key group kg (copied). kg must be
+// the key's group (the same for every call with the key). A key that is
+// not in memory is not read from the cold tier: the Put shadows it.
 func (s *KV) Put(kg int, k, v []byte) {
-	g, ok := s.live(k)
-	if !ok {
-		g = s.t.InsertBytes(k, kg)
+	e, ok := s.hotGet(k)
+	oldCap := 0
+	if ok {
+		e.ref = true
+		e.kg = uint16(kg)
+		oldCap = cap(e.val)
+	} else {
+		e = s.insert(kg, k)
 	}
-	s.vals[g] = append(s.vals[g][:0], v...)
-	s.t.Touch(g)
+	e.val = append(e.val[:0], v...)
+	s.changed(e, oldCap)
 }
 
 // Delete removes a framed key.
 func (s *KV) Delete(k []byte) {
-	if g, ok := s.t.LookupBytes(k); ok {
-		s.t.Remove(g, 0, false)
-		s.vals[g] = nil
+	e, ok := s.hotGet(k)
+	if !ok && s.coldUsed() {
+		e = s.cold.load(s, k)
+		ok = e != nil
+	}
+	if ok {
+		s.remove(e)
 	}
 }
 
 // Append adds an element to the list state of a framed key.
 func (s *KV) Append(kg int, k, elem []byte) {
-	g, ok := s.live(k)
-	if !ok {
-		g = s.t.InsertBytes(k, kg)
-		s.vals[g] = s.vals[g][:0]
+	e := s.find(k)
+	oldCap := 0
+	if e == nil {
+		e = s.insert(kg, k)
+		e.val = []byte{}
+	} else {
+		e.kg = uint16(kg)
+		oldCap = cap(e.val)
 	}
-	v := binary.AppendUvarint(s.vals[g], uint64(len(elem)))
-	s.vals[g] = append(v, elem...)
-	s.t.Touch(g)
+	e.val = binary.AppendUvarint(e.val, uint64(len(elem)))
+	e.val = append(e.val, elem...)
+	s.changed(e, oldCap)
 }
 
 var errBadList = errors.New("state: corrupt list value")
@@ -130,36 +349,248 @@ func (s *KV) List(k []byte, fn func(elem []byte) error) error {
 }
 
 // Scan calls fn for every live key starting with prefix (a framed
-// namespace and key: map state iteration), in key order.
+// namespace and key: map state iteration), in key order. k and v are only
+// valid during the call, and fn must not modify the KV. Scan does not
+// allocate (it reuses one iterator); see also NewIter.
 func (s *KV) Scan(prefix []byte, fn func(k, v []byte) error) error {
-	var ks []string
-	for k, g := range s.t.strMap {
-		if strings.HasPrefix(k, string(prefix)) && !s.t.Expired(g) {
-			ks = append(ks, k)
-		}
-	}
-	sort.Strings(ks)
-	for _, k := range ks {
-		if err := fn([]byte(k), s.vals[s.t.strMap[k]]); err != nil {
+	it := &s.it
+	it.kv = s
+	it.Seek(prefix)
+	for it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			it.Close()
 			return err
 		}
+	}
+	return it.Close()
+}
+
+// coldUsed reports whether keys may be in the cold tier.
+func (s *KV) coldUsed() bool { return s.cold != nil && s.cold.used }
+
+// Len is the number of live keys (expired ones not yet removed included).
+// In memory it is O(1); with keys in the cold tier it counts them (a scan:
+// for tests and metrics, not per row).
+func (s *KV) Len() int {
+	if !s.coldUsed() {
+		return s.hot.Len()
+	}
+	n, err := s.cold.count(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// SetNow sets processing time for TTL (unix ms).
+func (s *KV) SetNow(ms int64) { s.now = ms }
+
+// Changed is the number of keys the next Snapshot would consider (current
+// and pending change sets).
+func (s *KV) Changed() int { return s.chg.Len() + s.pend.Len() }
+
+// Tracking reports whether changes are tracked (checkpointing is on).
+func (s *KV) Tracking() bool { return s.o.Checkpointing }
+
+// mergePending moves the pending change set back into the current one.
+func (s *KV) mergePending() {
+	if s.chg.Len() == 0 {
+		s.chg, s.pend = s.pend, s.chg
+		s.chgMem, s.pendMem = s.pendMem, s.chgMem
+	} else {
+		it := s.pend.Iter()
+		for ok := it.First(); ok; ok = it.Next() {
+			s.chg.Set(it.Item()) // its memory stays referenced by chg
+		}
+		it.Release()
+		s.pend.Clear()
+	}
+	s.pendMem = keyArena{}
+	s.pendingID = 0
+	s.epoch++ // marks of the current epoch are a subset: recheck by lookup
+}
+
+// appendStored appends a value as a checkpoint stores it: TTL header (with
+// a TTL), value.
+func (s *KV) appendStored(dst []byte, last int64, val []byte) []byte {
+	if s.ttl > 0 {
+		dst = binary.BigEndian.AppendUint64(append(dst, ttlHeader), uint64(last))
+	}
+	return append(dst, val...)
+}
+
+// fetched is the stored value of the change set's i-th key, read from the
+// cold tier by fetchCold (only for keys not in memory).
+type fetched struct {
+	off, n int
+	live   bool
+}
+
+// fetchCold reads the current values of the changed keys that are not in
+// memory, in framed-key order (the cold tier's order: one forward pass of
+// seeks, neighbouring keys sharing blocks), into s.fetched by change-set
+// position.
+func (s *KV) fetchCold() error {
+	n := s.chg.Len()
+	if cap(s.fetched) < n {
+		s.fetched = make([]fetched, n)
+	}
+	s.fetched = s.fetched[:n]
+	s.coldPos = s.coldPos[:0]
+	it := s.chg.Iter()
+	pos := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if _, hot := s.hotGet(it.Item().k[s.plen:]); !hot {
+			s.coldPos = append(s.coldPos, coldRef{pos: pos, full: it.Item().k})
+		}
+		pos++
+	}
+	it.Release()
+	plen := s.plen
+	sort.Slice(s.coldPos, func(i, j int) bool {
+		return bytes.Compare(s.coldPos[i].full[plen:], s.coldPos[j].full[plen:]) < 0
+	})
+	defer s.cold.endSeeks()
+	s.fetchArena = s.fetchArena[:0]
+	for _, c := range s.coldPos {
+		kg := int(binary.BigEndian.Uint32(c.full[plen-4 : plen]))
+		ckg, last, val, found, err := s.cold.seek(c.full[plen:])
+		if err != nil {
+			return err
+		}
+		f := fetched{off: len(s.fetchArena), live: found && ckg == kg}
+		if f.live {
+			s.fetchArena = s.appendStored(s.fetchArena, last, val)
+		}
+		f.n = len(s.fetchArena) - f.off
+		s.fetched[c.pos] = f
 	}
 	return nil
 }
 
-// Len is the number of live keys.
-func (s *KV) Len() int { return s.t.Len() }
+// releaseFetch drops the snapshot's cold reads (kept for reuse when small).
+func (s *KV) releaseFetch() {
+	clear(s.coldPos)
+	s.coldPos = s.coldPos[:0]
+	if cap(s.fetchArena) > 4<<20 {
+		s.fetchArena, s.fetched, s.coldPos = nil, nil, nil
+	}
+}
 
-// SetNow sets processing time for TTL (unix ms).
-func (s *KV) SetNow(ms int64) { s.t.SetNow(ms) }
+type coldRef struct {
+	pos  int
+	full []byte
+}
 
-// Snapshot, Complete, Abort and Restore are Table's.
-func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error { return s.t.Snapshot(id, w) }
-func (s *KV) Complete(id int64)                                 { s.t.Complete(id) }
-func (s *KV) Abort(id int64)                                    { s.t.Abort(id) }
+// Snapshot writes the changes of checkpoint id to w, sorted by key: a Put
+// of every changed live key and a Delete of every changed key that is
+// gone. The change set then becomes pending until Complete or Abort. On
+// error the change set is left as it was (with any pending set merged in).
+func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
+	if !s.o.Checkpointing {
+		return nil
+	}
+	if s.pendingID != 0 {
+		s.mergePending()
+	}
+	if s.coldUsed() {
+		if err := s.fetchCold(); err != nil {
+			return err
+		}
+	}
+	it := s.chg.Iter()
+	defer it.Release()
+	pos := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		full := it.Item().k
+		kg := int(binary.BigEndian.Uint32(full[s.plen-4 : s.plen]))
+		var v []byte
+		var live bool
+		var err error
+		if e, hot := s.hotGet(full[s.plen:]); hot || !s.coldUsed() {
+			v, live = s.vbuf[:0], hot && int(e.kg) == kg
+			if live {
+				v = s.appendStored(v, e.last, e.val)
+			}
+			s.vbuf = v
+		} else {
+			r := s.fetched[pos]
+			v, live = s.fetchArena[r.off:r.off+r.n], r.live
+		}
+		pos++
+		if err == nil {
+			if live {
+				err = w.Put(full, v)
+			} else {
+				err = w.Delete(full)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	s.releaseFetch()
+	s.chg, s.pend = s.pend, s.chg
+	s.chgMem, s.pendMem = s.pendMem, s.chgMem
+	s.chgMem = keyArena{}
+	s.pendingID = id
+	s.epoch++
+	return nil
+}
+
+// Complete is called when checkpoint id is committed: the pending change
+// set is dropped if id covers it.
+func (s *KV) Complete(id int64) {
+	if s.pendingID != 0 && id >= s.pendingID {
+		s.pend.Clear()
+		s.pendMem = keyArena{}
+		s.pendingID = 0
+	}
+}
+
+// Abort is called when checkpoint id failed: its pending change set goes
+// back into the current one.
+func (s *KV) Abort(id int64) {
+	if s.pendingID != 0 && id == s.pendingID {
+		s.mergePending()
+	}
+}
+
+// Restore loads every key of key groups [start, end) from r. Restored keys
+// are clean (in the committed state already). With a Pebble backend they
+// are written straight into the cold tier, never all held in memory.
 func (s *KV) Restore(r checkpoint.StateReader, start, end int) error {
-	return s.t.Restore(r, start, end, func(g int32, _, v []byte) (int64, bool, error) {
-		s.vals[g] = append(s.vals[g][:0], v...)
-		return 0, false, nil
-	})
+	for kg := start; kg < end; kg++ {
+		prefix := s.keyPrefix(kg)
+		err := r.Scan(prefix, func(key, val []byte) error {
+			k := key[len(prefix):]
+			last := s.now
+			if s.ttl > 0 && len(val) > 0 && val[0] == ttlHeader {
+				if len(val) < 9 {
+					return fmt.Errorf("state: truncated TTL header")
+				}
+				last, val = int64(binary.BigEndian.Uint64(val[1:9])), val[9:]
+				if last == 0 {
+					last = s.now
+				}
+			}
+			if s.cold != nil {
+				return s.cold.restore(s, kg, k, last, val)
+			}
+			e, ok := s.hotGet(k)
+			if !ok {
+				e = s.insert(kg, k)
+			}
+			e.kg, e.last = uint16(kg), last
+			e.val = append(e.val[:0], val...)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("restoring key group %d: %w", kg, err)
+		}
+	}
+	if s.cold != nil {
+		return s.cold.flush()
+	}
+	return nil
 }

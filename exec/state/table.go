@@ -38,6 +38,22 @@ type Options struct {
 	// TTL restores into a job with one (turning the TTL on for restored
 	// state without times starts their TTL at the restore).
 	TTL time.Duration
+
+	// Backend is state.backend.type: "" or "hashmap" (in memory),
+	// "rocksdb" or "pebble" (a KV keeps cold keys in a local Pebble DB).
+	// Only KV honours it: a Table is always in memory.
+	Backend string
+	// MemoryBudget is state.backend.rocksdb.memory.fixed-per-slot: the
+	// bytes a Pebble-backed KV may use (hot cache, Pebble's block cache and
+	// memtables). 0: DefaultMemoryBudget.
+	MemoryBudget int64
+	// SpillDir is the parent of the Pebble-backed KV's spill directory
+	// (created, and deleted at Close). "": os.TempDir().
+	SpillDir string
+	// TierHotBytes, when > 0, overrides the share of MemoryBudget that hot
+	// entries may take (tests use a tiny one so eviction happens all the
+	// time).
+	TierHotBytes int64
 }
 
 // ttlHeader starts a stored value that carries its last update time.

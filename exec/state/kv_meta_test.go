@@ -1,0 +1,324 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/streamsql/streamsql/checkpoint"
+)
+
+// kvAPI is what the metamorphic test drives: the reference (map-based)
+// KV and the new one, in memory and tiered.
+type kvAPI interface {
+	Get(k []byte) ([]byte, bool)
+	Put(kg int, k, v []byte)
+	Delete(k []byte)
+	Append(kg int, k, elem []byte)
+	List(k []byte, fn func(elem []byte) error) error
+	Scan(prefix []byte, fn func(k, v []byte) error) error
+	Len() int
+	SetNow(ms int64)
+	Snapshot(id int64, w checkpoint.StateWriter) error
+	Complete(id int64)
+	Abort(id int64)
+	Restore(r checkpoint.StateReader, start, end int) error
+}
+
+// opLog is a StateWriter recording every write as bytes, optionally
+// failing after a number of writes.
+type opLog struct {
+	ops    []string
+	failAt int // fail the write with this index (-1: never)
+}
+
+var errInjected = errors.New("injected write failure")
+
+func (l *opLog) write(op string) error {
+	if l.failAt >= 0 && len(l.ops) == l.failAt {
+		return errInjected
+	}
+	l.ops = append(l.ops, op)
+	return nil
+}
+func (l *opLog) Put(k, v []byte) error { return l.write(fmt.Sprintf("P %x=%x", k, v)) }
+func (l *opLog) Delete(k []byte) error { return l.write(fmt.Sprintf("D %x", k)) }
+
+// applyLog applies a recorded snapshot to a committed store.
+func applyLog(s store, ops []string) {
+	for _, op := range ops {
+		var k, v []byte
+		if op[0] == 'P' {
+			kv := strings.SplitN(op[2:], "=", 2)
+			fmt.Sscanf(kv[0], "%x", &k)
+			fmt.Sscanf(kv[1], "%x", &v)
+			s[string(k)] = string(v)
+		} else {
+			fmt.Sscanf(op[2:], "%x", &k)
+			delete(s, string(k))
+		}
+	}
+}
+
+type metaRun struct {
+	t      *testing.T
+	rng    *rand.Rand
+	opts   Options
+	ref    *refKV
+	mem    *KV
+	tier   *KV
+	maxP   int
+	spills []string
+	// evictions etc. summed over every tier instance of the run
+	st TierStats
+}
+
+func (r *metaRun) all() []kvAPI { return []kvAPI{r.ref, r.mem, r.tier} }
+
+func (r *metaRun) open() {
+	r.t.Helper()
+	var err error
+	if r.ref, err = newRefKV(r.opts); err != nil {
+		r.t.Fatal(err)
+	}
+	if r.mem, err = NewKV(r.opts); err != nil {
+		r.t.Fatal(err)
+	}
+	to := r.opts
+	to.Backend = "rocksdb"
+	to.TierHotBytes = 4 << 10 // a few dozen entries: eviction all the time
+	to.SpillDir = r.t.TempDir()
+	r.spills = append(r.spills, to.SpillDir)
+	if r.tier, err = NewKV(to); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *metaRun) closeTier() {
+	st := r.tier.Stats()
+	r.st.Evictions += st.Evictions
+	r.st.WriteBacks += st.WriteBacks
+	r.st.ColdReads += st.ColdReads
+	if err := r.tier.Close(); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// same requires every KV to give the same answer.
+func (r *metaRun) same(step int, what string, f func(kv kvAPI) string) {
+	r.t.Helper()
+	kvs := r.all()
+	want := f(kvs[0])
+	for i, kv := range kvs[1:] {
+		if got := f(kv); got != want {
+			r.t.Fatalf("step %d %s: kv %d gives\n%s\nreference gives\n%s", step, what, i+1, got, want)
+		}
+	}
+}
+
+func scanString(kv kvAPI, prefix []byte) string {
+	var b strings.Builder
+	err := kv.Scan(prefix, func(k, v []byte) error {
+		fmt.Fprintf(&b, "%x=%x;", k, v)
+		return nil
+	})
+	if err != nil {
+		fmt.Fprintf(&b, "error %v", err)
+	}
+	return b.String()
+}
+
+// TestKVMetamorphic replays random sequences of Put, Delete, Append, Get,
+// List, Scan, Snapshot (some failing), Complete, Abort and Restore (by
+// key-group ranges) against the reference KV, the new in-memory KV and
+// the tiered KV with a tiny budget, and requires identical results and
+// identical snapshot bytes; the committed state (the snapshots replayed)
+// must equal the restored state. It asserts that the tier evicted dirty
+// entries, wrote them back and read them again.
+func TestKVMetamorphic(t *testing.T) {
+	for seed := int64(1); seed <= 12; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { metaSeed(t, seed) })
+	}
+}
+
+func metaSeed(t *testing.T, seed int64) {
+	rng := rand.New(rand.NewSource(seed))
+	maxP := 1 + rng.Intn(8)
+	o := Options{OpID: "join", MaxParallelism: maxP, Checkpointing: true}
+	if seed%3 == 0 {
+		o.TTL = 50 * time.Millisecond
+	}
+	r := &metaRun{t: t, rng: rng, opts: o, maxP: maxP}
+	r.open()
+	nss := [][]byte{[]byte("l"), []byte("r"), []byte("win")}
+	nkeys := 20 + rng.Intn(200)
+	key := func() ([]byte, int) {
+		ns := nss[rng.Intn(len(nss))]
+		k := []byte(fmt.Sprintf("u%03d", rng.Intn(nkeys)))
+		var fk []byte
+		if rng.Intn(2) == 0 {
+			fk = Key(nil, ns, k, []byte(fmt.Sprintf("m%d", rng.Intn(5))))
+		} else {
+			fk = Key(nil, ns, k)
+		}
+		return fk, int(xxhash.Sum64(k) % uint64(maxP))
+	}
+	val := func() []byte {
+		v := make([]byte, rng.Intn(60))
+		rng.Read(v)
+		return v
+	}
+	var now int64 = 1000
+	nextID := int64(1)
+	snaps := map[int64][]string{} // snapshots whose outcome is unknown
+	committed := store{}
+	var completed []int64
+	for step := 0; step < 3000; step++ {
+		switch p := rng.Intn(100); {
+		case p < 30:
+			k, kg := key()
+			v := val()
+			for _, kv := range r.all() {
+				kv.Put(kg, k, v)
+			}
+		case p < 40:
+			k, kg := key()
+			v := val()
+			for _, kv := range r.all() {
+				kv.Append(kg, k, v)
+			}
+		case p < 50:
+			k, _ := key()
+			for _, kv := range r.all() {
+				kv.Delete(k)
+			}
+		case p < 62:
+			k, _ := key()
+			r.same(step, "get", func(kv kvAPI) string {
+				v, ok := kv.Get(k)
+				return fmt.Sprintf("%x %v", v, ok)
+			})
+		case p < 66:
+			k, _ := key()
+			r.same(step, "list", func(kv kvAPI) string {
+				var b strings.Builder
+				err := kv.List(k, func(e []byte) error { fmt.Fprintf(&b, "%x,", e); return nil })
+				return fmt.Sprint(b.String(), err)
+			})
+		case p < 74:
+			var prefix []byte
+			switch rng.Intn(3) {
+			case 0:
+				prefix = Key(nil, nss[rng.Intn(len(nss))], []byte(fmt.Sprintf("u%03d", rng.Intn(nkeys))))
+			case 1:
+				prefix = []byte{1, nss[rng.Intn(len(nss))][0]}
+			}
+			r.same(step, "scan", func(kv kvAPI) string { return scanString(kv, prefix) })
+		case p < 76:
+			if o.TTL > 0 {
+				now += int64(rng.Intn(30))
+				for _, kv := range r.all() {
+					kv.SetNow(now)
+				}
+			}
+		case p < 84:
+			id := nextID
+			nextID++
+			failAt := -1
+			if rng.Intn(6) == 0 {
+				failAt = rng.Intn(10)
+			}
+			var logs [3]*opLog
+			r.same(step, "snapshot", func(kv kvAPI) string {
+				l := &opLog{failAt: failAt}
+				err := kv.Snapshot(id, l)
+				for i, k := range r.all() {
+					if k == kv {
+						logs[i] = l
+					}
+				}
+				return fmt.Sprint(strings.Join(l.ops, "\n"), err)
+			})
+			if failAt < 0 || len(logs[0].ops) < failAt {
+				snaps[id] = logs[0].ops
+			}
+		case p < 90:
+			// outcome of the newest pending snapshot
+			if len(snaps) == 0 {
+				continue
+			}
+			var id int64
+			for i := range snaps {
+				id = max(id, i)
+			}
+			if rng.Intn(3) == 0 {
+				for _, kv := range r.all() {
+					kv.Abort(id)
+				}
+				delete(snaps, id)
+			} else {
+				for _, kv := range r.all() {
+					kv.Complete(id)
+				}
+				ids := []int64{}
+				for i := range snaps {
+					if i <= id {
+						ids = append(ids, i)
+					}
+				}
+				sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+				for _, i := range ids {
+					applyLog(committed, snaps[i])
+					delete(snaps, i)
+				}
+				completed = append(completed, id)
+			}
+		case p < 92:
+			// failover: every KV restarts from the committed state, in two
+			// key-group ranges
+			r.closeTier()
+			r.open()
+			split := rng.Intn(maxP + 1)
+			for _, kv := range r.all() {
+				kv.SetNow(now)
+				for _, rg := range [][2]int{{0, split}, {split, maxP}} {
+					if err := kv.Restore(scanStore(committed), rg[0], rg[1]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if st := r.tier.Stats(); st.Hot != 0 {
+				t.Fatalf("restore held %d entries in memory; want them all in the cold tier", st.Hot)
+			}
+			snaps = map[int64][]string{}
+			// the restored state is the committed state
+			got := scanString(r.tier, nil)
+			n := strings.Count(got, ";")
+			if o.TTL > 0 {
+				n = len(committed) // Scan skips expired keys; Len counts them
+			}
+			if n != len(committed) || r.tier.Len() != len(committed) {
+				t.Fatalf("step %d: restored %d keys (Len %d), committed %d", step, n, r.tier.Len(), len(committed))
+			}
+		default:
+			r.same(step, "len", func(kv kvAPI) string { return fmt.Sprint(kv.Len()) })
+		}
+	}
+	r.same(-1, "final scan", func(kv kvAPI) string { return scanString(kv, nil) })
+	r.closeTier()
+	for _, d := range r.spills {
+		if ents, err := os.ReadDir(d); err != nil || len(ents) != 0 {
+			t.Fatalf("spill directory %s not cleaned up: %v %v", d, ents, err)
+		}
+	}
+	if r.st.Evictions == 0 || r.st.WriteBacks == 0 || r.st.ColdReads == 0 {
+		t.Fatalf("the tier never paged: %+v", r.st)
+	}
+	t.Logf("seed %d: %d checkpoints completed, tier %+v", seed, len(completed), r.st)
+}

@@ -1,0 +1,528 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
+	"github.com/tidwall/btree"
+)
+
+// Backend is the kind of keyed-state backend (Flink's state.backend.type).
+type Backend int
+
+const (
+	// BackendHashMap keeps all state in memory ('hashmap', the default).
+	BackendHashMap Backend = iota
+	// BackendPebble keeps hot state in memory within a budget and cold
+	// state in a local Pebble DB ('rocksdb' or 'pebble').
+	BackendPebble
+)
+
+// OptBackendType and OptMemoryBudget are the option keys of the backend.
+const (
+	OptBackendType  = "state.backend.type"
+	OptMemoryBudget = "state.backend.rocksdb.memory.fixed-per-slot"
+)
+
+// DefaultMemoryBudget is the budget of a Pebble-backed KV when none is set.
+const DefaultMemoryBudget = 512 << 20
+
+// ParseBackend parses a value of state.backend.type ("" is the default,
+// hashmap).
+func ParseBackend(s string) (Backend, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "hashmap":
+		return BackendHashMap, nil
+	case "rocksdb", "pebble":
+		return BackendPebble, nil
+	}
+	return 0, fmt.Errorf("%s: unknown state backend %q (want 'hashmap', 'rocksdb' or 'pebble')", OptBackendType, s)
+}
+
+// TierStats are counters of a KV's cold tier (all zero in memory).
+type TierStats struct {
+	Hot        int   // entries in memory
+	HotBytes   int64 // their accounted size
+	Budget     int64 // bytes the hot entries may take
+	Evictions  int64 // entries dropped from memory
+	WriteBacks int64 // evicted entries written to the cold tier
+	ColdReads  int64 // entries loaded from the cold tier
+	// PebbleMem is the spill DB's block cache and memtables (bytes).
+	PebbleMem int64
+}
+
+// Stats returns the cold tier's counters.
+func (s *KV) Stats() TierStats {
+	if s.cold == nil {
+		return TierStats{Hot: s.hot.Len()}
+	}
+	st := s.cold.st
+	st.Hot, st.HotBytes, st.Budget = s.hot.Len(), s.cold.hotBytes, s.cold.budget
+	m := s.cold.db.Metrics()
+	st.PebbleMem = m.BlockCache.Size + int64(m.MemTable.Size)
+	return st
+}
+
+// entOverhead is the accounted size of a hot entry beyond its key and
+// value: the struct, its B-tree and clock slots, allocation rounding.
+const entOverhead = 176
+
+// chgOverhead is the accounted size of a change-set key beyond its bytes.
+const chgOverhead = 32
+
+// coldTier is the Pebble half of a tiered KV. Pebble holds framed key ->
+// key group (2 bytes), last update (8 bytes), value. A hot entry is
+// authoritative; a key absent from memory is read from Pebble. Deletes go
+// to Pebble at once; updates when the entry is evicted (write-back).
+type coldTier struct {
+	db     *pebble.DB
+	dir    string
+	budget int64 // hot entries and change sets
+	// hotBytes: accounted size of the hot entries; chgBytes: of the change
+	// sets (they are kept in memory: keys only, for one checkpoint interval)
+	hotBytes int64
+	clock    []*kvEnt // CLOCK eviction ring of the hot entries
+	hand     int
+	batch    *pebble.Batch // restore writes
+	used     bool          // anything was written to Pebble
+	seekIt   *pebble.Iterator
+	evb      *pebble.Batch // write-backs, reused
+	enc, val []byte
+	st       TierStats
+}
+
+func openCold(o Options) (*coldTier, error) {
+	total := o.MemoryBudget
+	if total <= 0 {
+		total = DefaultMemoryBudget
+	}
+	memtable := clamp(total/16, 4<<20, 64<<20)
+	cacheSize := clamp(total/8, 512<<10, 256<<20)
+	// Go's collector lets the heap grow to about twice the live data, and
+	// the change sets of a checkpoint interval live beside the entries: the
+	// hot entries get a third of what Pebble leaves.
+	hot := (total - cacheSize - 2*memtable) / 3
+	if hot < 64<<10 {
+		hot = 64 << 10
+	}
+	if o.TierHotBytes > 0 {
+		hot = o.TierHotBytes
+	}
+	parent := o.SpillDir
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("state: spill directory: %w", err)
+	}
+	dir, err := os.MkdirTemp(parent, "state-"+sanitize(o.OpID)+"-")
+	if err != nil {
+		return nil, fmt.Errorf("state: spill directory: %w", err)
+	}
+	cache := pebble.NewCache(cacheSize)
+	defer cache.Unref()
+	po := &pebble.Options{
+		Cache:        cache,
+		MemTableSize: uint64(memtable),
+		DisableWAL:   true, // scratch data: the checkpoint is the durable copy
+		// Values are checkpoint-bound state: spend no CPU compressing
+		// what is read back soon.
+		Logger: quietLogger{},
+		Levels: make([]pebble.LevelOptions, 7),
+	}
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		po.Levels[i].Compression = pebble.NoCompression
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("state: opening spill DB in %s: %w", dir, err)
+	}
+	return &coldTier{db: db, dir: dir, budget: hot}, nil
+}
+
+func clamp(v, lo, hi int64) int64 { return max(lo, min(hi, v)) }
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == os.PathSeparator || r < ' ' {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("state spill DB: "+format, args...))
+}
+
+func (c *coldTier) close() error {
+	var err error
+	c.endSeeks()
+	if c.evb != nil {
+		c.evb.Close()
+		c.evb = nil
+	}
+	if c.batch != nil {
+		c.batch.Close()
+		c.batch = nil
+	}
+	if c.db != nil {
+		err = c.db.Close()
+		c.db = nil
+	}
+	if rerr := os.RemoveAll(c.dir); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+func entCost(e *kvEnt) int64 { return int64(entOverhead + len(e.key) + cap(e.val)) }
+
+// add puts a new hot entry on the clock.
+func (c *coldTier) add(e *kvEnt) {
+	e.pos = int32(len(c.clock))
+	c.clock = append(c.clock, e)
+	c.hotBytes += entCost(e)
+}
+
+// unclock takes hot entry e off the clock.
+func (c *coldTier) unclock(e *kvEnt) {
+	i := int(e.pos)
+	last := len(c.clock) - 1
+	c.clock[i] = c.clock[last]
+	c.clock[i].pos = int32(i)
+	c.clock[last] = nil
+	c.clock = c.clock[:last]
+	e.pos = -1
+	c.hotBytes -= entCost(e)
+}
+
+// drop forgets a deleted entry (already out of the B-tree).
+func (c *coldTier) drop(e *kvEnt) {
+	if e.pos >= 0 {
+		c.unclock(e)
+	}
+	if e.inCold {
+		if err := c.db.Delete(e.key, pebble.NoSync); err != nil {
+			panic(fmt.Sprintf("state spill DB: delete: %v", err))
+		}
+	}
+}
+
+// resized accounts for a value that grew or shrank, and evicts if over.
+func (c *coldTier) resized(s *KV, e *kvEnt, oldCap int) {
+	c.hotBytes += int64(cap(e.val) - oldCap)
+	c.maybeEvict(s)
+}
+
+func (c *coldTier) encode(kg uint16, last int64, val []byte) []byte {
+	c.enc = binary.BigEndian.AppendUint16(c.enc[:0], kg)
+	c.enc = binary.BigEndian.AppendUint64(c.enc, uint64(last))
+	c.enc = append(c.enc, val...)
+	return c.enc
+}
+
+var errColdValue = errors.New("state: corrupt value in the spill DB")
+
+func decodeCold(v []byte) (kg int, last int64, val []byte, err error) {
+	if len(v) < 10 {
+		return 0, 0, nil, errColdValue
+	}
+	return int(binary.BigEndian.Uint16(v)), int64(binary.BigEndian.Uint64(v[2:10])), v[10:], nil
+}
+
+// get reads framed key k from Pebble; val is valid until the next get.
+func (c *coldTier) get(k []byte) (kg int, last int64, val []byte, ok bool, err error) {
+	v, closer, err := c.db.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, 0, nil, false, nil
+	}
+	if err != nil {
+		return 0, 0, nil, false, fmt.Errorf("state spill DB: %w", err)
+	}
+	kg, last, val, err = decodeCold(v)
+	c.val = append(c.val[:0], val...)
+	closer.Close()
+	return kg, last, c.val, err == nil, err
+}
+
+// seek reads framed key k like get, through one iterator kept open across
+// calls with growing keys (a snapshot's sorted change set: neighbouring
+// keys share blocks); endSeeks closes it.
+func (c *coldTier) seek(k []byte) (kg int, last int64, val []byte, ok bool, err error) {
+	if c.seekIt == nil {
+		if c.seekIt, err = c.db.NewIter(nil); err != nil {
+			return 0, 0, nil, false, err
+		}
+	}
+	if !c.seekIt.SeekGE(k) || !bytes.Equal(c.seekIt.Key(), k) {
+		return 0, 0, nil, false, c.seekIt.Error()
+	}
+	kg, last, val, err = decodeCold(c.seekIt.Value())
+	return kg, last, val, err == nil, err
+}
+
+func (c *coldTier) endSeeks() {
+	if c.seekIt != nil {
+		c.seekIt.Close()
+		c.seekIt = nil
+	}
+}
+
+// count is the number of live keys, hot and cold (expired ones included).
+func (c *coldTier) count(s *KV) (int, error) {
+	it := s.NewIter()
+	it.noTTL = true
+	it.Seek(nil)
+	n := 0
+	for it.Next() {
+		n++
+	}
+	return n, it.Close()
+}
+
+// load brings framed key k into memory as a clean hot entry (nil: not in
+// the cold tier). It never evicts: the caller is about to use the entry.
+func (c *coldTier) load(s *KV, k []byte) *kvEnt {
+	kg, last, val, ok, err := c.get(k)
+	if err != nil {
+		panic(err) // local scratch DB failure: nothing to recover
+	}
+	if !ok {
+		return nil
+	}
+	c.st.ColdReads++
+	e := &kvEnt{key: append([]byte(nil), k...), val: append([]byte(nil), val...),
+		kg: uint16(kg), last: last, inCold: true, ref: true}
+	s.hot.Set(hotOrd(e))
+	c.add(e)
+	return e
+}
+
+// maybeEvict evicts hot entries (CLOCK: second chance) while memory is
+// over budget, down to 7/8 of it, writing back the stale ones in one batch.
+func (c *coldTier) maybeEvict(s *KV) {
+	chgBytes := int64(s.chg.Len()+s.pend.Len()) * int64(chgOverhead+s.plen+16)
+	if c.hotBytes+chgBytes <= c.budget || len(c.clock) == 0 {
+		return
+	}
+	target := c.budget*7/8 - chgBytes
+	if c.evb == nil {
+		c.evb = c.db.NewBatch()
+	}
+	b := c.evb
+	for c.hotBytes > target && len(c.clock) > 0 {
+		if c.hand >= len(c.clock) {
+			c.hand = 0
+		}
+		e := c.clock[c.hand]
+		if e.ref {
+			e.ref = false
+			c.hand++
+			continue
+		}
+		if e.stale {
+			if err := b.Set(e.key, c.encode(e.kg, e.last, e.val), nil); err != nil {
+				panic(fmt.Sprintf("state spill DB: %v", err))
+			}
+			e.stale, e.inCold, c.used = false, true, true
+			c.st.WriteBacks++
+			if b.Len() >= evictBatch {
+				c.commitEvictions()
+			}
+		}
+		s.hot.Delete(hotOrd(e))
+		c.unclock(e)
+		c.st.Evictions++
+	}
+	c.commitEvictions()
+}
+
+// evictBatch bounds a write-back batch: small batches go through the
+// memtable (a large one would be kept whole as a flushable batch).
+const evictBatch = 1 << 20
+
+func (c *coldTier) commitEvictions() {
+	if c.evb.Empty() {
+		return
+	}
+	if err := c.evb.Commit(pebble.NoSync); err != nil {
+		panic(fmt.Sprintf("state spill DB: %v", err))
+	}
+	c.evb.Reset()
+}
+
+// restore writes one restored key straight into Pebble.
+func (c *coldTier) restore(s *KV, kg int, k []byte, last int64, val []byte) error {
+	if c.batch == nil {
+		c.batch = c.db.NewBatch()
+	}
+	if err := c.batch.Set(k, c.encode(uint16(kg), last, val), nil); err != nil {
+		return err
+	}
+	c.used = true
+	if c.batch.Len() >= 4<<20 {
+		return c.flush()
+	}
+	return nil
+}
+
+func (c *coldTier) flush() error {
+	if c.batch == nil {
+		return nil
+	}
+	err := c.batch.Commit(pebble.NoSync)
+	c.batch.Close()
+	c.batch = nil
+	return err
+}
+
+// Iter iterates the live keys with a prefix, in key order, over the hot
+// entries and the cold tier merged (a hot entry shadows its cold copy).
+// The KV must not change while an Iter is open. An Iter is reusable: Seek
+// again (no allocation in memory; one Pebble iterator per Seek when keys
+// are cold).
+type Iter struct {
+	kv       *KV
+	lo, hi   []byte
+	ht       btree.IterG[ord]
+	htOpen   bool
+	hOK      bool
+	ci       *pebble.Iterator
+	cOK      bool
+	advH     bool
+	advC     bool
+	key, val []byte
+	err      error
+	noTTL    bool // expired keys too
+}
+
+// NewIter returns an iterator over s (call Seek, then Next until false,
+// then Close).
+func (s *KV) NewIter() *Iter { return &Iter{kv: s} }
+
+// Seek positions the iterator before the first live key with prefix.
+func (it *Iter) Seek(prefix []byte) {
+	it.Close()
+	s := it.kv
+	it.lo = append(it.lo[:0], prefix...)
+	it.hi = append(it.hi[:0], prefix...)
+	it.hi = prefixEnd(it.hi)
+	it.ht.Init(s.hot, false)
+	it.htOpen = true
+	it.hOK = it.ht.Seek(ordAt(it.lo, 0, nil))
+	it.hOK = it.hOK && it.inRange(it.ht.Item().k)
+	it.advH, it.advC = false, false
+	if s.coldUsed() {
+		o := pebble.IterOptions{LowerBound: it.lo}
+		if it.hi != nil {
+			o.UpperBound = it.hi
+		}
+		ci, err := s.cold.db.NewIter(&o)
+		if err != nil {
+			it.err = err
+			return
+		}
+		it.ci = ci
+		it.cOK = ci.First()
+	}
+}
+
+func (it *Iter) inRange(k []byte) bool {
+	return bytes.HasPrefix(k, it.lo)
+}
+
+// prefixEnd turns p into the smallest key greater than every key with
+// prefix p (nil: none).
+func prefixEnd(p []byte) []byte {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] != 0xff {
+			p[i]++
+			return p[:i+1]
+		}
+	}
+	return nil
+}
+
+// Next moves to the next live key; false at the end (or on error: Close
+// returns it).
+func (it *Iter) Next() bool {
+	s := it.kv
+	for {
+		if it.advH {
+			it.hOK = it.ht.Next() && it.inRange(it.ht.Item().k)
+			it.advH = false
+		}
+		if it.advC {
+			it.cOK = it.ci.Next()
+			it.advC = false
+		}
+		if !it.hOK && !it.cOK {
+			return false
+		}
+		c := 0 // <0: hot first, >0: cold first, 0: both (hot wins)
+		switch {
+		case !it.cOK:
+			c = -1
+		case !it.hOK:
+			c = 1
+		default:
+			c = bytes.Compare(it.ht.Item().k, it.ci.Key())
+		}
+		if c <= 0 {
+			e := it.ht.Item().e
+			it.advH = true
+			it.advC = c == 0
+			if !it.noTTL && s.expired(e.last) {
+				continue
+			}
+			it.key, it.val = e.key, e.val
+			return true
+		}
+		it.advC = true
+		_, last, val, err := decodeCold(it.ci.Value())
+		if err != nil {
+			it.err = err
+			return false
+		}
+		if !it.noTTL && s.expired(last) {
+			continue
+		}
+		it.key, it.val = it.ci.Key(), val
+		return true
+	}
+}
+
+// Key and Value are the current entry's, valid until Next or Close.
+func (it *Iter) Key() []byte   { return it.key }
+func (it *Iter) Value() []byte { return it.val }
+
+// Close releases the iterator and returns its error, if any.
+func (it *Iter) Close() error {
+	if it.htOpen {
+		it.ht.Release()
+		it.htOpen = false
+	}
+	it.hOK, it.cOK = false, false
+	err := it.err
+	it.err = nil
+	if it.ci != nil {
+		if cerr := it.ci.Close(); err == nil {
+			err = cerr
+		}
+		it.ci = nil
+	}
+	it.key, it.val = nil, nil
+	return err
+}
