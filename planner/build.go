@@ -110,7 +110,7 @@ func (r *rel) updatingNode() string {
 		if n == nil || first != "" {
 			return
 		}
-		if n.kind == relAgg || (n.kind == relJoin && n.mode == Retract) {
+		if n.kind == relAgg || (n.kind != relCalc && n.mode == Retract) {
 			ins := true
 			for _, c := range n.children() {
 				ins = ins && c.mode == InsertOnly
