@@ -236,7 +236,7 @@ func lineage(r *rel, i int) string {
 				continue
 			}
 			return "@" + r.over.ID + "." + strconv.Itoa(i)
-		case relJoin:
+		case relJoin, relTemporalJoin: // temporaljoin.go
 			if r.join.op != nil && r.join.op.ID != "" {
 				return "@" + r.join.op.ID + "." + strconv.Itoa(i)
 			}

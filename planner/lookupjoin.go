@@ -92,7 +92,7 @@ func (p *Planner) lookupJoin(x *ast.Join, left, right *rel, typ JoinType, at par
 	}
 	if !procTimeAttr(left, col.Index) {
 		if len(t.PrimaryKey) > 0 && t.Watermark != nil {
-			return fail("event-time temporal joins (FOR SYSTEM_TIME AS OF the event-time attribute %s against the versioned table '%s') are not supported yet", left.schema[col.Index].Name, t.Name)
+			return p.temporalJoin(x, left, right, t, col.Index, typ, at, ctx) // temporaljoin.go
 		}
 		return fail("an event-time temporal join needs a versioned table: '%s' has no PRIMARY KEY and WATERMARK (for a lookup join, use a processing-time attribute: FOR SYSTEM_TIME AS OF o.proc_time with proc_time AS PROCTIME())", t.Name)
 	}

@@ -367,6 +367,8 @@ func (b *physBuilder) build(r *rel) *Task {
 		return b.buildSortTask(r)
 	case relLookupJoin:
 		return b.buildLookupJoin(r) // lookupjoin.go
+	case relTemporalJoin:
+		return b.buildTemporalJoin(r) // temporaljoin.go
 	}
 	panic("unknown rel")
 }
@@ -536,6 +538,8 @@ func opMode(op Op) string {
 		return InsertOnly.String()
 	case *LookupJoinOp:
 		return o.Mode.String()
+	case *TemporalJoinOp:
+		return InsertOnly.String()
 	}
 	return ""
 }

@@ -178,6 +178,8 @@ func Operators(plan *Physical) []OperatorMeta {
 				out = append(out, intervalJoinMeta(t, a))
 			case *WindowJoinOp:
 				out = append(out, windowJoinMeta(t, a))
+			case *TemporalJoinOp:
+				out = append(out, temporalJoinMeta(t, a))
 			case *LimitOp:
 				m := OperatorMeta{ID: a.ID, Kind: KindLimit, Description: a.Describe(), UID: !isDerivedID(a.ID)}
 				m.State.Rank = fmt.Sprintf("offset=%d fetch=%d", a.Offset, a.Count)

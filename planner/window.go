@@ -299,6 +299,8 @@ func timeAttrs(r *rel) []bool {
 		}
 	case relLookupJoin: // the left side's (lookupjoin.go)
 		copy(out, timeAttrs(r.input))
+	case relTemporalJoin:
+		temporalTimeAttrs(r, out)
 	case relJoin: // interval and window joins keep both sides' (intervaljoin.go)
 		if r.join.timed != nil {
 			n := copy(out, timeAttrs(r.input))
