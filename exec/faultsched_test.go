@@ -226,6 +226,7 @@ func (s *schedule) String() string {
 		planFanOut:     "src -> {HASH(k) -> agg(k)+sink a, HASH(k) -> agg(k)(p1) -> GLOBAL -> sink b(p1)}",
 		planWindow:     "src+watermark(t - 5 s) -> HASH(k) -> HOP(1 s, 2 s) window agg(k)+sink",
 		planWindowRank: "src+watermark(t - 5 s)+TUMBLE(1 s) -> HASH(k) -> window top 2(k)+sink",
+		planJoin:       "src -> {HASH(k) -> agg(k) -> HASH(k) -> join right, HASH(k) -> join left}; join(k)+sink",
 	}[s.plan]
 	mode := "aligned"
 	if s.unaligned {
@@ -262,6 +263,10 @@ const (
 	// planWindowRank: the same event time, a TUMBLE window TVF and a
 	// Window TopN per key with its sink chained (windowrank_test.go).
 	planWindowRank
+	// planJoin: the source's rows joined on k with the aggregation of
+	// their key (an updating right side with a unique key), the sink
+	// chained to the join (joinSchedPlan).
+	planJoin
 )
 
 func (p schedPlan) build(par int) *planner.Physical {
@@ -276,6 +281,8 @@ func (p schedPlan) build(par int) *planner.Physical {
 		return windowSchedPlan(par)
 	case planWindowRank:
 		return windowRankSchedPlan(par)
+	case planJoin:
+		return joinSchedPlan(par)
 	}
 	return ckAggPlan(par)
 }
@@ -292,6 +299,9 @@ func (p schedPlan) want() []string {
 	}
 	if p == planWindowRank {
 		return windowRankSchedWant()
+	}
+	if p == planJoin {
+		return joinSchedWant()
 	}
 	rows := expectedCounts(schedRows, schedKeys).sorted()
 	if p == planFanOut { // both sinks write every row
@@ -324,6 +334,48 @@ func (p schedPlan) want() []string {
 		second[fmt.Sprintf("%d|%d|%d|", b, g.n, g.sk)]++
 	}
 	return second.sorted()
+}
+
+// joinSchedPlan: the source (k, v) feeds the aggregation (k, c, s) and,
+// by a second edge, the left side of an inner join on k whose right side
+// is the aggregation's changelog; the sink is chained to the join. Every
+// row joins its key's aggregate, which changes with every later row of
+// the key: the join retracts and re-emits its pairs all the time.
+func joinSchedPlan(par int) *planner.Physical {
+	p := ckAggPlan(par)
+	src, agg := p.Tasks[0], p.Tasks[1]
+	aggOut := agg.OutSchema
+	out := append(append(catalog.Schema{}, kvSchema...), aggOut...)
+	j := &planner.JoinOp{ID: "join", Type: planner.InnerJoin, NullSafe: []bool{false}, Out: out, OutMode: planner.Retract,
+		Left:  planner.JoinSide{Keys: []int{0}, Mode: planner.InsertOnly, Schema: kvSchema},
+		Right: planner.JoinSide{Keys: []int{0}, UniqueKey: []int{0}, Mode: planner.Retract, Schema: aggOut}}
+	jt := &planner.Task{Name: "join", Parallelism: par, Ops: []planner.Op{j}, OutSchema: out, OutMode: planner.Retract,
+		Sink: &planner.SinkSpec{Table: &catalog.Table{Name: "txn"}, ID: "sink", Schema: out, Mode: planner.Retract}}
+	left := &planner.Edge{From: src, To: jt, Kind: planner.Hash, Keys: []int{0}}
+	right := &planner.Edge{From: agg, To: jt, Kind: planner.Hash, Keys: []int{0}, Mode: planner.Retract}
+	src.Outputs = append(src.Outputs, left)
+	agg.Outputs = []*planner.Edge{right}
+	jt.Inputs = []*planner.Edge{left, right}
+	return &planner.Physical{Tasks: []*planner.Task{src, agg, jt}, Edges: []*planner.Edge{p.Edges[0], left, right}}
+}
+
+// joinSchedWant is joinSchedPlan's uninterrupted output: every row n
+// (k = n mod schedKeys, v = n) with its key's final count and sum.
+func joinSchedWant() []string {
+	type kv struct{ c, s int64 }
+	aggs := map[int64]kv{}
+	for n := int64(0); n < schedRows; n++ {
+		a := aggs[n%schedKeys]
+		a.c++
+		a.s += n
+		aggs[n%schedKeys] = a
+	}
+	out := make(folded, schedRows)
+	for n := int64(0); n < schedRows; n++ {
+		k := n % schedKeys
+		out[fmt.Sprintf("%d|%d|%d|%d|%d|", k, n, k, aggs[k].c, aggs[k].s)]++
+	}
+	return out.sorted()
 }
 
 // twoLevelPlan is ckAggPlan's source and aggregation (k, c, s) chained to a
@@ -359,7 +411,7 @@ func twoLevelPlan(par int) *planner.Physical {
 // certainly exists (so that a restart restores and a restore fault fires).
 func genSchedule(seed uint64) *schedule {
 	r := rand.New(rand.NewPCG(seed, 0x5eed5eed))
-	s := &schedule{seed: seed, plan: schedPlan(r.IntN(6)), par: 1 + r.IntN(3),
+	s := &schedule{seed: seed, plan: schedPlan(r.IntN(7)), par: 1 + r.IntN(3),
 		maxPar: []int{7, 16, 16, 32, 128}[r.IntN(5)], chanCap: 1 + r.IntN(4), retain: 1 + r.IntN(3),
 		unaligned: r.IntN(3) == 0}
 	par := s.par
@@ -367,7 +419,7 @@ func genSchedule(seed uint64) *schedule {
 		switch s.plan {
 		case planChained, planWindow, planWindowRank:
 			return 2 * par
-		case planTwoLevel:
+		case planTwoLevel, planJoin:
 			return 3 * par
 		case planFanOut:
 			return 2*par + 2
@@ -1120,6 +1172,10 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 			WrapOperator: func(_ string, sub int, op Operator) Operator {
 				switch op.(type) {
 				case *groupAgg, *windowAgg, *windowRank:
+					if s.plan != planJoin {
+						return &schedOp{Operator: op, r: r, sub: sub}
+					}
+				case *streamJoin: // the join plan's faults hit the join
 					return &schedOp{Operator: op, r: r, sub: sub}
 				}
 				return op

@@ -323,7 +323,7 @@ func TestHelp(t *testing.T) {
 		want  []string
 		lacks []string // claims the docs contradict
 	}{
-		{"root", []string{"--help"}, []string{"run", "checkpoints", "test", "version", "help", "Examples:", "--init", "--file", "--from", "Joins, ORDER"}, []string{"windows, joins"}},
+		{"root", []string{"--help"}, []string{"run", "checkpoints", "test", "version", "help", "Examples:", "--init", "--file", "--from", "joins (regular, interval, window, lookup)"}, []string{"Joins, ORDER"}},
 		{"stop --help", []string{"stop", "--help"}, []string{"--drain", "every pending event-time\nwindow fires", "for ending a job\nfor good"}, []string{"do not drain"}},
 		{"help run", []string{"help", "run"}, []string{"streamsql run", "Examples:", "FILE:line:col", "130"}, nil},
 		{"run --help", []string{"run", "--help"}, []string{"streamsql run", "--parallelism", "--init", "--from", "chk-<n>", "RETAIN_ON_CANCELLATION", "run --from /"}, nil},
