@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,8 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 
 // TestExamples runs every examples/*.sql to its end and checks that it
 // printed rows of Flink's changelog.
+var firstInsert = regexp.MustCompile(`^([^ ]*> )?\+I\[`)
+
 func TestExamples(t *testing.T) {
 	files, _ := filepath.Glob("*.sql")
 	if len(files) < 2 {
@@ -59,7 +62,8 @@ func TestExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			lines := strings.Split(strings.TrimSpace(out.b.String()), "\n")
-			if len(lines) < 10 || !strings.HasPrefix(lines[0], "+I[") {
+			// the print connector prefixes [identifier:]subtask> at parallelism > 1
+			if len(lines) < 10 || !firstInsert.MatchString(lines[0]) {
 				t.Fatalf("%s printed %d lines: %q", f, len(lines), lines[:min(len(lines), 3)])
 			}
 		})
