@@ -134,33 +134,16 @@ func (p *Planner) lookupJoin(x *ast.Join, left, right *rel, typ JoinType, at par
 	if len(dkeys) == 0 {
 		return fail("a lookup join needs an equality between the left side and a column of '%s' in ON", t.Name)
 	}
-	// Left keys as columns of the dimension key's type.
-	var ext []Expr
-	var lk []int
-	for i, e := range lkeys {
-		dt := t.Schema[dkeys[i]].Type
-		k, err := keyColumn(e, dt, nl, &ext)
-		if err != nil {
-			return fail("cannot look up %s with %s: %v", dt, e.Type(), err)
-		}
-		lk = append(lk, k)
+	dtypes := make([]catalog.Type, len(dkeys))
+	for i, d := range dkeys {
+		dtypes[i] = t.Schema[d].Type
 	}
-	ext2 := extendRel(left, ext)
-	residual := andOf(rest)
-	if residual != nil && len(ext) > 0 {
-		residual = shiftCols(residual, nl, len(ext))
+	kl, err := keyLeft(left, lkeys, dtypes, rest, t.Schema, j.quals[nl:], typ)
+	if err != nil {
+		ke := err.(*keyTypeError)
+		return fail("cannot look up %s with %s: %v", ke.want, ke.got, ke.err)
 	}
-	var out catalog.Schema
-	var quals []string
-	out = append(out, ext2.schema...)
-	quals = append(quals, ext2.quals...)
-	for i, c := range t.Schema {
-		if typ == LeftJoin {
-			c.Type = c.Type.Nullable()
-		}
-		out = append(out, c)
-		quals = append(quals, j.quals[nl+i])
-	}
+	ext2, lk, residual, out, quals := kl.left, kl.keys, kl.residual, kl.out, kl.quals
 	ttl := 60 * time.Minute
 	if v, ok := t.Option("lookup.join.cache.ttl"); ok {
 		d, err := catalog.ParseDuration(v)
@@ -173,18 +156,7 @@ func (p *Planner) lookupJoin(x *ast.Join, left, right *rel, typ JoinType, at par
 		Out: out, Mode: left.mode, CacheTTL: ttl}
 	r := &rel{kind: relLookupJoin, input: ext2, schema: out, quals: quals, mode: left.mode,
 		join: &joinRel{typ: typ, pos: at, timed: op}, describ: op.Describe()}
-	if len(ext) == 0 {
-		return r, true, nil
-	}
-	projs := make([]Expr, 0, len(j.schema))
-	for i := 0; i < nl; i++ {
-		projs = append(projs, &ColRef{Index: i, Name: out[i].Name, T: out[i].Type})
-	}
-	for i := range t.Schema {
-		k := len(ext2.schema) + i
-		projs = append(projs, &ColRef{Index: k, Name: out[k].Name, T: out[k].Type})
-	}
-	return &rel{kind: relCalc, input: r, schema: j.schema, quals: j.quals, mode: left.mode, projs: projs}, true, nil
+	return kl.dropKeys(r, nl, j), true, nil
 }
 
 // buildLookupJoin chains the lookup join after its input's task.
@@ -195,4 +167,72 @@ func (b *physBuilder) buildLookupJoin(r *rel) *Task {
 	op.ID = b.id(t, op.Describe())
 	t.OutSchema, t.OutMode = r.schema, r.mode
 	return t
+}
+
+// keyedLeft is the left side of a lookup or temporal join with its keys
+// cast to the right side's key types.
+type keyedLeft struct {
+	left     *rel  // the left side, extended by the computed key columns
+	keys     []int // the key columns of left
+	residual Expr  // over left ++ right columns
+	out      catalog.Schema
+	quals    []string
+}
+
+// keyTypeError: a left key cannot be cast to the right key's type.
+type keyTypeError struct {
+	want, got catalog.Type
+	err       error
+}
+
+func (e *keyTypeError) Error() string { return e.err.Error() }
+
+// keyLeft computes the left keys lkeys as columns of the right key types
+// (a Calc on the left when they are expressions or typed differently),
+// moves the residual conjuncts rest (over left ++ right) past the added
+// columns and lays out the output: the extended left columns, then the
+// right ones (nullable for a LEFT join). rquals are the right columns'
+// qualifiers.
+func keyLeft(left *rel, lkeys []Expr, rtypes []catalog.Type, rest []Expr, right catalog.Schema, rquals []string, typ JoinType) (keyedLeft, error) {
+	nl := len(left.schema)
+	var ext []Expr
+	var kl keyedLeft
+	for i, e := range lkeys {
+		k, err := keyColumn(e, rtypes[i], nl, &ext)
+		if err != nil {
+			return kl, &keyTypeError{want: rtypes[i], got: e.Type(), err: err}
+		}
+		kl.keys = append(kl.keys, k)
+	}
+	kl.left = extendRel(left, ext)
+	kl.residual = andOf(rest)
+	if kl.residual != nil && len(ext) > 0 {
+		kl.residual = shiftCols(kl.residual, nl, len(ext))
+	}
+	kl.out = append(kl.out, kl.left.schema...)
+	kl.quals = append(kl.quals, kl.left.quals...)
+	for i, c := range right {
+		if typ == LeftJoin {
+			c.Type = c.Type.Nullable()
+		}
+		kl.out = append(kl.out, c)
+		kl.quals = append(kl.quals, rquals[i])
+	}
+	return kl, nil
+}
+
+// dropKeys returns join r without the computed key columns of its left
+// side: as j (the join as written, whose left side has nl columns).
+func (kl keyedLeft) dropKeys(r *rel, nl int, j *rel) *rel {
+	if len(kl.left.schema) == nl {
+		return r
+	}
+	projs := make([]Expr, 0, len(j.schema))
+	for i := 0; i < nl; i++ {
+		projs = append(projs, &ColRef{Index: i, Name: kl.out[i].Name, T: kl.out[i].Type})
+	}
+	for k := len(kl.left.schema); k < len(kl.out); k++ {
+		projs = append(projs, &ColRef{Index: k, Name: kl.out[k].Name, T: kl.out[k].Type})
+	}
+	return &rel{kind: relCalc, input: r, schema: j.schema, quals: j.quals, mode: r.mode, projs: projs}
 }

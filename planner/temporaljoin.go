@@ -139,33 +139,16 @@ func (p *Planner) temporalJoin(x *ast.Join, left, right *rel, t *catalog.Table, 
 		}
 		pk = append(pk, k)
 	}
-	// Left keys as columns of the right key's type.
-	var ext []Expr
-	var lk []int
-	for i, e := range lkeys {
-		dt := right.schema[rkeys[i]].Type
-		k, err := keyColumn(e, dt, nl, &ext)
-		if err != nil {
-			return fail("cannot join %s with %s: %v", dt, e.Type(), err)
-		}
-		lk = append(lk, k)
+	rtypes := make([]catalog.Type, len(rkeys))
+	for i, k := range rkeys {
+		rtypes[i] = right.schema[k].Type
 	}
-	ext2 := extendRel(left, ext)
-	residual := andOf(rest)
-	if residual != nil && len(ext) > 0 {
-		residual = shiftCols(residual, nl, len(ext))
+	kl, err := keyLeft(left, lkeys, rtypes, rest, right.schema, j.quals[nl:], typ)
+	if err != nil {
+		ke := err.(*keyTypeError)
+		return fail("cannot join %s with %s: %v", ke.want, ke.got, ke.err)
 	}
-	var out catalog.Schema
-	var quals []string
-	out = append(out, ext2.schema...)
-	quals = append(quals, ext2.quals...)
-	for i, c := range right.schema {
-		if typ == LeftJoin {
-			c.Type = c.Type.Nullable()
-		}
-		out = append(out, c)
-		quals = append(quals, j.quals[nl+i])
-	}
+	ext2, lk, residual, out, quals := kl.left, kl.keys, kl.residual, kl.out, kl.quals
 	op := &TemporalJoinOp{Type: typ, Table: t.Name, LeftTime: ltime, RightTime: rtime, PrimaryKey: pk, Residual: residual,
 		Out: out, MaxParallel: p.MaxParallelism,
 		Left:  JoinSide{Keys: lk, Mode: InsertOnly, Schema: ext2.schema},
@@ -174,18 +157,7 @@ func (p *Planner) temporalJoin(x *ast.Join, left, right *rel, t *catalog.Table, 
 		join: &joinRel{typ: typ, pos: at, timed: op,
 			op: &JoinOp{Type: typ, Left: op.Left, Right: op.Right, Out: out, OutMode: InsertOnly, MaxParallel: p.MaxParallelism}},
 		describ: op.Describe()}
-	if len(ext) == 0 {
-		return r, true, nil
-	}
-	projs := make([]Expr, 0, len(j.schema))
-	for i := 0; i < nl; i++ {
-		projs = append(projs, &ColRef{Index: i, Name: out[i].Name, T: out[i].Type})
-	}
-	for i := range right.schema {
-		k := len(ext2.schema) + i
-		projs = append(projs, &ColRef{Index: k, Name: out[k].Name, T: out[k].Type})
-	}
-	return &rel{kind: relCalc, input: r, schema: j.schema, quals: j.quals, mode: InsertOnly, projs: projs}, true, nil
+	return kl.dropKeys(r, nl, j), true, nil
 }
 
 // temporalTimeAttrs: the left side's time attributes stay ones.
