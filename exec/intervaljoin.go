@@ -233,6 +233,66 @@ func timesOf(col arrow.Array, dst []int64) ([]int64, error) {
 	return dst, nil
 }
 
+// appendRows encodes the rows ids of sd (the value of a time-bounded
+// join's state slot after its format byte): their count, then per row its
+// time, its match flag (withMatched: the interval join's outer rows) and
+// its columns.
+func (sd *ijSide) appendRows(dst []byte, ids []int32, withMatched bool) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(ids)))
+	for _, id := range ids {
+		dst = binary.AppendVarint(dst, sd.times[id])
+		if withMatched {
+			m := byte(0)
+			if sd.matched[id] {
+				m = 1
+			}
+			dst = append(dst, m)
+		}
+		for _, ks := range sd.cols {
+			dst = ks.appendEncoded(dst, id)
+		}
+	}
+	return dst
+}
+
+// decodeRows reads what appendRows wrote into new rows of sd, appending
+// their ids to ids; v must hold exactly that.
+func (sd *ijSide) decodeRows(v []byte, ids []int32, withMatched bool) ([]int32, error) {
+	cnt, n := binary.Uvarint(v)
+	if n <= 0 {
+		return nil, errCorrupt
+	}
+	v = v[n:]
+	for ; cnt > 0; cnt-- {
+		t, n, err := readVarint(v)
+		if err != nil {
+			return nil, err
+		}
+		v = v[n:]
+		id := sd.alloc()
+		sd.times[id] = t
+		if withMatched {
+			if len(v) == 0 {
+				return nil, errCorrupt
+			}
+			sd.matched[id] = v[0] == 1
+			v = v[1:]
+		}
+		for _, ks := range sd.cols {
+			m, err := ks.decode(v, id)
+			if err != nil {
+				return nil, err
+			}
+			v = v[m:]
+		}
+		ids = append(ids, id)
+	}
+	if len(v) != 0 {
+		return nil, errCorrupt
+	}
+	return ids, nil
+}
+
 func (sd *ijSide) alloc() int32 {
 	if n := len(sd.free); n > 0 {
 		id := sd.free[n-1]
@@ -534,21 +594,7 @@ type ijCodec struct{ j *intervalJoin }
 func (c ijCodec) AppendKey(dst []byte, g int32) []byte { return append(dst, c.j.tbl.Key(g)...) }
 func (c ijCodec) AppendValue(dst []byte, g int32) []byte {
 	j := c.j
-	sd := &j.sides[j.side[g]]
-	dst = append(dst, intervalJoinStateV1)
-	dst = binary.AppendUvarint(dst, uint64(len(j.rows[g])))
-	for _, id := range j.rows[g] {
-		dst = binary.AppendVarint(dst, sd.times[id])
-		m := byte(0)
-		if sd.matched[id] {
-			m = 1
-		}
-		dst = append(dst, m)
-		for _, ks := range sd.cols {
-			dst = ks.appendEncoded(dst, id)
-		}
-	}
-	return dst
+	return j.sides[j.side[g]].appendRows(append(dst, intervalJoinStateV1), j.rows[g], true)
 }
 
 func ijWMKey(opID string, subtask int) []byte {
@@ -602,36 +648,9 @@ func (j *intervalJoin) Restore(r checkpoint.StateReader) error {
 		s := int(key[0])
 		sd := &j.sides[s]
 		j.side[g] = uint8(s)
-		v := val[1:]
-		cnt, n := binary.Uvarint(v)
-		if n <= 0 {
-			return 0, false, errCorrupt
-		}
-		v = v[n:]
-		ids := j.rows[g][:0]
-		for ; cnt > 0; cnt-- {
-			t, n, err := readVarint(v)
-			if err != nil {
-				return 0, false, err
-			}
-			v = v[n:]
-			if len(v) == 0 {
-				return 0, false, errCorrupt
-			}
-			id := sd.alloc()
-			sd.times[id], sd.matched[id] = t, v[0] == 1
-			v = v[1:]
-			for _, ks := range sd.cols {
-				m, err := ks.decode(v, id)
-				if err != nil {
-					return 0, false, err
-				}
-				v = v[m:]
-			}
-			ids = append(ids, id)
-		}
-		if len(v) != 0 {
-			return 0, false, fmt.Errorf("%w: interval join state", errCorrupt)
+		ids, err := sd.decodeRows(val[1:], j.rows[g][:0], true)
+		if err != nil {
+			return 0, false, fmt.Errorf("interval join state: %w", err)
 		}
 		j.rows[g] = ids
 		j.pending[g] = math.MaxInt64

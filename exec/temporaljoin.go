@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"sort"
@@ -499,16 +498,7 @@ type tjCodec struct{ j *temporalJoin }
 func (c tjCodec) AppendKey(dst []byte, g int32) []byte { return append(dst, c.j.tbl.Key(g)...) }
 func (c tjCodec) AppendValue(dst []byte, g int32) []byte {
 	j := c.j
-	sd := &j.sides[j.side[g]]
-	dst = append(dst, temporalJoinStateV1)
-	dst = binary.AppendUvarint(dst, uint64(len(j.rows[g])))
-	for _, id := range j.rows[g] {
-		dst = binary.AppendVarint(dst, sd.times[id])
-		for _, ks := range sd.cols {
-			dst = ks.appendEncoded(dst, id)
-		}
-	}
-	return dst
+	return j.sides[j.side[g]].appendRows(append(dst, temporalJoinStateV1), j.rows[g], false)
 }
 
 func (j *temporalJoin) Snapshot(id int64, w checkpoint.StateWriter) error {
@@ -542,32 +532,9 @@ func (j *temporalJoin) Restore(r checkpoint.StateReader) error {
 		s := int(key[0])
 		sd := &j.sides[s]
 		j.side[g] = uint8(s)
-		v := val[1:]
-		cnt, n := binary.Uvarint(v)
-		if n <= 0 {
-			return 0, false, errCorrupt
-		}
-		v = v[n:]
-		ids := j.rows[g][:0]
-		for ; cnt > 0; cnt-- {
-			t, n, err := readVarint(v)
-			if err != nil {
-				return 0, false, err
-			}
-			v = v[n:]
-			id := sd.alloc()
-			sd.times[id] = t
-			for _, ks := range sd.cols {
-				m, err := ks.decode(v, id)
-				if err != nil {
-					return 0, false, err
-				}
-				v = v[m:]
-			}
-			ids = append(ids, id)
-		}
-		if len(v) != 0 {
-			return 0, false, fmt.Errorf("%w: temporal join state", errCorrupt)
+		ids, err := sd.decodeRows(val[1:], j.rows[g][:0], false)
+		if err != nil {
+			return 0, false, fmt.Errorf("temporal join state: %w", err)
 		}
 		j.rows[g] = ids
 		j.pending[g] = math.MaxInt64
