@@ -128,6 +128,7 @@ func openCold(o Options) (*coldTier, error) {
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref()
 	po := &pebble.Options{
+		Comparer:     framedComparer,
 		Cache:        cache,
 		MemTableSize: uint64(memtable),
 		DisableWAL:   true, // scratch data: the checkpoint is the durable copy
@@ -147,6 +148,52 @@ func openCold(o Options) (*coldTier, error) {
 	}
 	return &coldTier{db: db, dir: dir, budget: hot}, nil
 }
+
+// framedSplit is the prefix of a framed key (Key) that bloom filters are
+// built on: its namespace and key frames, without the map key. Prefix
+// scans of a key's map state (a join key's rows) then skip every table
+// without the key, and so does a point read of a map entry. Length-prefixed
+// frames are prefix-free, so prefixes order as their keys do (Pebble's
+// Split contract). Keys that do not parse are their own prefix.
+func framedSplit(k []byte) int {
+	n, ok := framedPrefix(k)
+	if !ok {
+		return len(k)
+	}
+	return n
+}
+
+// framedPrefix is the length of k's namespace and key frames (false: k
+// does not start with two whole frames).
+func framedPrefix(k []byte) (int, bool) {
+	off := 0
+	for f := 0; f < 2; f++ {
+		n, w := binary.Uvarint(k[off:])
+		if w <= 0 || n > uint64(len(k)-off-w) {
+			return 0, false
+		}
+		off += w + int(n)
+	}
+	return off, true
+}
+
+// framedComparer is bytewise order with framedSplit. The spill DB is
+// scratch (created empty at every open), so the name only has to differ
+// from the default.
+var framedComparer = func() *pebble.Comparer {
+	c := *pebble.DefaultComparer
+	c.Split = framedSplit
+	c.ImmediateSuccessor = func(dst, a []byte) []byte {
+		// the smallest key after every key with prefix a (only Pebble's
+		// NextPrefix and range keys use it; the KV uses neither)
+		if end := prefixEnd(append(dst, a...)); end != nil {
+			return end
+		}
+		return append(append(dst[:0], a...), 0)
+	}
+	c.Name = "streamsql.framed.v1"
+	return &c
+}()
 
 func clamp(v, lo, hi int64) int64 { return max(lo, min(hi, v)) }
 
@@ -435,7 +482,12 @@ func (it *Iter) Seek(prefix []byte) {
 			return
 		}
 		it.ci = ci
-		it.cOK = ci.First()
+		if n, ok := framedPrefix(it.lo); ok && n == len(it.lo) {
+			// a key's map state: the bloom filters skip tables without it
+			it.cOK = ci.SeekPrefixGE(it.lo)
+		} else {
+			it.cOK = ci.First()
+		}
 	}
 }
 
