@@ -102,6 +102,9 @@ type tableTier struct {
 type keyList struct {
 	buf  []byte
 	ents []keyRef
+	// deduped: the length after the last dedupe (a key evicted changed
+	// again and again in one interval is compacted when the list doubled)
+	deduped int
 }
 
 type keyRef struct{ off, fl, pl int32 }
@@ -115,7 +118,7 @@ func (l *keyList) add(full, pk []byte) {
 func (l *keyList) full(r keyRef) []byte { return l.buf[r.off : r.off+r.fl] }
 
 func (l *keyList) reset() {
-	l.ents = l.ents[:0]
+	l.ents, l.deduped = l.ents[:0], 0
 	if cap(l.buf) > 4<<20 {
 		l.buf = nil
 	}
@@ -136,6 +139,22 @@ func (l *keyList) dedupe() {
 		w++
 	}
 	l.ents = l.ents[:w]
+	l.deduped = w
+}
+
+// compact dedupes the list when it doubled since the last dedupe.
+func (l *keyList) compact() {
+	if len(l.ents) < 1024 || len(l.ents) <= 2*l.deduped {
+		return
+	}
+	l.dedupe()
+	buf := make([]byte, 0, len(l.buf)/2)
+	for i, r := range l.ents {
+		n := r.fl + r.pl
+		l.ents[i].off = int32(len(buf))
+		buf = append(buf, l.buf[r.off:r.off+n]...)
+	}
+	l.buf = buf
 }
 
 // tableTestHotBytes, when > 0, is the hot budget of every tiered Table
@@ -449,6 +468,7 @@ func (tt *tableTier) maybeEvict(t *Table) error {
 		tt.sz[g] = n
 	}
 	tt.batch = tt.batch[:0]
+	tt.cur.compact()
 	chg := tt.cur.bytes() + tt.pend.bytes()
 	budget := tt.cold.budget
 	if tt.hotBytes+chg <= budget || t.live == 0 {
