@@ -79,7 +79,9 @@ func newAgg(s *planner.AggOp, ctx *OpContext) (*groupAgg, error) {
 		}
 		a.accs = append(a.accs, acc)
 	}
-	tbl, err := state.NewTable(state.Options{OpID: s.ID, MaxParallelism: a.maxP, Checkpointing: ctx.Checkpointing, IntKeys: a.intKey, TTL: ctx.StateTTL}, aggCodec{a})
+	o := ctx.KVOptions(a.maxP) // checkpointing, TTL and the state backend
+	o.OpID, o.IntKeys = s.ID, a.intKey
+	tbl, err := state.NewTable(o, aggCodec{a})
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +93,10 @@ func newAgg(s *planner.AggOp, ctx *OpContext) (*groupAgg, error) {
 		}
 	}
 	a.tbl = tbl
+	// With the rocksdb backend cold groups live in Pebble (statetier.go).
+	if err := tbl.EnableTier(state.TierHooks{Decode: a.decodeSlot, Clear: a.clearSlot, Bytes: a.slotBytes}); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -98,8 +104,12 @@ func (a *groupAgg) Open(*OpContext) error                          { return nil 
 func (a *groupAgg) ProcessWatermark(wm int64, out Collector) error { return out.EmitWatermark(wm) }
 func (a *groupAgg) Finish(out Collector) error                     { return nil }
 func (a *groupAgg) Close() error {
+	var err error
+	if a.tbl != nil {
+		err = a.tbl.Close()
+	}
 	a.tbl, a.accs = nil, nil
-	return nil
+	return err
 }
 
 // keyGroupOf is the key group of row row of rec, as the hash exchange
@@ -354,7 +364,10 @@ func (a *groupAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 	defer b.Rec.Release()
 	n := b.Rows()
 	if n <= a.batchSize {
-		return a.process(b, out)
+		if err := a.process(b, out); err != nil {
+			return err
+		}
+		return a.tbl.MaybeEvict()
 	}
 	for lo := 0; lo < n; lo += a.batchSize {
 		hi := min(lo+a.batchSize, n)
@@ -364,6 +377,9 @@ func (a *groupAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 		}
 		err := a.process(part, out)
 		part.Rec.Release()
+		if err == nil {
+			err = a.tbl.MaybeEvict() // a tiered table evicts between batches
+		}
 		if err != nil {
 			return err
 		}
@@ -615,6 +631,10 @@ type keyStore interface {
 	gather(slots []int32, mem memory.Allocator) arrow.Array
 	appendEncoded(dst []byte, g int32) []byte
 	decode(src []byte, g int32) (int, error)
+	// slotBytes estimates slot g's memory; clear releases it (a tiered
+	// table evicted the slot: statetier.go).
+	slotBytes(g int32) int
+	clear(g int32)
 }
 
 type intKeyOf interface{ int64At(g int32) int64 }

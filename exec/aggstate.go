@@ -60,42 +60,49 @@ func (a *groupAgg) NotifyAborted(id int64) error  { a.tbl.Abort(id); return nil 
 // groups.
 func (a *groupAgg) Restore(r checkpoint.StateReader) error {
 	kg := a.ctx.KeyGroups
-	return a.tbl.Restore(r, kg.Start, kg.End, func(g int32, key, val []byte) (int64, bool, error) {
-		rest := key
-		for _, ks := range a.keys {
-			n, err := ks.decode(rest, g)
-			if err != nil {
-				return 0, false, err
-			}
-			rest = rest[n:]
+	if err := a.tbl.Restore(r, kg.Start, kg.End, a.decodeSlot); err != nil {
+		return err
+	}
+	return a.tbl.MaybeEvict()
+}
+
+// decodeSlot fills slot g from a group's encoded key and value (restore,
+// and a tiered table's cold reads).
+func (a *groupAgg) decodeSlot(g int32, key, val []byte) (int64, bool, error) {
+	rest := key
+	for _, ks := range a.keys {
+		n, err := ks.decode(rest, g)
+		if err != nil {
+			return 0, false, err
 		}
-		if len(rest) != 0 {
-			return 0, false, errCorrupt
+		rest = rest[n:]
+	}
+	if len(rest) != 0 {
+		return 0, false, errCorrupt
+	}
+	if len(val) == 0 || val[0] != aggStateV1 {
+		return 0, false, fmt.Errorf("%w: unknown format", errCorrupt)
+	}
+	rc, n := binary.Varint(val[1:])
+	if n <= 0 {
+		return 0, false, errCorrupt
+	}
+	a.rowCount[g] = rc
+	v := val[1+n:]
+	for _, acc := range a.accs {
+		m, err := acc.decode(v, g)
+		if err != nil {
+			return 0, false, err
 		}
-		if len(val) == 0 || val[0] != aggStateV1 {
-			return 0, false, fmt.Errorf("%w: unknown format", errCorrupt)
-		}
-		rc, n := binary.Varint(val[1:])
-		if n <= 0 {
-			return 0, false, errCorrupt
-		}
-		a.rowCount[g] = rc
-		v := val[1+n:]
-		for _, acc := range a.accs {
-			m, err := acc.decode(v, g)
-			if err != nil {
-				return 0, false, err
-			}
-			v = v[m:]
-		}
-		if !a.intKey {
-			return 0, false, nil
-		}
-		if key[0] == 0 {
-			return 0, true, nil
-		}
-		return a.keys[0].(intKeyOf).int64At(g), false, nil
-	})
+		v = v[m:]
+	}
+	if !a.intKey {
+		return 0, false, nil
+	}
+	if key[0] == 0 {
+		return 0, true, nil
+	}
+	return a.keys[0].(intKeyOf).int64At(g), false, nil
 }
 
 // appendEncoded appends slot g's key value as in encodeKeys.

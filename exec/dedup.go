@@ -56,7 +56,9 @@ func newDedup(s *planner.DeduplicateOp, ctx *OpContext) (*dedup, error) {
 	}
 	d := &dedup{spec: s, ctx: ctx, maxP: max(ctx.KeyGroups.MaxParallelism, 1), rows: rs, keepRows: s.RowTime || s.KeepLast}
 	d.out.init(ctx.Mem, s.Out.Arrow(), false)
-	tbl, err := state.NewTable(state.Options{OpID: s.ID, MaxParallelism: d.maxP, Checkpointing: ctx.Checkpointing, TTL: ctx.StateTTL}, dedupCodec{d})
+	o := ctx.KVOptions(d.maxP) // checkpointing, TTL and the state backend
+	o.OpID = s.ID
+	tbl, err := state.NewTable(o, dedupCodec{d})
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +67,10 @@ func newDedup(s *planner.DeduplicateOp, ctx *OpContext) (*dedup, error) {
 		d.times = append(d.times, 0)
 	}
 	d.tbl = tbl
+	// With the rocksdb backend cold keys live in Pebble.
+	if err := tbl.EnableTier(state.TierHooks{Decode: d.decodeSlot, Clear: d.clearSlot, Bytes: d.slotBytes}); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -72,8 +78,12 @@ func (d *dedup) Open(*OpContext) error                          { return nil }
 func (d *dedup) ProcessWatermark(wm int64, out Collector) error { return out.EmitWatermark(wm) }
 func (d *dedup) Finish(Collector) error                         { return nil }
 func (d *dedup) Close() error {
+	var err error
+	if d.tbl != nil {
+		err = d.tbl.Close()
+	}
 	d.tbl, d.kept, d.times = nil, nil, nil
-	return nil
+	return err
 }
 func (d *dedup) Snapshot(id int64, w checkpoint.StateWriter) error { return d.tbl.Snapshot(id, w) }
 func (d *dedup) NotifyComplete(id int64) error                     { d.tbl.Complete(id); return nil }
@@ -155,7 +165,10 @@ func (d *dedup) ProcessBatch(_ int, b Batch, out Collector) error {
 	if ttl {
 		d.tbl.Sweep(2*n+8, d.dropSlot)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return d.tbl.MaybeEvict() // a tiered table evicts between batches
 }
 
 func (d *dedup) dropSlot(g int32) {
@@ -183,31 +196,55 @@ func (c dedupCodec) AppendValue(dst []byte, g int32) []byte {
 
 func (d *dedup) Restore(r checkpoint.StateReader) error {
 	kgs := d.ctx.KeyGroups
-	return d.tbl.Restore(r, kgs.Start, kgs.End, func(g int32, key, val []byte) (int64, bool, error) {
-		if len(val) == 0 || val[0] != dedupStateV1 {
+	if err := d.tbl.Restore(r, kgs.Start, kgs.End, d.decodeSlot); err != nil {
+		return err
+	}
+	return d.tbl.MaybeEvict()
+}
+
+// decodeSlot fills slot g from a key's encoded value (restore, and a
+// tiered table's cold reads).
+func (d *dedup) decodeSlot(g int32, key, val []byte) (int64, bool, error) {
+	if len(val) == 0 || val[0] != dedupStateV1 {
+		return 0, false, fmt.Errorf("%w: Deduplicate state", errCorrupt)
+	}
+	v := val[1:]
+	if !d.keepRows {
+		if len(v) != 0 {
 			return 0, false, fmt.Errorf("%w: Deduplicate state", errCorrupt)
 		}
-		v := val[1:]
-		if !d.keepRows {
-			if len(v) != 0 {
-				return 0, false, fmt.Errorf("%w: Deduplicate state", errCorrupt)
-			}
-			return 0, false, nil
-		}
-		t, n, err := readVarint(v)
-		if err != nil {
-			return 0, false, err
-		}
-		v = v[n:]
-		id := d.rows.take(0, false)
-		m, err := d.rows.decodeRow(v, id)
-		if err != nil {
-			return 0, false, err
-		}
-		if m != len(v) {
-			return 0, false, fmt.Errorf("%w: Deduplicate state", errCorrupt)
-		}
-		d.kept[g], d.times[g] = id, t
 		return 0, false, nil
-	})
+	}
+	t, n, err := readVarint(v)
+	if err != nil {
+		return 0, false, err
+	}
+	v = v[n:]
+	id := d.rows.take(0, false)
+	m, err := d.rows.decodeRow(v, id)
+	if err != nil {
+		return 0, false, err
+	}
+	if m != len(v) {
+		return 0, false, fmt.Errorf("%w: Deduplicate state", errCorrupt)
+	}
+	d.kept[g], d.times[g] = id, t
+	return 0, false, nil
+}
+
+// clearSlot releases an evicted key's row (between batches).
+func (d *dedup) clearSlot(g int32) {
+	if d.kept[g] >= 0 {
+		d.rows.freeNow(d.kept[g])
+	}
+	d.kept[g], d.times[g] = -1, 0
+}
+
+// slotBytes estimates a key's memory: its row id, time and row.
+func (d *dedup) slotBytes(g int32) int {
+	n := 12
+	if d.kept[g] >= 0 {
+		n += d.rows.rowBytes(d.kept[g])
+	}
+	return n
 }

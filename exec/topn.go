@@ -81,12 +81,18 @@ func newTopN(s *planner.RankOp, ctx *OpContext) (*topN, error) {
 	for i := 0; i < nIn; i++ {
 		t.allCols = append(t.allCols, i)
 	}
-	tbl, err := state.NewTable(state.Options{OpID: s.ID, MaxParallelism: t.maxP, Checkpointing: ctx.Checkpointing, TTL: ctx.StateTTL}, topNCodec{t})
+	o := ctx.KVOptions(t.maxP) // checkpointing, TTL and the state backend
+	o.OpID = s.ID
+	tbl, err := state.NewTable(o, topNCodec{t})
 	if err != nil {
 		return nil, err
 	}
 	tbl.OnGrow = func(int) { t.bufs = append(t.bufs, nil) }
 	t.tbl = tbl
+	// With the rocksdb backend cold partitions live in Pebble.
+	if err := tbl.EnableTier(state.TierHooks{Decode: t.decodeSlot, Clear: t.clearSlot, Bytes: t.slotBytes}); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -94,8 +100,12 @@ func (t *topN) Open(*OpContext) error                          { return nil }
 func (t *topN) ProcessWatermark(wm int64, out Collector) error { return out.EmitWatermark(wm) }
 func (t *topN) Finish(Collector) error                         { return nil }
 func (t *topN) Close() error {
+	var err error
+	if t.tbl != nil {
+		err = t.tbl.Close()
+	}
 	t.tbl, t.bufs, t.sortKey, t.rowEnc = nil, nil, nil, nil
-	return nil
+	return err
 }
 
 func (t *topN) Snapshot(id int64, w checkpoint.StateWriter) error { return t.tbl.Snapshot(id, w) }
@@ -170,7 +180,10 @@ func (t *topN) ProcessBatch(_ int, b Batch, out Collector) error {
 	if ttl {
 		t.tbl.Sweep(2*n+8, t.dropSlot)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return t.tbl.MaybeEvict() // a tiered table evicts between batches
 }
 
 func (t *topN) dropSlot(g int32) {
@@ -324,41 +337,73 @@ func (c topNCodec) AppendValue(dst []byte, g int32) []byte {
 
 func (t *topN) Restore(r checkpoint.StateReader) error {
 	kgs := t.ctx.KeyGroups
-	return t.tbl.Restore(r, kgs.Start, kgs.End, func(g int32, key, val []byte) (int64, bool, error) {
-		if len(val) == 0 || val[0] != topNStateV1 {
-			return 0, false, fmt.Errorf("%w: TopN state", errCorrupt)
-		}
-		v := val[1:]
-		cnt, n := binary.Uvarint(v)
-		if n <= 0 {
+	if err := t.tbl.Restore(r, kgs.Start, kgs.End, t.decodeSlot); err != nil {
+		return err
+	}
+	return t.tbl.MaybeEvict()
+}
+
+// decodeSlot fills slot g from a partition's encoded value (restore, and a
+// tiered table's cold reads).
+func (t *topN) decodeSlot(g int32, key, val []byte) (int64, bool, error) {
+	if len(val) == 0 || val[0] != topNStateV1 {
+		return 0, false, fmt.Errorf("%w: TopN state", errCorrupt)
+	}
+	v := val[1:]
+	cnt, n := binary.Uvarint(v)
+	if n <= 0 {
+		return 0, false, errCorrupt
+	}
+	v = v[n:]
+	buf := t.bufs[g][:0]
+	for ; cnt > 0; cnt-- {
+		l, n := binary.Uvarint(v)
+		if n <= 0 || uint64(len(v)-n) < l {
 			return 0, false, errCorrupt
 		}
-		v = v[n:]
-		buf := t.bufs[g][:0]
-		for ; cnt > 0; cnt-- {
-			l, n := binary.Uvarint(v)
-			if n <= 0 || uint64(len(v)-n) < l {
-				return 0, false, errCorrupt
-			}
-			sk := v[n : n+int(l)]
-			v = v[n+int(l):]
-			id := t.newRow(0, sk, nil, false)
-			m, err := t.rows.decodeRow(v, id)
-			if err != nil {
-				return 0, false, err
-			}
-			if t.retract {
-				t.rowEnc[id] = append(t.rowEnc[id][:0], v[:m]...)
-			}
-			v = v[m:]
-			buf = append(buf, id)
+		sk := v[n : n+int(l)]
+		v = v[n+int(l):]
+		id := t.newRow(0, sk, nil, false)
+		m, err := t.rows.decodeRow(v, id)
+		if err != nil {
+			return 0, false, err
 		}
-		if len(v) != 0 {
-			return 0, false, fmt.Errorf("%w: TopN state", errCorrupt)
+		if t.retract {
+			t.rowEnc[id] = append(t.rowEnc[id][:0], v[:m]...)
 		}
-		t.bufs[g] = buf
-		return 0, false, nil
-	})
+		v = v[m:]
+		buf = append(buf, id)
+	}
+	if len(v) != 0 {
+		return 0, false, fmt.Errorf("%w: TopN state", errCorrupt)
+	}
+	t.bufs[g] = buf
+	return 0, false, nil
+}
+
+// clearSlot releases the rows of an evicted partition (between batches).
+func (t *topN) clearSlot(g int32) {
+	for _, id := range t.bufs[g] {
+		t.rows.freeNow(id)
+		t.sortKey[id] = t.sortKey[id][:0]
+		if t.retract {
+			t.rowEnc[id] = t.rowEnc[id][:0]
+		}
+	}
+	t.bufs[g] = nil
+}
+
+// slotBytes estimates a partition's memory: per row its id, sort key,
+// columns and (updating input) encoding.
+func (t *topN) slotBytes(g int32) int {
+	n := 24
+	for _, id := range t.bufs[g] {
+		n += 4 + 24 + cap(t.sortKey[id]) + t.rows.rowBytes(id)
+		if t.retract {
+			n += 24 + cap(t.rowEnc[id])
+		}
+	}
+	return n
 }
 
 // rowStore keeps rows column by column (a keyStore per column) under row

@@ -16,9 +16,37 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	_ "modernc.org/sqlite"
 
+	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/session"
 )
+
+// tierHotBytes is the hot budget of the tiered state tables in the
+// 'rocksdb' variants of the oracle tests: a few groups, so that nearly
+// every batch evicts and reads groups back.
+const tierHotBytes = 1 << 10
+
+// tierSetup returns the statements of a 'rocksdb' variant (spill
+// directories under the test's temporary directory) and makes tiered
+// tables tiny until the test ends; tierPaged then asserts that tables
+// evicted, wrote back and read cold keys since tierSetup.
+func tierSetup(t *testing.T) []string {
+	restore := state.SetTableTierHotBytes(tierHotBytes)
+	t.Cleanup(restore)
+	return []string{"SET 'state.backend.type' = 'rocksdb'",
+		"SET 'state.backend.rocksdb.localdir' = '" + t.TempDir() + "'"}
+}
+
+// tierPaged asserts that the tiered tables closed since before paged.
+func tierPaged(t *testing.T, what string, before state.TierStats) {
+	t.Helper()
+	now := state.TableTierTotals()
+	ev, wb, cr := now.Evictions-before.Evictions, now.WriteBacks-before.WriteBacks, now.ColdReads-before.ColdReads
+	if ev == 0 || wb == 0 || cr == 0 {
+		t.Fatalf("%s: the state tier never paged (evictions %d, write-backs %d, cold reads %d)", what, ev, wb, cr)
+	}
+	t.Logf("%s: %d evictions, %d write-backs, %d cold reads", what, ev, wb, cr)
+}
 
 // oracleQuery is one query run through streamsql and through SQLite. kinds
 // has one letter per result column: i integer, s string, f floating point
@@ -169,8 +197,16 @@ func TestOracleSQLite(t *testing.T) {
 		want[q.name] = rows
 	}
 
-	for _, p := range []int{1, 4} {
-		t.Run(fmt.Sprintf("parallelism=%d", p), func(t *testing.T) {
+	// the last variant keeps the aggregations' groups in the Pebble tier
+	// with a hot budget of a few groups (state.backend.type 'rocksdb')
+	type variant struct {
+		name  string
+		p, bs int
+		rocks bool
+	}
+	for _, v := range []variant{{"parallelism=1", 1, 100, false}, {"parallelism=4", 4, 100, false}, {"parallelism=2,batch=13,rocksdb", 2, 13, true}} {
+		p := v.p
+		t.Run(v.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
 			s := session.New(session.Config{Stdout: &lockedBuffer{}})
@@ -178,10 +214,14 @@ func TestOracleSQLite(t *testing.T) {
 			defer s.Close()
 			setup := []string{
 				fmt.Sprintf("SET 'parallelism.default' = '%d'", p),
-				"SET 'execution.batch-size' = '100'",
+				fmt.Sprintf("SET 'execution.batch-size' = '%d'", v.bs),
 				"CREATE TABLE t (k INT, s STRING, v BIGINT, d DOUBLE) WITH ('connector' = 'filesystem', 'path' = '" +
 					csvPath + "', 'format' = 'csv', 'csv.null-literal' = 'NULL')",
 			}
+			if v.rocks {
+				setup = append(tierSetup(t), setup...)
+			}
+			before := state.TableTierTotals()
 			for _, q := range append(setup, oracleViews...) {
 				if _, err := streamRows(s, q); err != nil {
 					t.Fatalf("%s: %v", q, err)
@@ -196,6 +236,9 @@ func TestOracleSQLite(t *testing.T) {
 				if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
 					t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
 				}
+			}
+			if v.rocks {
+				tierPaged(t, "aggregations", before)
 			}
 		})
 	}

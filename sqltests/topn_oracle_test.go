@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/exec"
+	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/session"
 )
@@ -128,35 +129,53 @@ func TestTopNOracleSQLite(t *testing.T) {
 	}
 	ddl := "CREATE TABLE ev (id BIGINT, ts TIMESTAMP(3), k INT, k2 INT, v INT, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '" +
 		csvPath + "', 'format' = 'csv', 'csv.null-literal' = '', 'scan.parallelism' = '1')"
-	for _, p := range []int{1, 3} {
-		for _, bs := range []int{1, 7, 100} {
-			t.Run(fmt.Sprintf("p=%d,batch=%d", p, bs), func(t *testing.T) {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				defer mem.AssertSize(t, 0)
-				s := session.New(session.Config{Stdout: &lockedBuffer{}})
-				s.Mem = mem
-				defer s.Close()
-				for _, q := range []string{
-					"SET 'parallelism.default' = '" + strconv.Itoa(p) + "'",
-					"SET 'execution.batch-size' = '" + strconv.Itoa(bs) + "'",
-					ddl,
-				} {
-					if _, err := streamRows(s, q); err != nil {
-						t.Fatalf("%s: %v", q, err)
-					}
-				}
-				for _, q := range queries {
-					got, err := streamRows(s, q.stream)
-					if err != nil {
-						t.Errorf("%s: %v", q.name, err)
-						continue
-					}
-					if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
-						t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
-					}
-				}
-			})
+	type variant struct {
+		p, bs int
+		rocks bool // state.backend.type 'rocksdb', a hot budget of a few keys
+	}
+	variants := []variant{{1, 1, false}, {1, 7, false}, {1, 100, false}, {3, 1, false}, {3, 7, false}, {3, 100, false}, {2, 7, true}}
+	for _, v := range variants {
+		p, bs := v.p, v.bs
+		name := fmt.Sprintf("p=%d,batch=%d", p, bs)
+		if v.rocks {
+			name += ",rocksdb"
 		}
+		t.Run(name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			s := session.New(session.Config{Stdout: &lockedBuffer{}})
+			s.Mem = mem
+			defer s.Close()
+			setup := []string{
+				"SET 'parallelism.default' = '" + strconv.Itoa(p) + "'",
+				"SET 'execution.batch-size' = '" + strconv.Itoa(bs) + "'",
+				ddl,
+			}
+			if v.rocks {
+				setup = append(tierSetup(t), setup...)
+			}
+			for _, q := range setup {
+				if _, err := streamRows(s, q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			for _, q := range queries {
+				before := state.TableTierTotals()
+				got, err := streamRows(s, q.stream)
+				if err != nil {
+					t.Errorf("%s: %v", q.name, err)
+					continue
+				}
+				if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
+					t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
+				}
+				// the TopN and deduplication tables paged (a global TopN
+				// has one partition: nothing to evict)
+				if v.rocks && !strings.HasPrefix(q.name, "global") {
+					tierPaged(t, q.name, before)
+				}
+			}
+		})
 	}
 	t.Run("crash", func(t *testing.T) {
 		r := rand.New(rand.NewSource(crashSeed("topn_oracle")))
@@ -173,6 +192,23 @@ func TestTopNOracleSQLite(t *testing.T) {
 			}
 		}
 	})
+	// the crash with the state tier: checkpoints of tables whose keys are
+	// mostly cold, restored straight into Pebble
+	t.Run("crash-rocksdb", func(t *testing.T) {
+		r := rand.New(rand.NewSource(crashSeed("topn_oracle_rocksdb")))
+		for _, q := range queries {
+			if !crashQueries[q.name] {
+				continue
+			}
+			crashAfter := 1 + int64(r.Intn(25))
+			before := state.TableTierTotals()
+			got := crashRun(t, ddl, q, crashAfter, tierSetup(t)...)
+			if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
+				t.Errorf("%s (rocksdb, crash after checkpoint %d): %s\nquery: %s", q.name, crashAfter, msg, q.stream)
+			}
+			tierPaged(t, q.name, before)
+		}
+	})
 }
 
 // crashQueries are the queries of the crash variant (each is a job with
@@ -184,7 +220,7 @@ var crashQueries = map[string]bool{"top3-per-key-rank": true, "range-no-rank": t
 // 2, batch size 50, with a checkpoint after every source batch and a crash
 // after checkpoint crashAfter (restored once: asserted), and folds the
 // files it wrote into a table.
-func crashRun(t *testing.T, ddl string, q oracleQuery, crashAfter int64) [][]*string {
+func crashRun(t *testing.T, ddl string, q oracleQuery, crashAfter int64, setup ...string) [][]*string {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -197,18 +233,18 @@ func crashRun(t *testing.T, ddl string, q oracleQuery, crashAfter int64) [][]*st
 	for i := range cols {
 		cols[i] = fmt.Sprintf("c%d BIGINT", i)
 	}
-	script := []string{
+	script := append(setup,
 		"SET 'parallelism.default' = '2'",
 		"SET 'execution.batch-size' = '50'",
 		"SET 'execution.checkpointing.interval' = '1 h'",
-		"SET 'state.checkpoints.dir' = '" + t.TempDir() + "'",
+		"SET 'state.checkpoints.dir' = '"+t.TempDir()+"'",
 		"SET 'restart-strategy.type' = 'fixed-delay'",
 		"SET 'restart-strategy.fixed-delay.attempts' = '1'",
 		"SET 'restart-strategy.fixed-delay.delay' = '0 ms'",
 		ddl,
-		"CREATE TABLE out (" + strings.Join(cols, ", ") + ") WITH ('connector' = 'filesystem', 'path' = '" + out + "', 'format' = 'json')",
-		"INSERT INTO out " + q.stream,
-	}
+		"CREATE TABLE out ("+strings.Join(cols, ", ")+") WITH ('connector' = 'filesystem', 'path' = '"+out+"', 'format' = 'json')",
+		"INSERT INTO out "+q.stream,
+	)
 	ctx, cancel := context.WithTimeout(context.Background(), caseTimeout)
 	defer cancel()
 	for _, text := range script {

@@ -51,8 +51,13 @@
 // directory, one consistent view, CLOCK eviction with write-back. Its
 // change set is the ordered set of state keys changed since the last
 // snapshot, independent of eviction, so checkpoints stay incremental and
-// byte-identical to the in-memory backend's (docs/state.md). Table (the
-// group aggregation's typed columns) stays in memory.
+// byte-identical to the in-memory backend's (docs/state.md). A Table is
+// tiered the same way when its operator opts in with EnableTier (the group
+// aggregation, TopN, deduplication): hot slots in memory, cold keys in
+// Pebble, loaded and decoded on a lookup miss, evicted by MaybeEvict
+// between batches; change sets survive eviction and restore writes
+// straight into Pebble (tabletier.go). Tables of operators that iterate
+// every slot or keep slot ids across batches stay in memory.
 //
 // # Layout
 //

@@ -40,11 +40,11 @@ type Options struct {
 	TTL time.Duration
 
 	// Backend is state.backend.type: "" or "hashmap" (in memory),
-	// "rocksdb" or "pebble" (a KV keeps cold keys in a local Pebble DB).
-	// Only KV honours it: a Table is always in memory.
+	// "rocksdb" or "pebble" (a KV keeps cold keys in a local Pebble DB; a
+	// Table does when its operator calls EnableTier, tabletier.go).
 	Backend string
 	// MemoryBudget is state.backend.rocksdb.memory.fixed-per-slot: the
-	// bytes a Pebble-backed KV may use (hot cache, Pebble's block cache and
+	// bytes a Pebble-backed KV or tiered Table may use (hot cache, Pebble's block cache and
 	// memtables). 0: DefaultMemoryBudget.
 	MemoryBudget int64
 	// SpillDir is the parent of the Pebble-backed KV's spill directory
@@ -103,6 +103,11 @@ type Table struct {
 	arena   []byte
 	prefix  [][]byte // KeyedPrefix per key group, built lazily
 	scratch []byte
+
+	// tier: cold slots in Pebble (nil: in memory; see EnableTier); ikey:
+	// the key of each slot of a tiered int-keyed table
+	tier *tableTier
+	ikey []int64
 }
 
 type entry struct {
@@ -144,6 +149,13 @@ func (t *Table) KeyGroup(g int32) int { return int(t.kg[g]) }
 func (t *Table) Key(g int32) string { return t.keyOf[g] }
 
 func (t *Table) alloc(kg int) int32 {
+	g := t.newSlot(kg)
+	t.Touch(g)
+	return g
+}
+
+// newSlot allocates a live slot in key group kg, not marked changed.
+func (t *Table) newSlot(kg int) int32 {
 	var g int32
 	if n := len(t.free); n > 0 {
 		g = t.free[n-1]
@@ -159,6 +171,9 @@ func (t *Table) alloc(kg int) int32 {
 		if t.o.TTL > 0 {
 			t.last = append(t.last, 0)
 		}
+		if t.tier != nil {
+			t.tier.grow(t)
+		}
 		if t.OnGrow != nil {
 			t.OnGrow(len(t.alive))
 		}
@@ -166,26 +181,38 @@ func (t *Table) alloc(kg int) int32 {
 	t.alive[g] = true
 	t.kg[g] = uint16(kg)
 	t.live++
-	t.Touch(g)
 	return g
 }
 
-// LookupInt finds the slot of an int key.
+// LookupInt finds the slot of an int key (tiered: loading it from the
+// cold tier on a miss).
 func (t *Table) LookupInt(v int64) (int32, bool) {
+	if t.tier != nil {
+		return t.tier.lookupInt(t, v)
+	}
 	g, ok := t.intMap[v]
 	return g, ok
 }
 
-// InsertInt allocates a slot for a new int key in key group kg. The
-// operator fills the slot's key and values before the next Snapshot.
+// InsertInt allocates a slot for a new int key in key group kg (one a
+// Lookup did not find). The operator fills the slot's key and values
+// before the next Snapshot.
 func (t *Table) InsertInt(v int64, kg int) int32 {
 	g := t.alloc(kg)
 	t.intMap[v] = g
+	if t.ikey != nil {
+		t.ikey[g] = v
+	}
 	return g
 }
 
 // LookupNull finds the slot of the NULL key of an int-keyed table.
-func (t *Table) LookupNull() (int32, bool) { return t.nullSlot, t.nullSlot >= 0 }
+func (t *Table) LookupNull() (int32, bool) {
+	if t.tier != nil {
+		return t.tier.lookupNull(t)
+	}
+	return t.nullSlot, t.nullSlot >= 0
+}
 
 // InsertNull allocates the slot of the NULL key.
 func (t *Table) InsertNull(kg int) int32 {
@@ -193,13 +220,18 @@ func (t *Table) InsertNull(kg int) int32 {
 	return t.nullSlot
 }
 
-// LookupBytes finds the slot of an encoded key (no allocation).
+// LookupBytes finds the slot of an encoded key (no allocation; tiered:
+// loading it from the cold tier on a miss).
 func (t *Table) LookupBytes(k []byte) (int32, bool) {
+	if t.tier != nil {
+		return t.tier.lookupBytes(t, k)
+	}
 	g, ok := t.strMap[string(k)]
 	return g, ok
 }
 
-// InsertBytes allocates a slot for a new encoded key (copied).
+// InsertBytes allocates a slot for a new encoded key (copied), one a
+// Lookup did not find.
 func (t *Table) InsertBytes(k []byte, kg int) int32 {
 	g := t.alloc(kg)
 	ks := string(k)
@@ -213,6 +245,9 @@ func (t *Table) InsertBytes(k []byte, kg int) int32 {
 func (t *Table) Touch(g int32) {
 	if t.last != nil {
 		t.last[g] = t.now
+	}
+	if t.tier != nil {
+		t.tier.touch(g)
 	}
 	if t.o.Checkpointing && !t.dirty[g] {
 		t.dirty[g] = true
@@ -233,9 +268,17 @@ func (t *Table) Expired(g int32) bool {
 
 // Sweep looks at up to n slots from where the last sweep stopped and calls
 // expire for every live expired one (which must Remove it): the
-// incremental cleanup of expired state.
+// incremental cleanup of expired state. Tiered, it also looks at up to n
+// cold keys (a cursor over Pebble) and removes the expired ones itself
+// (they hold no operator memory).
 func (t *Table) Sweep(n int, expire func(g int32)) {
-	if t.last == nil || len(t.alive) == 0 {
+	if t.o.TTL <= 0 {
+		return
+	}
+	if t.tier != nil {
+		t.tier.sweepCold(t, n)
+	}
+	if len(t.alive) == 0 {
 		return
 	}
 	for ; n > 0; n-- {
@@ -257,6 +300,9 @@ func (t *Table) Sweep(n int, expire func(g int32)) {
 func (t *Table) Remove(g int32, intKey int64, null bool) {
 	if t.o.Checkpointing {
 		t.tombs = append(t.tombs, t.fullKey(nil, g))
+	}
+	if t.tier != nil {
+		t.tier.remove(t, g)
 	}
 	switch {
 	case !t.o.IntKeys:
@@ -291,6 +337,12 @@ func (t *Table) fullKey(dst []byte, g int32) []byte {
 
 // mergePending moves the pending change set back into the current one.
 func (t *Table) mergePending() {
+	if t.tier != nil {
+		t.tier.mergePending(t)
+		t.tombs = append(t.tombs, t.pTombs...)
+		t.pDirty, t.pTombs, t.pendingID = t.pDirty[:0], nil, 0
+		return
+	}
 	for _, g := range t.pDirty {
 		if !t.dirty[g] {
 			t.dirty[g] = true
@@ -315,7 +367,7 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 	}
 	t.ents, t.arena = t.ents[:0], t.arena[:0]
 	for _, g := range t.dirtyList {
-		if !t.alive[g] {
+		if !t.alive[g] || !t.dirty[g] { // (tiered: a slot evicted or removed is no longer dirty)
 			continue
 		}
 		e := entry{kOff: len(t.arena)}
@@ -333,6 +385,11 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		e := entry{del: true, kOff: len(t.arena), kLen: len(k)}
 		t.arena = append(t.arena, k...)
 		t.ents = append(t.ents, e)
+	}
+	if t.tier != nil {
+		if err := t.tier.snapshotCold(t); err != nil {
+			return err
+		}
 	}
 	key := func(e entry) []byte { return t.arena[e.kOff : e.kOff+e.kLen] }
 	sort.Slice(t.ents, func(i, j int) bool {
@@ -360,6 +417,9 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		}
 	}
 	// The current set becomes pending; keep the memory of both.
+	if t.tier != nil {
+		t.tier.toPending(t)
+	}
 	for _, g := range t.dirtyList {
 		t.dirty[g] = false
 	}
@@ -373,6 +433,9 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 // set is dropped if id covers it.
 func (t *Table) Complete(id int64) {
 	if t.pendingID != 0 && id >= t.pendingID {
+		if t.tier != nil {
+			t.tier.dropPending(t)
+		}
 		t.pDirty, t.pTombs, t.pendingID = t.pDirty[:0], nil, 0
 	}
 }
@@ -389,7 +452,11 @@ func (t *Table) Abort(id int64) {
 // Changed is the number of slots and tombstones the next Snapshot would
 // consider (current and pending).
 func (t *Table) Changed() int {
-	return len(t.dirtyList) + len(t.tombs) + len(t.pDirty) + len(t.pTombs)
+	n := len(t.dirtyList) + len(t.tombs) + len(t.pDirty) + len(t.pTombs)
+	if t.tier != nil {
+		n += len(t.tier.cur.ents) + len(t.tier.pend.ents)
+	}
+	return n
 }
 
 // Decoder fills slot g from its encoded key and value while restoring.
@@ -397,8 +464,14 @@ func (t *Table) Changed() int {
 type Decoder func(g int32, key, value []byte) (intKey int64, null bool, err error)
 
 // Restore loads every key of key groups [start, end) from r. Restored
-// slots are clean: they are in the committed state already.
+// slots are clean: they are in the committed state already. Tiered, the
+// keys are written straight into the cold tier (no slot is kept: a state
+// larger than memory restores without being read into it); the first
+// lookups load them.
 func (t *Table) Restore(r checkpoint.StateReader, start, end int, decode Decoder) error {
+	if t.tier != nil {
+		return t.tier.restore(t, r, start, end, decode)
+	}
 	for k := start; k < end; k++ {
 		prefix := t.keyPrefix(k)
 		err := r.Scan(prefix, func(key, val []byte) error {

@@ -1,0 +1,101 @@
+package exec
+
+import "unsafe"
+
+// The operators' side of a tiered state.Table (state.backend.type
+// 'rocksdb'): the group aggregation, the TopN and the deduplication give
+// the table a Decode (their restore decoder), a Clear releasing an evicted
+// slot's memory and a Bytes estimating a slot's memory. Estimates are
+// computed once per touched slot per batch (at MaybeEvict), so they count
+// multisets by their size rather than walking them.
+
+// mapEntryBytes is the estimated memory of one entry of a multiset (a Go
+// map of value -> count: key, count, hash bucket share).
+const mapEntryBytes = 48
+
+// accSlotBytes is the estimated memory of a fixed-size accumulator's slot.
+const accSlotBytes = 24
+
+// accSizer is implemented by the accumulators whose slots vary in size.
+type accSizer interface{ slotBytes(g int32) int }
+
+func (a *minMax[T]) slotBytes(g int32) int {
+	n := accSlotBytes + scalarBytes(a.val[g])
+	if a.retract {
+		n += 8 + mapEntryBytes*len(a.multi[g])
+	}
+	return n
+}
+
+func (a *distinctCount[T]) slotBytes(g int32) int {
+	return 8 + mapEntryBytes*len(a.sets[g])
+}
+
+// scalarBytes is the bytes a string holds beyond its header (0 for the
+// other scalars).
+func scalarBytes[T scalar](v T) int {
+	if s, ok := any(v).(string); ok {
+		return len(s)
+	}
+	return 0
+}
+
+func (k *typedKeys[T]) slotBytes(g int32) int {
+	var zero T
+	return 1 + fixedSize(zero) + scalarBytes(k.vals[g])
+}
+
+func (k *typedKeys[T]) clear(g int32) {
+	var zero T
+	if int(g) < len(k.vals) {
+		k.vals[g], k.valid[g] = zero, false
+	}
+}
+
+// fixedSize is the in-memory size of a scalar (a string's header).
+func fixedSize[T scalar](v T) int { return int(unsafe.Sizeof(v)) }
+
+// clearSlot releases the memory of an evicted group.
+func (a *groupAgg) clearSlot(g int32) {
+	a.rowCount[g] = 0
+	for _, acc := range a.accs {
+		acc.reset(g)
+	}
+	for _, k := range a.keys {
+		k.clear(g)
+	}
+}
+
+// slotBytes estimates a group's memory: keys, row count, accumulators.
+func (a *groupAgg) slotBytes(g int32) int {
+	n := 8 + 4 // row count, mark
+	for _, k := range a.keys {
+		n += k.slotBytes(g)
+	}
+	for _, acc := range a.accs {
+		if s, ok := acc.(accSizer); ok {
+			n += s.slotBytes(g)
+		} else {
+			n += accSlotBytes
+		}
+	}
+	return n
+}
+
+// rowBytes estimates the memory of stored row id.
+func (s *rowStore) rowBytes(id int32) int {
+	n := 0
+	for _, ks := range s.cols {
+		n += ks.slotBytes(id)
+	}
+	return n
+}
+
+// freeNow returns row id to the free list at once: only between batches
+// (a tiered table's eviction), when no change of the batch refers to it.
+func (s *rowStore) freeNow(id int32) {
+	for _, ks := range s.cols {
+		ks.clear(id)
+	}
+	s.free = append(s.free, id)
+}
