@@ -154,7 +154,7 @@ func NewKV(o Options) (*KV, error) {
 		kv.ttl = 1
 	}
 	if backend == BackendPebble {
-		c, err := openCold(o)
+		c, err := openCold(o, true)
 		if err != nil {
 			return nil, err
 		}

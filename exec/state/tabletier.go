@@ -204,7 +204,7 @@ func (t *Table) EnableTier(h TierHooks) error {
 	if o.TierHotBytes <= 0 {
 		o.TierHotBytes = tableTestHotBytes.Load()
 	}
-	c, err := openCold(o)
+	c, err := openCold(o, false)
 	if err != nil {
 		return err
 	}

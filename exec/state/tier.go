@@ -97,7 +97,10 @@ type coldTier struct {
 	st       TierStats
 }
 
-func openCold(o Options) (*coldTier, error) {
+// openCold opens a spill DB; framed: its keys are the KV's framed keys
+// (bloom filters on their namespace and key, framedSplit), otherwise
+// opaque (a Table's codec keys: whole-key bloom filters).
+func openCold(o Options, framed bool) (*coldTier, error) {
 	total := o.MemoryBudget
 	if total <= 0 {
 		total = DefaultMemoryBudget
@@ -128,7 +131,6 @@ func openCold(o Options) (*coldTier, error) {
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref()
 	po := &pebble.Options{
-		Comparer:     framedComparer,
 		Cache:        cache,
 		MemTableSize: uint64(memtable),
 		DisableWAL:   true, // scratch data: the checkpoint is the durable copy
@@ -136,6 +138,9 @@ func openCold(o Options) (*coldTier, error) {
 		// what is read back soon.
 		Logger: quietLogger{},
 		Levels: make([]pebble.LevelOptions, 7),
+	}
+	if framed {
+		po.Comparer = framedComparer
 	}
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
