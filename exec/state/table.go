@@ -459,6 +459,24 @@ func (t *Table) Changed() int {
 	return n
 }
 
+// bind makes slot g the slot of its key: enc for a bytes-keyed table,
+// intKey (or the NULL key) for an int-keyed one.
+func (t *Table) bind(g int32, enc []byte, intKey int64, null bool) {
+	switch {
+	case !t.o.IntKeys:
+		ks := string(enc)
+		t.strMap[ks] = g
+		t.keyOf[g] = ks
+	case null:
+		t.nullSlot = g
+	default:
+		t.intMap[intKey] = g
+		if t.ikey != nil {
+			t.ikey[g] = intKey
+		}
+	}
+}
+
 // Decoder fills slot g from its encoded key and value while restoring.
 // For an int-keyed table it returns the slot's key (null: the NULL key).
 type Decoder func(g int32, key, value []byte) (intKey int64, null bool, err error)
@@ -494,16 +512,7 @@ func (t *Table) Restore(r checkpoint.StateReader, start, end int, decode Decoder
 			if err != nil {
 				return err
 			}
-			switch {
-			case !t.o.IntKeys:
-				ks := string(enc)
-				t.strMap[ks] = g
-				t.keyOf[g] = ks
-			case null:
-				t.nullSlot = g
-			default:
-				t.intMap[ik] = g
-			}
+			t.bind(g, enc, ik, null)
 			return nil
 		})
 		if err != nil {

@@ -399,17 +399,7 @@ func (tt *tableTier) load(t *Table, pk []byte, iv int64, null bool) (int32, bool
 	if t.last != nil {
 		t.last[g] = last
 	}
-	switch {
-	case !tt.intKey:
-		ks := string(pk)
-		t.strMap[ks] = g
-		t.keyOf[g] = ks
-	case null:
-		t.nullSlot = g
-	default:
-		t.intMap[iv] = g
-		t.ikey[g] = iv
-	}
+	t.bind(g, pk, iv, null)
 	tt.inCold[g] = true
 	tt.hit(g)
 	tt.st.ColdReads++
