@@ -8,6 +8,8 @@ import (
 	"os"
 	"regexp"
 	"runtime/debug"
+	"runtime/metrics"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,7 +30,8 @@ import (
 // (default 1024) and the Go memory limit at BENCH_JOIN_GOMEMLIMIT_MB
 // (default twice the budget), as a deployment sets GOMEMLIMIT; checkpoints every BENCH_JOIN_INTERVAL (default
 // 10 s). Reported: events/s, events per CPU-second, peak RSS (VmHWM) in MiB,
-// the number of checkpoints, the p50 and largest checkpoint duration (sync +
+// the peak live Go heap (BENCH_JOIN_HEAPPROFILE=FILE: a heap profile near
+// it), the number of checkpoints, the p50 and largest checkpoint duration (sync +
 // async), and the largest and last checkpoint's written bytes.
 func BenchmarkJoinLargeState(b *testing.B) {
 	keys := envInt("BENCH_JOIN_KEYS", 2_000_000)
@@ -61,8 +64,11 @@ INSERT INTO out SELECT l.id, l.p, r.q FROM l JOIN (SELECT MOD(id * 7919, %d) + 1
 	for i := 0; i < b.N; i++ {
 		log := &checkpointLog{}
 		start, cpu0 := time.Now(), processCPU()
+		stop := sampleHeap(os.Getenv("BENCH_JOIN_HEAPPROFILE"))
 		runJobLog(b, script, log)
 		wall, cpu := time.Since(start), processCPU()-cpu0
+		live := stop()
+		b.ReportMetric(float64(live)/(1<<20), "peak-heap-live-MiB")
 		events := float64(2 * keys)
 		b.ReportMetric(events/wall.Seconds(), "events/s")
 		b.ReportMetric(events/cpu.Seconds(), "events/cpu-s")
@@ -82,6 +88,46 @@ INSERT INTO out SELECT l.id, l.p, r.q FROM l JOIN (SELECT MOD(id * 7919, %d) + 1
 			b.ReportMetric(maxWritten/(1<<20), "ckpt-max-written-MiB")
 			b.ReportMetric(cks[len(cks)-1].size/(1<<20), "ckpt-last-size-MiB")
 		}
+	}
+}
+
+// sampleHeap watches the Go heap's live bytes (after each GC) every
+// 250 ms until stopped and returns the largest seen; with a file name it
+// writes a heap profile whenever the live heap grew by a tenth over the
+// last one written, so the file shows the heap at (about) its peak.
+func sampleHeap(profile string) (stop func() int64) {
+	done := make(chan struct{})
+	var peak int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		var written int64
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			metrics.Read(sample)
+			v := int64(sample[0].Value.Uint64())
+			peak = max(peak, v)
+			if profile != "" && v > written+written/10 {
+				if f, err := os.Create(profile); err == nil {
+					pprof.WriteHeapProfile(f)
+					f.Close()
+					written = v
+				}
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		wg.Wait()
+		return peak
 	}
 }
 

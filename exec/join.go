@@ -254,6 +254,12 @@ func (j *streamJoin) ProcessBatch(input int, b Batch, out Collector) error {
 			clock = j.ctx.Clock
 		}
 		j.kv.SetNow(clock.Now().UnixMilli())
+		// Incremental cleanup, as the aggregation's: expired rows whose
+		// key no probe reads again still leave the state (and the next
+		// checkpoint). Flink emits nothing for expired join state.
+		if err := j.kv.Sweep(2*n + 8); err != nil {
+			return fmt.Errorf("join %s: state TTL cleanup: %w", j.spec.ID, err)
+		}
 	}
 	return j.process(input, b, out)
 }

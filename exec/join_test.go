@@ -731,6 +731,85 @@ func TestJoinStateTTL(t *testing.T) {
 	}
 }
 
+// TestJoinStateTTLCleanup: expired join rows whose key no probe reads
+// again still leave the state (incremental cleanup, as Flink's) and the
+// next checkpoint, in memory and in the Pebble tier with most rows cold.
+// The checkpoint state (every snapshot applied) ends with only the rows
+// written after the expiry.
+func TestJoinStateTTLCleanup(t *testing.T) {
+	ins := func(r jrow) jchange { return jchange{Insert, r} }
+	for _, backend := range []string{"", "rocksdb"} {
+		t.Run("backend="+backend, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			clk := &testMsClock{ms: 1_000_000}
+			s := joinSpec(planner.InnerJoin, 0, false, false)
+			ctx := &OpContext{OpID: s.ID, Parallelism: 1, KeyGroups: joinKG(0, 1), Checkpointing: true, Mem: mem,
+				BatchSize: 1024, Clock: clk, StateTTL: 10 * time.Second}
+			if backend != "" {
+				ctx.StateBackend, ctx.StateMemory, ctx.StateDir = backend, 10<<20, t.TempDir()
+			}
+			op, err := newJoin(s, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer op.Close()
+			out := &joinCountOut{}
+			const old = 20_000
+			for k := 0; k < old; k += 1000 {
+				var cs []jchange
+				for i := k; i < k+1000; i++ {
+					cs = append(cs, ins(lrow(int64(i), int64(i), 1)))
+				}
+				if err := op.ProcessBatch(0, joinBatch(mem, true, cs), out); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ck := memState{}
+			if err := op.Snapshot(1, ck); err != nil {
+				t.Fatal(err)
+			}
+			op.NotifyComplete(1)
+			if len(ck) != old {
+				t.Fatalf("checkpoint 1 holds %d keys, want %d", len(ck), old)
+			}
+			if backend != "" {
+				if st := op.kv.Stats(); st.Evictions == 0 || st.Hot >= old {
+					t.Fatalf("the tier kept everything in memory: %+v", st)
+				}
+			}
+			clk.ms += 10_001
+			// right rows on keys no left row has: the probes never read
+			// the expired rows; 200 batches of 100 rows look at 41,600 keys,
+			// more than the 40,000 the state ever holds
+			fresh := 0
+			for b := 0; b < 200; b++ {
+				var cs []jchange
+				for i := 0; i < 100; i++ {
+					cs = append(cs, ins(lrow(int64(-1-fresh), int64(fresh), 1)))
+					fresh++
+				}
+				if err := op.ProcessBatch(1, joinBatch(mem, false, cs), out); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := op.kv.Len(); n != fresh {
+				t.Fatalf("state holds %d keys after the sweep, want the %d fresh ones", n, fresh)
+			}
+			if err := op.Snapshot(2, ck); err != nil {
+				t.Fatal(err)
+			}
+			op.NotifyComplete(2)
+			if len(ck) != fresh {
+				t.Fatalf("checkpoint state holds %d keys, want the %d fresh ones", len(ck), fresh)
+			}
+			if out.n != 0 {
+				t.Fatalf("%d join results; the keys never met", out.n)
+			}
+		})
+	}
+}
+
 // TestJoinWatermarkForwarded: the join forwards the watermark it is given
 // (the minimum over its inputs, computed by the runtime).
 func TestJoinWatermarkForwarded(t *testing.T) {

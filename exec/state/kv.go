@@ -53,6 +53,12 @@ type KV struct {
 	vbuf    []byte
 	it      Iter // Scan's iterator, reused
 
+	// TTL cleanup (Sweep): the key to resume from (nil: the start) and the
+	// expired keys found, reused
+	sweepFrom []byte
+	sweepDel  keyArena
+	sweepKeys [][]byte
+
 	// a snapshot's reads of cold changed keys (see fetchCold), reused
 	fetched    []fetched
 	coldPos    []coldRef
@@ -380,6 +386,46 @@ func (s *KV) Len() int {
 		panic(err)
 	}
 	return n
+}
+
+// Sweep looks at up to n keys, hot or cold, after the ones the last Sweep
+// looked at (wrapping around at the end) and removes the expired ones:
+// Flink's incremental cleanup, so that expired state whose key is never
+// read again still leaves the state (and the next checkpoint). Without a
+// TTL it does nothing. Call it between batches, with no value of the KV
+// held.
+func (s *KV) Sweep(n int) error {
+	if s.ttl <= 0 || n <= 0 {
+		return nil
+	}
+	it := &s.it
+	it.kv = s
+	it.noTTL = true
+	it.seekFrom(s.sweepFrom)
+	s.sweepKeys = s.sweepKeys[:0]
+	s.sweepDel.cur = s.sweepDel.cur[:0]
+	seen := 0
+	for seen < n && it.Next() {
+		seen++
+		if s.expired(it.last) {
+			s.sweepKeys = append(s.sweepKeys, s.sweepDel.copy(it.Key()))
+		}
+		s.sweepFrom = append(s.sweepFrom[:0], it.Key()...)
+	}
+	if seen < n {
+		s.sweepFrom = s.sweepFrom[:0] // at the end: start over next time
+	} else {
+		s.sweepFrom = append(s.sweepFrom, 0) // the next key after it
+	}
+	err := it.Close()
+	it.noTTL = false
+	if err != nil {
+		return err
+	}
+	for _, k := range s.sweepKeys {
+		s.Delete(k)
+	}
+	return nil
 }
 
 // SetNow sets processing time for TTL (unix ms).

@@ -25,6 +25,7 @@ type kvAPI interface {
 	Scan(prefix []byte, fn func(k, v []byte) error) error
 	Len() int
 	SetNow(ms int64)
+	Sweep(n int) error
 	Snapshot(id int64, w checkpoint.StateWriter) error
 	Complete(id int64)
 	Abort(id int64)
@@ -179,6 +180,7 @@ func metaSeed(t *testing.T, seed int64) {
 	snaps := map[int64][]string{} // snapshots whose outcome is unknown
 	committed := store{}
 	var completed []int64
+	swept := 0 // keys Sweep removed
 	for step := 0; step < 3000; step++ {
 		switch p := rng.Intn(100); {
 		case p < 30:
@@ -306,6 +308,13 @@ func metaSeed(t *testing.T, seed int64) {
 			if n != len(committed) || r.tier.Len() != len(committed) {
 				t.Fatalf("step %d: restored %d keys (Len %d), committed %d", step, n, r.tier.Len(), len(committed))
 			}
+		case p < 95:
+			// TTL cleanup of a few keys (no-op without a TTL); Len
+			// then shows the same keys left
+			n := 1 + rng.Intn(40)
+			before := r.ref.Len()
+			r.same(step, "sweep", func(kv kvAPI) string { return fmt.Sprint(kv.Sweep(n), kv.Len()) })
+			swept += before - r.ref.Len()
 		default:
 			r.same(step, "len", func(kv kvAPI) string { return fmt.Sprint(kv.Len()) })
 		}
@@ -320,5 +329,8 @@ func metaSeed(t *testing.T, seed int64) {
 	if r.st.Evictions == 0 || r.st.WriteBacks == 0 || r.st.ColdReads == 0 {
 		t.Fatalf("the tier never paged: %+v", r.st)
 	}
-	t.Logf("seed %d: %d checkpoints completed, tier %+v", seed, len(completed), r.st)
+	if o.TTL > 0 && swept == 0 {
+		t.Fatal("Sweep never removed an expired key")
+	}
+	t.Logf("seed %d: %d checkpoints completed, %d keys swept, tier %+v", seed, len(completed), swept, r.st)
 }

@@ -17,6 +17,8 @@ type refKV struct {
 	t    *Table
 	vals [][]byte
 	scr  []byte
+
+	sweepFrom string // Sweep's cursor
 }
 
 func newRefKV(o Options) (*refKV, error) {
@@ -120,6 +122,37 @@ func (s *refKV) Scan(prefix []byte, fn func(k, v []byte) error) error {
 		if err := fn([]byte(k), s.vals[s.t.strMap[k]]); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// Sweep is KV.Sweep's oracle: it sorts every key (expired ones too), looks
+// at up to n of them from the cursor on (starting over after the end) and
+// deletes the expired ones.
+func (s *refKV) Sweep(n int) error {
+	if s.t.o.TTL <= 0 || n <= 0 {
+		return nil
+	}
+	ks := make([]string, 0, len(s.t.strMap))
+	for k := range s.t.strMap {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	i := sort.SearchStrings(ks, s.sweepFrom)
+	var del []string
+	seen := 0
+	for ; seen < n && i < len(ks); i++ {
+		seen++
+		if s.t.Expired(s.t.strMap[ks[i]]) {
+			del = append(del, ks[i])
+		}
+		s.sweepFrom = ks[i] + "\x00"
+	}
+	if seen < n {
+		s.sweepFrom = ""
+	}
+	for _, k := range del {
+		s.Delete([]byte(k))
 	}
 	return nil
 }

@@ -457,7 +457,9 @@ type Iter struct {
 	advC     bool
 	key, val []byte
 	err      error
-	noTTL    bool // expired keys too
+	noTTL    bool  // expired keys too
+	from     bool  // seekFrom: every key from lo on, not a prefix
+	last     int64 // the current entry's last update
 }
 
 // NewIter returns an iterator over s (call Seek, then Next until false,
@@ -466,11 +468,24 @@ func (s *KV) NewIter() *Iter { return &Iter{kv: s} }
 
 // Seek positions the iterator before the first live key with prefix.
 func (it *Iter) Seek(prefix []byte) {
+	it.seek(prefix, false)
+}
+
+// seekFrom positions the iterator before the first live key >= k.
+func (it *Iter) seekFrom(k []byte) {
+	it.seek(k, true)
+}
+
+func (it *Iter) seek(prefix []byte, from bool) {
 	it.Close()
 	s := it.kv
+	it.from = from
 	it.lo = append(it.lo[:0], prefix...)
-	it.hi = append(it.hi[:0], prefix...)
-	it.hi = prefixEnd(it.hi)
+	var hi []byte // nil: no upper bound
+	if !from {
+		it.hi = prefixEnd(append(it.hi[:0], prefix...))
+		hi = it.hi
+	}
 	it.ht.Init(s.hot, false)
 	it.htOpen = true
 	it.hOK = it.ht.Seek(ordAt(it.lo, 0, nil))
@@ -478,8 +493,8 @@ func (it *Iter) Seek(prefix []byte) {
 	it.advH, it.advC = false, false
 	if s.coldUsed() {
 		o := pebble.IterOptions{LowerBound: it.lo}
-		if it.hi != nil {
-			o.UpperBound = it.hi
+		if hi != nil {
+			o.UpperBound = hi
 		}
 		ci, err := s.cold.db.NewIter(&o)
 		if err != nil {
@@ -487,7 +502,7 @@ func (it *Iter) Seek(prefix []byte) {
 			return
 		}
 		it.ci = ci
-		if n, ok := framedPrefix(it.lo); ok && n == len(it.lo) {
+		if n, ok := framedPrefix(it.lo); ok && n == len(it.lo) && !from {
 			// a key's map state: the bloom filters skip tables without it
 			it.cOK = ci.SeekPrefixGE(it.lo)
 		} else {
@@ -497,7 +512,7 @@ func (it *Iter) Seek(prefix []byte) {
 }
 
 func (it *Iter) inRange(k []byte) bool {
-	return bytes.HasPrefix(k, it.lo)
+	return it.from || bytes.HasPrefix(k, it.lo)
 }
 
 // prefixEnd turns p into the smallest key greater than every key with
@@ -544,7 +559,7 @@ func (it *Iter) Next() bool {
 			if !it.noTTL && s.expired(e.last) {
 				continue
 			}
-			it.key, it.val = e.key, e.val
+			it.key, it.val, it.last = e.key, e.val, e.last
 			return true
 		}
 		it.advC = true
@@ -556,7 +571,7 @@ func (it *Iter) Next() bool {
 		if !it.noTTL && s.expired(last) {
 			continue
 		}
-		it.key, it.val = it.ci.Key(), val
+		it.key, it.val, it.last = it.ci.Key(), val, last
 		return true
 	}
 }
