@@ -67,8 +67,9 @@ INSERT INTO out SELECT l.id, l.p, r.q FROM l JOIN (SELECT MOD(id * 7919, %d) + 1
 		stop := sampleHeap(os.Getenv("BENCH_JOIN_HEAPPROFILE"))
 		runJobLog(b, script, log)
 		wall, cpu := time.Since(start), processCPU()-cpu0
-		live := stop()
+		live, timeline := stop()
 		b.ReportMetric(float64(live)/(1<<20), "peak-heap-live-MiB")
+		b.Logf("RSS MiB over time: %s", timeline)
 		events := float64(2 * keys)
 		b.ReportMetric(events/wall.Seconds(), "events/s")
 		b.ReportMetric(events/cpu.Seconds(), "events/cpu-s")
@@ -91,13 +92,21 @@ INSERT INTO out SELECT l.id, l.p, r.q FROM l JOIN (SELECT MOD(id * 7919, %d) + 1
 	}
 }
 
-// sampleHeap watches the Go heap's live bytes (after each GC) every
-// 250 ms until stopped and returns the largest seen; with a file name it
+// sampleHeap watches the Go heap's live bytes (after each GC) and the
+// process's RSS every 250 ms until stopped; it returns the largest live
+// heap seen and an RSS timeline (about ten points, MiB over seconds), the
+// evidence that RSS stays flat while the state grows. With a file name it
 // writes a heap profile whenever the live heap grew by a tenth over the
 // last one written, so the file shows the heap at (about) its peak.
-func sampleHeap(profile string) (stop func() int64) {
+func sampleHeap(profile string) (stop func() (peakLive int64, timeline string)) {
 	done := make(chan struct{})
 	var peak int64
+	type point struct {
+		at  time.Duration
+		rss int64
+	}
+	var points []point
+	start := time.Now()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -115,6 +124,7 @@ func sampleHeap(profile string) (stop func() int64) {
 			metrics.Read(sample)
 			v := int64(sample[0].Value.Uint64())
 			peak = max(peak, v)
+			points = append(points, point{time.Since(start), currentRSS()})
 			if profile != "" && v > written+written/10 {
 				if f, err := os.Create(profile); err == nil {
 					pprof.WriteHeapProfile(f)
@@ -124,12 +134,20 @@ func sampleHeap(profile string) (stop func() int64) {
 			}
 		}
 	}()
-	return func() int64 {
+	return func() (int64, string) {
 		close(done)
 		wg.Wait()
-		return peak
+		var tl strings.Builder
+		step := max(len(points)/10, 1)
+		for i := step - 1; i < len(points); i += step {
+			fmt.Fprintf(&tl, "%.0fs:%d ", points[i].at.Seconds(), points[i].rss>>20)
+		}
+		return peak, tl.String()
 	}
 }
+
+// currentRSS is the process's resident set size (VmRSS) in bytes.
+func currentRSS() int64 { return procStatus("VmRSS:") }
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -190,13 +208,16 @@ func runJobLog(b *testing.B, script string, w *checkpointLog) {
 }
 
 // peakRSS is the process's peak resident set size (VmHWM) in bytes.
-func peakRSS() int64 {
+func peakRSS() int64 { return procStatus("VmHWM:") }
+
+// procStatus reads a size field of /proc/self/status in bytes (0: unknown).
+func procStatus(field string) int64 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
+		if strings.HasPrefix(line, field) {
 			f := strings.Fields(line)
 			if len(f) >= 2 {
 				kb, _ := strconv.ParseInt(f[1], 10, 64)

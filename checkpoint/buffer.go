@@ -1,38 +1,76 @@
 package checkpoint
 
 // Buffer collects one subtask's state writes for one checkpoint. It
-// implements StateWriter. Keys and values are copied into one arena, so a
-// Put does not allocate per call once the buffer has grown. Not safe for
-// concurrent use. Commit applies buffers in order and resets them.
+// implements StateWriter. Keys and values are copied into fixed-size
+// chunks that are kept across Reset, so a Put does not allocate once the
+// buffer has grown, and growing never copies what was written (a doubling
+// slice would hold up to three times a large checkpoint's delta while it
+// grows). Not safe for concurrent use. Commit applies buffers in order and
+// resets them.
 type Buffer struct {
-	ops  []bufOp
-	data []byte
+	ops    []bufOp
+	chunks [][]byte // chunks[:cur+1] in use; the rest kept for reuse
+	cur    int
+	bytes  int
 }
 
+// bufChunk is the size of a Buffer's chunks; a larger key and value get a
+// chunk of their own.
+const bufChunk = 1 << 20
+
+// bufOp is one write: key at chunks[chunk][off:off+kLen], the value right
+// after it; vLen == delOp: a Delete.
 type bufOp struct {
-	del        bool
-	kOff, kLen int
-	vOff, vLen int
+	chunk, off, kLen, vLen uint32
 }
+
+const delOp = ^uint32(0)
 
 // NewBuffer returns an empty buffer.
 func NewBuffer() *Buffer { return &Buffer{} }
 
+// room returns the chunk index and offset where n bytes go.
+func (b *Buffer) room(n int) (int, int) {
+	if len(b.chunks) == 0 {
+		b.chunks = append(b.chunks, make([]byte, 0, max(bufChunk, n)))
+	}
+	c := b.chunks[b.cur]
+	if cap(c)-len(c) < n {
+		b.cur++
+		if b.cur == len(b.chunks) || cap(b.chunks[b.cur]) < n {
+			// a new chunk (or one too small for n, replaced)
+			nc := make([]byte, 0, max(bufChunk, n))
+			if b.cur == len(b.chunks) {
+				b.chunks = append(b.chunks, nc)
+			} else {
+				b.chunks[b.cur] = nc
+			}
+		}
+	}
+	return b.cur, len(b.chunks[b.cur])
+}
+
+func (b *Buffer) add(key, value []byte, del bool) {
+	ci, off := b.room(len(key) + len(value))
+	c := append(b.chunks[ci], key...)
+	b.chunks[ci] = append(c, value...)
+	op := bufOp{chunk: uint32(ci), off: uint32(off), kLen: uint32(len(key)), vLen: uint32(len(value))}
+	if del {
+		op.vLen = delOp
+	}
+	b.ops = append(b.ops, op)
+	b.bytes += len(key) + len(value)
+}
+
 // Put records key = value (both copied).
 func (b *Buffer) Put(key, value []byte) error {
-	op := bufOp{kOff: len(b.data), kLen: len(key)}
-	b.data = append(b.data, key...)
-	op.vOff, op.vLen = len(b.data), len(value)
-	b.data = append(b.data, value...)
-	b.ops = append(b.ops, op)
+	b.add(key, value, false)
 	return nil
 }
 
 // Delete records the removal of key (copied).
 func (b *Buffer) Delete(key []byte) error {
-	op := bufOp{del: true, kOff: len(b.data), kLen: len(key)}
-	b.data = append(b.data, key...)
-	b.ops = append(b.ops, op)
+	b.add(key, nil, true)
 	return nil
 }
 
@@ -40,22 +78,30 @@ func (b *Buffer) Delete(key []byte) error {
 func (b *Buffer) Len() int { return len(b.ops) }
 
 // Bytes is the size of the recorded keys and values.
-func (b *Buffer) Bytes() int { return len(b.data) }
+func (b *Buffer) Bytes() int { return b.bytes }
 
 // Reset empties the buffer, keeping its memory.
 func (b *Buffer) Reset() {
 	b.ops = b.ops[:0]
-	b.data = b.data[:0]
+	for i := range b.chunks {
+		b.chunks[i] = b.chunks[i][:0]
+	}
+	b.cur = 0
+	b.bytes = 0
 }
 
 func (b *Buffer) each(fn func(del bool, k, v []byte) error) error {
 	for _, op := range b.ops {
-		k := b.data[op.kOff : op.kOff+op.kLen : op.kOff+op.kLen]
+		c := b.chunks[op.chunk]
+		ke := int(op.off + op.kLen)
+		k := c[op.off:ke:ke]
 		var v []byte
-		if !op.del {
-			v = b.data[op.vOff : op.vOff+op.vLen : op.vOff+op.vLen]
+		del := op.vLen == delOp
+		if !del {
+			ve := ke + int(op.vLen)
+			v = c[ke:ve:ve]
 		}
-		if err := fn(op.del, k, v); err != nil {
+		if err := fn(del, k, v); err != nil {
 			return err
 		}
 	}

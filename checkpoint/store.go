@@ -332,11 +332,18 @@ func (s *Store) removeSnaps() {
 	}
 }
 
+// commitChunk is the size of Commit's batches.
+const commitChunk = 4 << 20
+
 // Commit is the synchronous part of checkpoint id: it applies all buffers
 // (Put/Delete in the order written per buffer, buffers in slice order) and
-// the checkpoint id itself in ONE synced Pebble batch. After it returns, the
-// working DB holds the state of id. ids must grow. The buffers are reset on
-// success. Keys must not be empty or start with 0x00 (reserved).
+// then the checkpoint id itself, in batches of about commitChunk bytes,
+// the last one synced. After it returns, the working DB holds the state of
+// id. ids must grow. The buffers are reset on success. Keys must not be
+// empty or start with 0x00 (reserved). A failed Commit may leave part of
+// the buffers applied (see the comment inside); the working DB then still
+// says the previous id, and RestoreLatest always rebuilds it from the
+// persisted checkpoint.
 func (s *Store) Commit(id int64, bufs []*Buffer) error {
 	start := time.Now()
 	s.noteID(id)
@@ -348,8 +355,24 @@ func (s *Store) Commit(id int64, bufs []*Buffer) error {
 	if id <= s.lastID {
 		return fmt.Errorf("checkpoint %d: ids must grow (last committed is %d)", id, s.lastID)
 	}
+	// The writes go in batches of about commitChunk bytes (not one batch
+	// of the whole delta, a second copy of it in memory), the last one
+	// with the checkpoint id and a WAL sync, which makes the earlier ones
+	// durable too. A failure in between leaves part of the delta in the
+	// working DB with the old checkpoint id: the same state as a commit
+	// whose checkpoint is then aborted (StepCommitted). Either way the
+	// operators keep the aborted checkpoint's changes pending and the next
+	// checkpoint writes those keys again with their current values.
 	batch := s.db.NewBatch()
-	defer batch.Close()
+	defer func() { batch.Close() }()
+	flush := func() error {
+		if err := s.guard(true, func() error { return batch.Commit(pebble.NoSync) }); err != nil {
+			return fmt.Errorf("checkpoint %d: committing state: %w", id, err)
+		}
+		batch.Close()
+		batch = s.db.NewBatch()
+		return nil
+	}
 	for i, b := range bufs {
 		if b == nil {
 			continue
@@ -358,10 +381,16 @@ func (s *Store) Commit(id int64, bufs []*Buffer) error {
 			if len(k) == 0 || k[0] == tagInternal {
 				return fmt.Errorf("checkpoint %d: buffer %d: state key %q is empty or in the reserved subspace 0x00", id, i, k)
 			}
+			var err error
 			if del {
-				return batch.Delete(k, nil)
+				err = batch.Delete(k, nil)
+			} else {
+				err = batch.Set(k, v, nil)
 			}
-			return batch.Set(k, v, nil)
+			if err == nil && batch.Len() >= commitChunk {
+				err = flush()
+			}
+			return err
 		})
 		if err != nil {
 			return err

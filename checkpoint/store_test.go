@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -541,4 +542,68 @@ func TestFallbackCandidates(t *testing.T) {
 	}
 	assertState(t, "chk-2", r.Reader(), states[2])
 	r.Discard()
+}
+
+// TestCommitInChunks: a checkpoint delta several times Commit's batch size
+// (Puts, then Deletes and Puts of the same keys in later batches) commits
+// in order and restores equal; a Commit that fails after some of its
+// batches went in leaves the previous checkpoint's id, and RestoreLatest
+// drops the part that went in.
+func TestCommitInChunks(t *testing.T) {
+	fs := vfs.NewMem()
+	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 2, FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := model{}
+	big := func(id int64, bad bool) *Buffer {
+		b := NewBuffer()
+		val := strings.Repeat("x", 1000)
+		for i := 0; i < 3*commitChunk/1000; i++ {
+			k := string(append(KeyedPrefix("join", i%8), fmt.Sprintf("k%07d", i%5000)...))
+			switch {
+			case i%7 == 3:
+				b.Delete([]byte(k))
+				if !bad {
+					delete(m, k)
+				}
+			default:
+				v := fmt.Sprintf("%d-%d-%s", id, i, val)
+				b.Put([]byte(k), []byte(v))
+				if !bad {
+					m[k] = v
+				}
+			}
+		}
+		if bad {
+			b.Put([]byte{tagInternal, 1}, []byte("reserved"))
+		}
+		return b
+	}
+	if err := s.Commit(1, []*Buffer{big(1, false)}); err != nil {
+		t.Fatal(err)
+	}
+	mustPersist(t, s, 1)
+	assertState(t, "after commit 1", s.Reader(), m)
+	if err := s.Commit(2, []*Buffer{big(2, true)}); err == nil {
+		t.Fatal("a reserved key was committed")
+	}
+	if got := dump(t, s.Reader()); reflect.DeepEqual(got, m) {
+		t.Fatal("the failed commit applied nothing: the test does not cover a partial commit")
+	}
+	if _, ok, err := s.RestoreLatest(); err != nil || !ok {
+		t.Fatalf("RestoreLatest: %v %v", ok, err)
+	}
+	assertState(t, "restored after the failed commit", s.Reader(), m)
+	if err := s.Commit(3, []*Buffer{big(3, false)}); err != nil {
+		t.Fatal(err)
+	}
+	mustPersist(t, s, 3)
+	r, info, err := Restore(Options{Dir: "/ck", JobID: jobB, NumRetained: 1, FS: fs}, s.JobDir())
+	if err != nil || info.ID != 3 {
+		t.Fatalf("restore: %v %v", info.ID, err)
+	}
+	defer r.Close()
+	assertState(t, "restored checkpoint 3", r.Reader(), m)
 }

@@ -1,0 +1,62 @@
+package checkpoint
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"testing"
+)
+
+// TestBufferRoundTrip: random Puts and Deletes, some larger than a chunk,
+// over several Resets, come back from each in order with their bytes; a
+// reset buffer reuses its chunks.
+func TestBufferRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	b := NewBuffer()
+	type rec struct {
+		del  bool
+		k, v []byte
+	}
+	for round := 0; round < 4; round++ {
+		var want []rec
+		n := 0
+		for i := 0; i < 3000; i++ {
+			k := make([]byte, 1+rng.Intn(40))
+			rng.Read(k)
+			r := rec{k: k, del: rng.Intn(4) == 0}
+			if !r.del {
+				size := rng.Intn(2000)
+				if rng.Intn(500) == 0 {
+					size = bufChunk + rng.Intn(bufChunk) // a chunk of its own
+				}
+				r.v = make([]byte, size)
+				rng.Read(r.v)
+				b.Put(r.k, r.v)
+			} else {
+				b.Delete(r.k)
+			}
+			n += len(r.k) + len(r.v)
+			want = append(want, r)
+		}
+		if b.Len() != len(want) || b.Bytes() != n {
+			t.Fatalf("round %d: Len %d Bytes %d, want %d %d", round, b.Len(), b.Bytes(), len(want), n)
+		}
+		i := 0
+		err := b.each(func(del bool, k, v []byte) error {
+			w := want[i]
+			i++
+			if del != w.del || !bytes.Equal(k, w.k) || !bytes.Equal(v, w.v) || (del && v != nil) {
+				return fmt.Errorf("op %d differs", i-1)
+			}
+			return nil
+		})
+		if err != nil || i != len(want) {
+			t.Fatalf("round %d: %v after %d ops", round, err, i)
+		}
+		chunks := len(b.chunks)
+		b.Reset()
+		if b.Len() != 0 || b.Bytes() != 0 || len(b.chunks) != chunks {
+			t.Fatalf("Reset: Len %d Bytes %d chunks %d (had %d)", b.Len(), b.Bytes(), len(b.chunks), chunks)
+		}
+	}
+}
