@@ -80,8 +80,20 @@ func (b *Buffer) Len() int { return len(b.ops) }
 // Bytes is the size of the recorded keys and values.
 func (b *Buffer) Bytes() int { return b.bytes }
 
-// Reset empties the buffer, keeping its memory.
+// bufKeep is how many chunks a reset Buffer keeps: a subtask's buffer
+// lives from one checkpoint to the next, so a large delta's memory is
+// given back rather than held for the whole interval.
+const bufKeep = 4
+
+// Reset empties the buffer, keeping up to bufKeep chunks of its memory.
 func (b *Buffer) Reset() {
+	if len(b.chunks) > bufKeep {
+		clear(b.chunks[bufKeep:])
+		b.chunks = b.chunks[:bufKeep]
+	}
+	if cap(b.ops) > bufKeep*bufChunk/16 {
+		b.ops = nil
+	}
 	b.ops = b.ops[:0]
 	for i := range b.chunks {
 		b.chunks[i] = b.chunks[i][:0]
