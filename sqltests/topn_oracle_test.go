@@ -138,8 +138,8 @@ func TestTopNOracleSQLite(t *testing.T) {
 			checkQueries(t, s, setup, nil, want)
 			for _, q := range queries {
 				before := state.TableTierTotals()
-				// a query that ran paged the TopN and deduplication tables (a global TopN
-				// has one partition: nothing to evict)
+				// a query that ran paged the TopN and deduplication tables
+				// (a global TopN has one partition: nothing to evict)
 				if checkQueries(t, s, nil, []oracleQuery{q}, want) && v.rocks && !strings.HasPrefix(q.name, "global") {
 					tierPaged(t, q.name, before)
 				}
