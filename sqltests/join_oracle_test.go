@@ -9,10 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/apache/arrow/go/v17/arrow/memory"
-
-	"github.com/streamsql/streamsql/session"
 )
 
 // joinOracleQueries are regular joins run through streamsql and SQLite:
@@ -113,21 +109,7 @@ func TestJoinOracleSQLite(t *testing.T) {
 			}
 		}
 	}
-	want := map[string][][]*string{}
-	for _, q := range joinOracleQueries {
-		text := q.sqlite
-		if text == "" {
-			text = q.stream
-		}
-		rows, err := sqliteRows(db, text)
-		if err != nil {
-			t.Fatalf("sqlite %s: %v", q.name, err)
-		}
-		if len(rows) == 0 {
-			t.Fatalf("sqlite %s: empty result, the query tests nothing", q.name)
-		}
-		want[q.name] = rows
-	}
+	want := sqliteWant(t, db, joinOracleQueries, true)
 	type variant struct {
 		p, bs   int
 		backend string // state.backend.type ("": the default, in memory)
@@ -139,11 +121,8 @@ func TestJoinOracleSQLite(t *testing.T) {
 		p, bs := v.p, v.bs
 		{
 			t.Run(fmt.Sprintf("p=%d,batch=%d%s", p, bs, v.backend), func(t *testing.T) {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				defer mem.AssertSize(t, 0)
-				s := session.New(session.Config{Stdout: &lockedBuffer{}})
-				s.Mem = mem
-				defer s.Close()
+				s, done := newOracleSession(t)
+				defer done()
 				setup := []string{
 					fmt.Sprintf("SET 'parallelism.default' = '%d'", p),
 					fmt.Sprintf("SET 'execution.batch-size' = '%d'", bs),
@@ -157,21 +136,7 @@ func TestJoinOracleSQLite(t *testing.T) {
 					"CREATE TABLE l (k INT, s STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '"+lPath+"', 'format' = 'csv', 'csv.null-literal' = 'NULL')",
 					"CREATE TABLE r (k INT, s STRING, w BIGINT) WITH ('connector' = 'filesystem', 'path' = '"+rPath+"', 'format' = 'csv', 'csv.null-literal' = 'NULL')",
 				)
-				for _, q := range setup {
-					if _, err := streamRows(s, q); err != nil {
-						t.Fatalf("%s: %v", q, err)
-					}
-				}
-				for _, q := range joinOracleQueries {
-					got, err := streamRows(s, q.stream)
-					if err != nil {
-						t.Errorf("%s: %v", q.name, err)
-						continue
-					}
-					if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
-						t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
-					}
-				}
+				checkQueries(t, s, setup, joinOracleQueries, want)
 			})
 		}
 	}

@@ -184,18 +184,7 @@ func TestOracleSQLite(t *testing.T) {
 	for _, v := range oracleViews {
 		mustExec(v)
 	}
-	want := map[string][][]*string{}
-	for _, q := range oracleQueries {
-		text := q.sqlite
-		if text == "" {
-			text = q.stream
-		}
-		rows, err := sqliteRows(db, text)
-		if err != nil {
-			t.Fatalf("sqlite %s: %v", q.name, err)
-		}
-		want[q.name] = rows
-	}
+	want := sqliteWant(t, db, oracleQueries, false)
 
 	// the last variant keeps the aggregations' groups in the Pebble tier
 	// with a hot budget of a few groups (state.backend.type 'rocksdb')
@@ -207,11 +196,8 @@ func TestOracleSQLite(t *testing.T) {
 	for _, v := range []variant{{"parallelism=1", 1, 100, false}, {"parallelism=4", 4, 100, false}, {"parallelism=2,batch=13,rocksdb", 2, 13, true}} {
 		p := v.p
 		t.Run(v.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			s := session.New(session.Config{Stdout: &lockedBuffer{}})
-			s.Mem = mem
-			defer s.Close()
+			s, done := newOracleSession(t)
+			defer done()
 			setup := []string{
 				fmt.Sprintf("SET 'parallelism.default' = '%d'", p),
 				fmt.Sprintf("SET 'execution.batch-size' = '%d'", v.bs),
@@ -222,26 +208,81 @@ func TestOracleSQLite(t *testing.T) {
 				setup = append(tierSetup(t), setup...)
 			}
 			before := state.TableTierTotals()
-			for _, q := range append(setup, oracleViews...) {
-				if _, err := streamRows(s, q); err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-			}
-			for _, q := range oracleQueries {
-				got, err := streamRows(s, q.stream)
-				if err != nil {
-					t.Errorf("%s: %v", q.name, err)
-					continue
-				}
-				if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
-					t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
-				}
-			}
+			checkQueries(t, s, append(setup, oracleViews...), oracleQueries, want)
 			if v.rocks {
 				tierPaged(t, "aggregations", before)
 			}
 		})
 	}
+}
+
+// sqliteWant runs each query's SQLite text (q.sqlite, or q.stream when that
+// is empty) and returns the result tables by query name. An error fails t,
+// and so does an empty result when nonEmpty (the query would test nothing).
+func sqliteWant(t *testing.T, db *sql.DB, queries []oracleQuery, nonEmpty bool) map[string][][]*string {
+	t.Helper()
+	want := make(map[string][][]*string, len(queries))
+	for _, q := range queries {
+		text := q.sqlite
+		if text == "" {
+			text = q.stream
+		}
+		rows, err := sqliteRows(db, text)
+		if err != nil {
+			t.Fatalf("sqlite %s: %v", q.name, err)
+		}
+		if nonEmpty && len(rows) == 0 {
+			t.Fatalf("sqlite %s: empty result, the query tests nothing", q.name)
+		}
+		want[q.name] = rows
+	}
+	return want
+}
+
+// newOracleSession returns a session on a checked allocator and the
+// function, to defer, that closes it and then asserts it leaked nothing.
+func newOracleSession(t *testing.T) (*session.Session, func()) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	s := session.New(session.Config{Stdout: &lockedBuffer{}})
+	s.Mem = mem
+	return s, func() {
+		s.Close()
+		mem.AssertSize(t, 0)
+	}
+}
+
+// checkQueries runs the setup statements through s (an error is fatal),
+// then each query, its changelog folded by streamRows, and compares the
+// result with want[q.name]: a query that fails or differs is an error that
+// names it. It reports whether every query ran (whatever its result).
+func checkQueries(t *testing.T, s *session.Session, setup []string, queries []oracleQuery, want map[string][][]*string) bool {
+	t.Helper()
+	return checkQueriesBy(t, s, streamRows, setup, queries, want)
+}
+
+// checkQueriesBy is checkQueries with the queries' results read by rows
+// (streamRows, or appendOnlyRows for an append-only output).
+func checkQueriesBy(t *testing.T, s *session.Session, rows func(*session.Session, string) ([][]*string, error),
+	setup []string, queries []oracleQuery, want map[string][][]*string) bool {
+	t.Helper()
+	for _, q := range setup {
+		if _, err := streamRows(s, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	ran := true
+	for _, q := range queries {
+		got, err := rows(s, q.stream)
+		if err != nil {
+			t.Errorf("%s: %v", q.name, err)
+			ran = false
+			continue
+		}
+		if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
+			t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
+		}
+	}
+	return ran
 }
 
 // sqliteRows runs a query and renders its values as strings (nil = NULL).

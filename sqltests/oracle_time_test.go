@@ -9,10 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/apache/arrow/go/v17/arrow/memory"
-
-	"github.com/streamsql/streamsql/session"
 )
 
 // Time functions checked against SQLite's date functions over seeded
@@ -92,32 +88,12 @@ func TestOracleSQLiteTime(t *testing.T) {
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	s := session.New(session.Config{Stdout: &lockedBuffer{}})
-	s.Mem = mem
-	defer s.Close()
-	for _, q := range []string{
+	want := sqliteWant(t, db, oracleTimeQueries, false)
+	s, done := newOracleSession(t)
+	defer done()
+	checkQueries(t, s, []string{
 		"SET 'parallelism.default' = '2'",
 		"SET 'execution.batch-size' = '100'",
 		"CREATE TABLE tt (id INT, ts TIMESTAMP(3), ts2 TIMESTAMP(3)) WITH ('connector' = 'filesystem', 'path' = '" + csvPath + "', 'format' = 'csv')",
-	} {
-		if _, err := streamRows(s, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	for _, q := range oracleTimeQueries {
-		want, err := sqliteRows(db, q.sqlite)
-		if err != nil {
-			t.Fatalf("sqlite %s: %v", q.name, err)
-		}
-		got, err := streamRows(s, q.stream)
-		if err != nil {
-			t.Errorf("%s: %v", q.name, err)
-			continue
-		}
-		if msg := compareTables(q.kinds, want, got); msg != "" {
-			t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
-		}
-	}
+	}, oracleTimeQueries, want)
 }

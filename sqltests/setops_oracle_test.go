@@ -9,10 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/apache/arrow/go/v17/arrow/memory"
-
-	"github.com/streamsql/streamsql/session"
 )
 
 // Set operations, WITH and VALUES against SQLite over two seeded random
@@ -143,48 +139,17 @@ func TestSetOpsOracleSQLite(t *testing.T) {
 		ddl = append(ddl, "CREATE TABLE "+name+" (k INT, s STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '"+
 			path+"', 'format' = 'csv', 'csv.null-literal' = 'NULL')")
 	}
-	want := map[string][][]*string{}
-	for _, q := range setopsOracleQueries {
-		text := q.sqlite
-		if text == "" {
-			text = q.stream
-		}
-		rows, err := sqliteRows(db, text)
-		if err != nil {
-			t.Fatalf("sqlite %s: %v", q.name, err)
-		}
-		if len(rows) == 0 {
-			t.Fatalf("sqlite %s: the oracle's result is empty; the query tests nothing", q.name)
-		}
-		want[q.name] = rows
-	}
+	want := sqliteWant(t, db, setopsOracleQueries, true)
 	for _, p := range []int{1, 3} {
 		for _, bs := range []int{1, 7, 100} {
 			t.Run(fmt.Sprintf("p=%d/batch=%d", p, bs), func(t *testing.T) {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				defer mem.AssertSize(t, 0)
-				s := session.New(session.Config{Stdout: &lockedBuffer{}})
-				s.Mem = mem
-				defer s.Close()
+				s, done := newOracleSession(t)
+				defer done()
 				setup := append([]string{
 					fmt.Sprintf("SET 'parallelism.default' = '%d'", p),
 					fmt.Sprintf("SET 'execution.batch-size' = '%d'", bs),
 				}, ddl...)
-				for _, q := range setup {
-					if _, err := streamRows(s, q); err != nil {
-						t.Fatalf("%s: %v", q, err)
-					}
-				}
-				for _, q := range setopsOracleQueries {
-					got, err := streamRows(s, q.stream)
-					if err != nil {
-						t.Errorf("%s: %v", q.name, err)
-						continue
-					}
-					if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
-						t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
-					}
-				}
+				checkQueries(t, s, setup, setopsOracleQueries, want)
 			})
 		}
 	}

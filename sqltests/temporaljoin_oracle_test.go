@@ -52,17 +52,7 @@ func TestTemporalJoinOracleSQLite(t *testing.T) {
 			sqlite: "SELECT a.id, b.id FROM " + liveA + " JOIN b ON b.id = " + version + " WHERE b.x < 50",
 			kinds:  "ii"},
 	}
-	want := map[string][][]*string{}
-	for _, q := range queries {
-		rows, err := sqliteRows(db, q.sqlite)
-		if err != nil {
-			t.Fatalf("sqlite %s: %v", q.name, err)
-		}
-		if len(rows) == 0 {
-			t.Fatalf("sqlite %s: no rows", q.name)
-		}
-		want[q.name] = rows
-	}
+	want := sqliteWant(t, db, queries, true)
 	versioned := "CREATE TABLE b (id INT, ts TIMESTAMP(3), k INT, x INT, PRIMARY KEY (k) NOT ENFORCED, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '" +
 		bPath + "', 'format' = 'csv', 'csv.null-literal' = '', 'scan.parallelism' = '1')"
 	runTimeJoinOracle(t, dir, []string{timeJoinDDL("a", aPath), versioned}, queries, want, []oracleQuery{queries[1]})

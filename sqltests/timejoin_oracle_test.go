@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
-
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/session"
 )
@@ -120,17 +118,7 @@ func TestIntervalJoinOracleSQLite(t *testing.T) {
 			sqlite: "SELECT a.id, b.id FROM " + fmt.Sprintf(live, "INNER") + "b.ts BETWEEN a.ts AND a.ts + 30",
 			kinds:  "ii"},
 	}
-	want := map[string][][]*string{}
-	for _, q := range queries {
-		rows, err := sqliteRows(db, q.sqlite)
-		if err != nil {
-			t.Fatalf("sqlite %s: %v", q.name, err)
-		}
-		if len(rows) == 0 {
-			t.Fatalf("sqlite %s: no rows", q.name)
-		}
-		want[q.name] = rows
-	}
+	want := sqliteWant(t, db, queries, true)
 	runTimeJoinOracle(t, dir, []string{timeJoinDDL("a", aPath), timeJoinDDL("b", bPath)}, queries, want, []oracleQuery{queries[1], queries[3]})
 }
 
@@ -149,29 +137,12 @@ func runTimeJoinOracle(t *testing.T, dir string, setup []string, queries []oracl
 	for _, p := range []int{1, 3} {
 		for _, bs := range []int{1, 7, 100} {
 			t.Run(fmt.Sprintf("p=%d,batch=%d", p, bs), func(t *testing.T) {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				defer mem.AssertSize(t, 0)
-				s := session.New(session.Config{Stdout: &lockedBuffer{}})
-				s.Mem = mem
-				defer s.Close()
-				for _, q := range append([]string{
+				s, done := newOracleSession(t)
+				defer done()
+				checkQueriesBy(t, s, appendOnlyRows, append([]string{
 					"SET 'parallelism.default' = '" + strconv.Itoa(p) + "'",
 					"SET 'execution.batch-size' = '" + strconv.Itoa(bs) + "'",
-				}, setup...) {
-					if _, err := streamRows(s, q); err != nil {
-						t.Fatalf("%s: %v", q, err)
-					}
-				}
-				for _, q := range queries {
-					got, err := appendOnlyRows(s, q.stream)
-					if err != nil {
-						t.Errorf("%s: %v", q.name, err)
-						continue
-					}
-					if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
-						t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
-					}
-				}
+				}, setup...), queries, want)
 			})
 		}
 	}
@@ -257,17 +228,7 @@ func TestWindowJoinOracleSQLite(t *testing.T) {
 			sqlite: "SELECT A.k, A.n, B.m, " + tsStr("A.ws") + " FROM (SELECT k, ws, COUNT(*) AS n FROM aw GROUP BY k, ws) A JOIN (SELECT k, ws, SUM(x) AS m FROM bw GROUP BY k, ws) B ON A.k = B.k AND A.ws = B.ws",
 			kinds:  "iiis"},
 	}
-	want := map[string][][]*string{}
-	for _, q := range queries {
-		rows, err := sqliteRows(db, q.sqlite)
-		if err != nil {
-			t.Fatalf("sqlite %s: %v", q.name, err)
-		}
-		if len(rows) == 0 {
-			t.Fatalf("sqlite %s: no rows", q.name)
-		}
-		want[q.name] = rows
-	}
+	want := sqliteWant(t, db, queries, true)
 	setup := []string{timeJoinDDL("a", aPath), timeJoinDDL("b", bPath),
 		"CREATE VIEW aw AS SELECT * FROM TABLE(TUMBLE(TABLE a, DESCRIPTOR(ts), INTERVAL '2' SECOND))",
 		"CREATE VIEW bw AS SELECT * FROM TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), INTERVAL '2' SECOND))"}

@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
-
 	"github.com/streamsql/streamsql/exec"
 	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/parser"
@@ -112,21 +110,7 @@ func TestTopNOracleSQLite(t *testing.T) {
 			sqlite: "SELECT id, k2, v FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k2, k ORDER BY ts, id) AS rn FROM ev) WHERE rn = 1",
 			kinds:  "iii"},
 	}
-	want := map[string][][]*string{}
-	for _, q := range queries {
-		sq := q.sqlite
-		if sq == "" {
-			sq = q.stream
-		}
-		rows, err := sqliteRows(db, sq)
-		if err != nil {
-			t.Fatalf("sqlite %s: %v", q.name, err)
-		}
-		if len(rows) == 0 {
-			t.Fatalf("sqlite %s: no rows", q.name)
-		}
-		want[q.name] = rows
-	}
+	want := sqliteWant(t, db, queries, true)
 	ddl := "CREATE TABLE ev (id BIGINT, ts TIMESTAMP(3), k INT, k2 INT, v INT, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '" +
 		csvPath + "', 'format' = 'csv', 'csv.null-literal' = '', 'scan.parallelism' = '1')"
 	type variant struct {
@@ -141,11 +125,8 @@ func TestTopNOracleSQLite(t *testing.T) {
 			name += ",rocksdb"
 		}
 		t.Run(name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			s := session.New(session.Config{Stdout: &lockedBuffer{}})
-			s.Mem = mem
-			defer s.Close()
+			s, done := newOracleSession(t)
+			defer done()
 			setup := []string{
 				"SET 'parallelism.default' = '" + strconv.Itoa(p) + "'",
 				"SET 'execution.batch-size' = '" + strconv.Itoa(bs) + "'",
@@ -154,24 +135,12 @@ func TestTopNOracleSQLite(t *testing.T) {
 			if v.rocks {
 				setup = append(tierSetup(t), setup...)
 			}
-			for _, q := range setup {
-				if _, err := streamRows(s, q); err != nil {
-					t.Fatalf("%s: %v", q, err)
-				}
-			}
+			checkQueries(t, s, setup, nil, want)
 			for _, q := range queries {
 				before := state.TableTierTotals()
-				got, err := streamRows(s, q.stream)
-				if err != nil {
-					t.Errorf("%s: %v", q.name, err)
-					continue
-				}
-				if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
-					t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
-				}
-				// the TopN and deduplication tables paged (a global TopN
-				// has one partition: nothing to evict)
-				if v.rocks && !strings.HasPrefix(q.name, "global") {
+				// a query that ran paged the TopN and deduplication tables
+				// (a global TopN has one partition: nothing to evict)
+				if checkQueries(t, s, nil, []oracleQuery{q}, want) && v.rocks && !strings.HasPrefix(q.name, "global") {
 					tierPaged(t, q.name, before)
 				}
 			}
@@ -222,11 +191,8 @@ var crashQueries = map[string]bool{"top3-per-key-rank": true, "range-no-rank": t
 // files it wrote into a table.
 func crashRun(t *testing.T, ddl string, q oracleQuery, crashAfter int64, setup ...string) [][]*string {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	s := session.New(session.Config{Stdout: &lockedBuffer{}})
-	s.Mem = mem
-	defer s.Close()
+	s, done := newOracleSession(t)
+	defer done()
 	s.CheckpointTestHook = func(c *exec.CheckpointConfig) { c.TriggerEveryBatch, c.FailAfter = true, crashAfter }
 	out := t.TempDir()
 	cols := make([]string, len(q.kinds))
@@ -435,42 +401,15 @@ func TestOverOracleSQLite(t *testing.T) {
 	}
 	queries[1].sqlite = "SELECT id, k, sv / cv, m, c FROM (SELECT id, k, SUM(v) OVER w AS sv, COUNT(v) OVER w AS cv, MIN(v) OVER w AS m, COUNT(*) OVER w AS c FROM " + ok +
 		" WINDOW w AS (PARTITION BY k ORDER BY ts RANGE BETWEEN 1000 PRECEDING AND CURRENT ROW))"
-	want := map[string][][]*string{}
-	for _, q := range queries {
-		rows, err := sqliteRows(db, q.sqlite)
-		if err != nil {
-			t.Fatalf("sqlite %s: %v", q.name, err)
-		}
-		if len(rows) == 0 {
-			t.Fatalf("sqlite %s: no rows", q.name)
-		}
-		want[q.name] = rows
-	}
+	want := sqliteWant(t, db, queries, true)
 	ddl := "CREATE TABLE ev (id BIGINT, ts TIMESTAMP(3), k INT, v INT, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '" +
 		csvPath + "', 'format' = 'csv', 'csv.null-literal' = '', 'scan.parallelism' = '1')"
 	for _, p := range []int{1, 3} {
 		for _, bs := range []int{1, 7, 100} {
 			t.Run(fmt.Sprintf("p=%d,batch=%d", p, bs), func(t *testing.T) {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				defer mem.AssertSize(t, 0)
-				s := session.New(session.Config{Stdout: &lockedBuffer{}})
-				s.Mem = mem
-				defer s.Close()
-				for _, q := range []string{"SET 'parallelism.default' = '" + strconv.Itoa(p) + "'", "SET 'execution.batch-size' = '" + strconv.Itoa(bs) + "'", ddl} {
-					if _, err := streamRows(s, q); err != nil {
-						t.Fatalf("%s: %v", q, err)
-					}
-				}
-				for _, q := range queries {
-					got, err := streamRows(s, q.stream)
-					if err != nil {
-						t.Errorf("%s: %v", q.name, err)
-						continue
-					}
-					if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
-						t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
-					}
-				}
+				s, done := newOracleSession(t)
+				defer done()
+				checkQueries(t, s, []string{"SET 'parallelism.default' = '" + strconv.Itoa(p) + "'", "SET 'execution.batch-size' = '" + strconv.Itoa(bs) + "'", ddl}, queries, want)
 			})
 		}
 	}

@@ -10,10 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/apache/arrow/go/v17/arrow/memory"
-
-	"github.com/streamsql/streamsql/session"
 )
 
 // TestWindowOracleSQLite compares window aggregations with SQLite over a
@@ -114,45 +110,20 @@ func TestWindowOracleSQLite(t *testing.T) {
 		t.Fatalf("the stream must have late rows for 2 s windows: %d, %v", late, err)
 	}
 	t.Logf("%d of 3000 rows are late for 2 s tumbling windows", late)
-	want := map[string][][]*string{}
-	for _, q := range queries {
-		rows, err := sqliteRows(db, q.sqlite)
-		if err != nil {
-			t.Fatalf("sqlite %s: %v", q.name, err)
-		}
-		want[q.name] = rows
-	}
+	// no query may have an empty result: SQLite's is checked here, and the
+	// engine's must equal it
+	want := sqliteWant(t, db, queries, true)
 	for _, p := range []int{1, 3} {
 		for _, bs := range []int{1, 7, 100} {
 			t.Run(fmt.Sprintf("p=%d,batch=%d", p, bs), func(t *testing.T) {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				defer mem.AssertSize(t, 0)
-				s := session.New(session.Config{Stdout: &lockedBuffer{}})
-				s.Mem = mem
-				defer s.Close()
-				for _, q := range []string{
+				s, done := newOracleSession(t)
+				defer done()
+				checkQueries(t, s, []string{
 					"SET 'parallelism.default' = '" + strconv.Itoa(p) + "'",
 					"SET 'execution.batch-size' = '" + strconv.Itoa(bs) + "'",
 					"CREATE TABLE ev (ts TIMESTAMP(3), k INT, v INT, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '" +
 						csvPath + "', 'format' = 'csv', 'scan.parallelism' = '1')",
-				} {
-					if _, err := streamRows(s, q); err != nil {
-						t.Fatalf("%s: %v", q, err)
-					}
-				}
-				for _, q := range queries {
-					got, err := streamRows(s, q.stream)
-					if err != nil {
-						t.Errorf("%s: %v", q.name, err)
-						continue
-					}
-					if len(got) == 0 {
-						t.Errorf("%s: no rows", q.name)
-					}
-					if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
-						t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
-					}
-				}
+				}, queries, want)
 			})
 		}
 	}

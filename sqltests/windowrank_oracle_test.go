@@ -10,10 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/apache/arrow/go/v17/arrow/memory"
-
-	"github.com/streamsql/streamsql/session"
 )
 
 // TestWindowRankOracleSQLite compares Window TopN and window deduplication
@@ -110,45 +106,18 @@ func TestWindowRankOracleSQLite(t *testing.T) {
 	if err := db.QueryRow("SELECT COUNT(*) FROM ev WHERE (ts / 2000) * 2000 + 1999 <= wm").Scan(&late); err != nil || late == 0 {
 		t.Fatalf("the stream must have late rows for 2 s windows: %d, %v", late, err)
 	}
-	want := map[string][][]*string{}
-	for _, q := range queries {
-		rows, err := sqliteRows(db, q.sqlite)
-		if err != nil {
-			t.Fatalf("sqlite %s: %v", q.name, err)
-		}
-		if len(rows) == 0 {
-			t.Fatalf("sqlite %s: no rows", q.name)
-		}
-		want[q.name] = rows
-	}
+	want := sqliteWant(t, db, queries, true)
 	for _, p := range []int{1, 3} {
 		for _, bs := range []int{1, 7, 100} {
 			t.Run(fmt.Sprintf("p=%d,batch=%d", p, bs), func(t *testing.T) {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-				defer mem.AssertSize(t, 0)
-				s := session.New(session.Config{Stdout: &lockedBuffer{}})
-				s.Mem = mem
-				defer s.Close()
-				for _, q := range []string{
+				s, done := newOracleSession(t)
+				defer done()
+				checkQueries(t, s, []string{
 					"SET 'parallelism.default' = '" + strconv.Itoa(p) + "'",
 					"SET 'execution.batch-size' = '" + strconv.Itoa(bs) + "'",
 					"CREATE TABLE ev (id BIGINT, ts TIMESTAMP(3), k INT, v INT, WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '" +
 						csvPath + "', 'format' = 'csv', 'csv.null-literal' = '', 'scan.parallelism' = '1')",
-				} {
-					if _, err := streamRows(s, q); err != nil {
-						t.Fatalf("%s: %v", q, err)
-					}
-				}
-				for _, q := range queries {
-					got, err := streamRows(s, q.stream)
-					if err != nil {
-						t.Errorf("%s: %v", q.name, err)
-						continue
-					}
-					if msg := compareTables(q.kinds, want[q.name], got); msg != "" {
-						t.Errorf("%s: %s\nquery: %s", q.name, msg, q.stream)
-					}
-				}
+				}, queries, want)
 			})
 		}
 	}
