@@ -28,7 +28,11 @@
 //
 // Invariants:
 //   - A checkpoint is a transaction: Commit applies all writes of checkpoint n
-//     and n itself in one synced Pebble batch; Persist makes a durable copy and
+//     in batches of about 4 MiB and n itself in the last, synced one (a commit
+//     that fails halfway leaves the previous n in the working DB, and the
+//     operators write the failed checkpoint's keys again in the next one; the
+//     working DB is only ever persisted after a whole commit, and restores
+//     rebuild it from a persisted checkpoint); Persist makes a durable copy and
 //     writes chk-<n>/_metadata LAST (temp file, fsync, rename, fsync of the
 //     directory). A chk directory without a valid _metadata is garbage: it is
 //     never restored and is removed by the next Persist.
