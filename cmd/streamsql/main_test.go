@@ -487,3 +487,31 @@ func TestShellPiped(t *testing.T) {
 		})
 	}
 }
+
+// TestRunProfiles: run --cpuprofile and --memprofile write pprof files
+// (gzipped protocol buffers) for a job, and a profile path that cannot be
+// created is a usage error naming the flag, before anything runs.
+func TestRunProfiles(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"job.sql": `CREATE TABLE src (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '2000000',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '2000000');
+CREATE TABLE out (id BIGINT, n BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO out SELECT MOD(id, 1000), COUNT(*) FROM src GROUP BY MOD(id, 1000);
+`})
+	r := run(t, dir, "", "run", "--cpuprofile", "cpu.prof", "--memprofile", "mem.prof", "job.sql")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, f := range []string{"cpu.prof", "mem.prof"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) < 100 || data[0] != 0x1f || data[1] != 0x8b {
+			t.Fatalf("%s is not a pprof profile (%d bytes)", f, len(data))
+		}
+	}
+	r = run(t, dir, "", "run", "--memprofile", filepath.Join(dir, "missing", "mem.prof"), "job.sql")
+	if r.code != 2 || !strings.Contains(r.stderr, "--memprofile") || strings.Contains(r.stderr, "submitted") {
+		t.Fatalf("exit %d, stderr %q; want a usage error naming --memprofile before any job", r.code, r.stderr)
+	}
+}

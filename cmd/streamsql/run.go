@@ -77,12 +77,16 @@ const runExample = `  # run a job file; the print sink writes to stdout
   # or from one particular checkpoint
   streamsql run --from /var/lib/streamsql/checkpoints/4f1c0d2e9a8b7c6d5e4f3a2b1c0d9e8f/chk-42 jobs/counts.sql
 
+  # profile a job (go tool pprof cpu.prof)
+  streamsql run --cpuprofile cpu.prof --memprofile mem.prof jobs/enrich.sql
+
   # will a changed query take over a savepoint's state? (starts nothing)
   streamsql run --check --from /var/lib/streamsql/savepoints/savepoint-4f1c0d-0a1b2c3d4e5f jobs/counts_v2.sql`
 
 func newRunCmd(e *env) *cobra.Command {
 	var sf sessionFlags
 	var check bool
+	var cpuProfile, memProfile string
 	cmd := &cobra.Command{
 		Use:     "run [flags] FILE.sql",
 		Short:   "Run a SQL job file and wait for its jobs to finish",
@@ -93,10 +97,21 @@ func newRunCmd(e *env) *cobra.Command {
 			if check {
 				return checkFile(e, args[0], &sf)
 			}
+			stop, err := startProfiles(cpuProfile, memProfile)
+			if err != nil {
+				return usageError{err}
+			}
+			defer func() {
+				if perr := stop(); perr != nil {
+					fmt.Fprintf(e.stderr, "streamsql: %v\n", perr)
+				}
+			}()
 			return runFile(e, args[0], &sf)
 		},
 	}
 	sf.register(cmd)
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof FILE)")
+	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write a heap profile to `FILE` taken near the run's largest live heap: what was in use then, and the allocations up to then (go tool pprof FILE)")
 	cmd.Flags().BoolVar(&check, "check", false, "check every job of the file against the savepoint of --from and print the upgrade report, without starting anything (exit 0 if every job may restore, 1 if not)")
 	return cmd
 }
