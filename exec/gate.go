@@ -256,6 +256,11 @@ func (g *inputGate) process(i int, m Message) error {
 		return g.advance()
 	case MsgIdle:
 		g.idle[i] = true
+		if h, ok := g.h.(channelWatermarkHandler); ok {
+			if err := h.onChannelWatermark(i); err != nil {
+				return err
+			}
+		}
 		return g.advance()
 	case MsgBarrier:
 		b := m.Barrier

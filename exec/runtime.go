@@ -1091,8 +1091,9 @@ func (st *subtask) onShutdown() error {
 }
 
 // onChannelWatermark tells a head operator that wants them the watermark
-// of the input edge of channel ch (the minimum over its channels that have
-// not ended) before the combined one advances (intervaljoin.go).
+// of the input edge of channel ch (edgeWatermark) before the combined one
+// advances (intervaljoin.go). The gate calls it when a channel's
+// watermark moves and when a channel goes idle.
 func (st *subtask) onChannelWatermark(ch int) error {
 	if len(st.ops) == 0 {
 		return nil
@@ -1101,13 +1102,37 @@ func (st *subtask) onChannelWatermark(ch int) error {
 	if !ok {
 		return nil
 	}
-	in, wm := st.chanInput[ch], MaxWatermark
-	for c, x := range st.gate.wm {
-		if st.chanInput[c] == in && !st.gate.ended[c] {
-			wm = min(wm, x)
+	in := st.chanInput[ch]
+	g := st.gate
+	return iw.ProcessInputWatermark(in, edgeWatermark(in, st.chanInput, g.wm, g.idle, g.ended))
+}
+
+// edgeWatermark is the watermark of input in, over the channels c with
+// chanInput[c] == in, by the gate's rules for the combined one: the
+// minimum over the channels neither idle nor ended; when every channel of
+// the input is idle or ended, the largest watermark of the idle ones (an
+// idle partition holds nothing back, as in Flink's StatusWatermarkValve);
+// MaxWatermark when all ended. The operators keep the largest value they
+// were given, so a channel that comes back from idleness behind the others
+// does not move an input's watermark back.
+func edgeWatermark(in int, chanInput []int, wm []int64, idle, ended []bool) int64 {
+	active, idleMax := MaxWatermark, NoWatermark
+	anyActive, anyIdle := false, false
+	for c, x := range wm {
+		switch {
+		case chanInput[c] != in || ended[c]:
+		case idle[c]:
+			anyIdle = true
+			idleMax = max(idleMax, x)
+		default:
+			anyActive = true
+			active = min(active, x)
 		}
 	}
-	return iw.ProcessInputWatermark(in, wm)
+	if !anyActive && anyIdle {
+		return idleMax
+	}
+	return active
 }
 
 // panicSite returns the function and file:line where a recovered panic
