@@ -62,11 +62,17 @@ func bench(b *testing.B, par, n int, script string) {
 
 // processCPU is the user + system CPU time of this process so far.
 func processCPU() time.Duration {
+	u, s := cpuTimes()
+	return u + s
+}
+
+// cpuTimes is this process's user and system CPU time so far.
+func cpuTimes() (user, sys time.Duration) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
 // bids is a Nexmark-like bid stream: auction ids, prices, bidders.
