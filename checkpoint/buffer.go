@@ -1,8 +1,8 @@
 package checkpoint
 
 // Buffer collects one subtask's state writes for one checkpoint. It
-// implements StateWriter. Keys and values are copied into fixed-size
-// chunks that are kept across Reset, so a Put does not allocate once the
+// implements StateWriter. Keys and values are copied into chunks (4 KiB
+// growing to 1 MiB) that are kept across Reset, so a Put does not allocate once the
 // buffer has grown, and growing never copies what was written (a doubling
 // slice would hold up to three times a large checkpoint's delta while it
 // grows). Not safe for concurrent use. Commit applies buffers in order and
@@ -14,8 +14,8 @@ type Buffer struct {
 	bytes  int
 }
 
-// bufChunk is the size of a Buffer's chunks; a larger key and value get a
-// chunk of their own.
+// bufChunk is the largest size of a Buffer's chunks; a larger key and
+// value get a chunk of their own.
 const bufChunk = 1 << 20
 
 // bufOp is one write: key at chunks[chunk][off:off+kLen], the value right
@@ -29,22 +29,20 @@ const delOp = ^uint32(0)
 // NewBuffer returns an empty buffer.
 func NewBuffer() *Buffer { return &Buffer{} }
 
-// room returns the chunk index and offset where n bytes go.
+// room returns the chunk index and offset where n bytes go. Chunks grow
+// from 4 KiB to bufChunk, so that a small checkpoint's buffer stays small.
 func (b *Buffer) room(n int) (int, int) {
 	if len(b.chunks) == 0 {
-		b.chunks = append(b.chunks, make([]byte, 0, max(bufChunk, n)))
+		b.chunks = append(b.chunks, make([]byte, 0, max(4<<10, n)))
 	}
 	c := b.chunks[b.cur]
 	if cap(c)-len(c) < n {
+		size := max(min(2*cap(c), bufChunk), n)
 		b.cur++
-		if b.cur == len(b.chunks) || cap(b.chunks[b.cur]) < n {
-			// a new chunk (or one too small for n, replaced)
-			nc := make([]byte, 0, max(bufChunk, n))
-			if b.cur == len(b.chunks) {
-				b.chunks = append(b.chunks, nc)
-			} else {
-				b.chunks[b.cur] = nc
-			}
+		if b.cur == len(b.chunks) {
+			b.chunks = append(b.chunks, make([]byte, 0, size))
+		} else if cap(b.chunks[b.cur]) < n {
+			b.chunks[b.cur] = make([]byte, 0, size) // a kept chunk too small for n
 		}
 	}
 	return b.cur, len(b.chunks[b.cur])
