@@ -30,6 +30,14 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 3 ./bench/
 	$(GO) test -run '^$$' -bench Checkpoint1MKeys -benchtime 1x -count 3 ./exec/
 
+# Nexmark with checkpoints every 1 s and off, p1 and p2, every query of
+# bench/nexmark, each run in a process of its own (docs/benchmarks.md).
+# Flags: `make bench-nexmark ARGS='--queries q1,q5 --events 2000000'`.
+ARGS ?=
+.PHONY: bench-nexmark
+bench-nexmark: build
+	./bin/streamsql bench nexmark $(ARGS)
+
 clean:
 	rm -rf bin
 

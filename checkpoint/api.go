@@ -36,6 +36,10 @@ type Info struct {
 	Written int64  `json:"written"`  // bytes this checkpoint added (incremental size)
 	SyncMS  int64  `json:"sync_ms"`  // synchronous part (state commit)
 	AsyncMS int64  `json:"async_ms"` // asynchronous part (durable copy + _metadata)
+	// DurationMS is Flink's end-to-end duration: from the trigger to the
+	// completion (barrier alignment, snapshots, commit and persist). Set by
+	// the coordinator after _metadata is written; not stored in it.
+	DurationMS int64 `json:"duration_ms,omitempty"`
 
 	Files int               `json:"file_count"`     // number of files it references
 	Meta  map[string]string `json:"meta,omitempty"` // free-form: job name, SQL, parallelism...

@@ -522,6 +522,7 @@ func (c *coordinator) complete(p *pendingCkpt) error {
 	if info.SyncMS == 0 {
 		info.SyncMS = syncDur.Milliseconds()
 	}
+	info.DurationMS = time.Duration(time.Now().UnixNano() - p.tr.at).Milliseconds()
 	if err := c.fault(StepPersisted, id); err != nil {
 		if errors.Is(err, ErrInjectedCrash) {
 			return err

@@ -3,6 +3,8 @@ package session
 import (
 	"io"
 	"time"
+
+	"github.com/streamsql/streamsql/checkpoint"
 )
 
 // ResultKind tells how a statement's result is presented.
@@ -93,4 +95,8 @@ type Config struct {
 	Stdout io.Writer
 	// Log receives job lifecycle messages (default io.Discard).
 	Log io.Writer
+	// OnCheckpoint, if set, is called with every completed checkpoint and
+	// savepoint of every job (from the job's coordinator goroutine; it must
+	// not block). Benchmarks and monitoring read durations and sizes here.
+	OnCheckpoint func(jobID string, info checkpoint.Info)
 }

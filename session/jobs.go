@@ -140,6 +140,9 @@ func (s *Session) observeCheckpoints(j *job, ck *ckptSetup) {
 		j.info.Checkpoints++
 		j.info.LastCheckpoint = info.ID
 		j.mu.Unlock()
+		if s.cfg.OnCheckpoint != nil {
+			s.cfg.OnCheckpoint(j.info.ID, info)
+		}
 		if info.Kind == checkpoint.KindSavepoint {
 			fmt.Fprintf(s.cfg.Log, "job %s: savepoint %d complete: %s (%d bytes)\n", j.info.ID, info.ID, info.Path, info.Size)
 			return

@@ -168,7 +168,7 @@ func newRootCmd(e *env) *cobra.Command {
 	root.SetErr(e.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRunCmd(e), newCheckpointsCmd(e), newListCmd(e), newSavepointCmd(e), newStopCmd(e),
-		newCancelCmd(e), newTestCmd(e), newVersionCmd(e))
+		newCancelCmd(e), newTestCmd(e), newVersionCmd(e), newBenchCmd(e))
 	return root
 }
 

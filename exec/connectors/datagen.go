@@ -453,7 +453,9 @@ func (g *Datagen) Run(ctx context.Context, emit func(arrow.Record) error) error 
 				return err
 			}
 		}
+		gt := startGen()
 		rec := g.generate(s, n)
+		gt.stop()
 		s.k += n
 		g.cur = i + 1
 		if err := emit(rec); err != nil {

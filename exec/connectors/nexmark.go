@@ -261,11 +261,13 @@ func (n *Nexmark) Run(ctx context.Context, emit func(arrow.Record) error) error 
 		if r := s.remaining(); r >= 0 {
 			cnt = min(cnt, r)
 		}
+		gt := startGen()
 		n.b.start(int(cnt), &n.cfg)
 		for e := int64(0); e < cnt; e++ {
 			n.b.event(&n.cfg, n.tab, int64(s.start+s.step*uint64(s.k+e)), int(e))
 		}
 		rec := n.b.record(int(cnt))
+		gt.stop()
 		s.k += cnt
 		n.cur = i + 1
 		if err := out(rec); err != nil {
