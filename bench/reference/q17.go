@@ -29,7 +29,8 @@ type q17 struct {
 	lay layout
 	out func()
 
-	groups []q17Group
+	groups [][]q17Group // chunks of q17Chunk groups: growing copies nothing
+	ngroup int32
 	tab    []q17Entry
 	shift  uint // 64 - log2(len(tab))
 
@@ -49,6 +50,12 @@ type q17 struct {
 	Sum                                       []int64
 	Ops                                       []exec.RowKind
 	rows                                      int64
+}
+
+const q17ChunkBits = 12
+
+func (k *q17) group(g int32) *q17Group {
+	return &k.groups[g>>q17ChunkBits][g&(1<<q17ChunkBits-1)]
 }
 
 type q17Group struct {
@@ -88,10 +95,14 @@ func (k *q17) lookup(a int64, d int32) int32 {
 	for {
 		e := &k.tab[h]
 		if e.slot == 0 {
-			g := int32(len(k.groups))
-			k.groups = append(k.groups, q17Group{auction: a, day: d, min: math.MaxInt64, max: math.MinInt64})
+			g := k.ngroup
+			if g&(1<<q17ChunkBits-1) == 0 {
+				k.groups = append(k.groups, make([]q17Group, 1<<q17ChunkBits))
+			}
+			k.ngroup++
+			*k.group(g) = q17Group{auction: a, day: d, min: math.MaxInt64, max: math.MinInt64}
 			*e = q17Entry{auction: a, day: d, slot: g + 1}
-			if 2*len(k.groups) > len(k.tab) {
+			if 2*int(k.ngroup) > len(k.tab) {
 				k.grow()
 			}
 			return g
@@ -141,8 +152,10 @@ func (k *q17) process(rec arrow.Record) {
 
 	k.epoch++
 	if k.epoch == 0 { // wrapped: no group may look touched
-		for i := range k.groups {
-			k.groups[i].mark = 0
+		for _, c := range k.groups {
+			for i := range c {
+				c[i].mark = 0
+			}
 		}
 		k.epoch = 1
 	}
@@ -156,7 +169,7 @@ func (k *q17) process(rec arrow.Record) {
 			k.dayRef, k.lastDay = k.day(dn), dn
 		}
 		g := k.lookup(auc[i], k.dayRef)
-		grp := &k.groups[g]
+		grp := k.group(g)
 		if grp.mark != epoch {
 			grp.mark = epoch
 			touched = append(touched, g)
@@ -208,9 +221,9 @@ func (k *q17) emit() {
 	for i, g := range k.touched {
 		if o := &k.old[i]; o.count > 0 {
 			put(o, exec.UpdateBefore)
-			put(&k.groups[g], exec.UpdateAfter)
+			put(k.group(g), exec.UpdateAfter)
 		} else {
-			put(&k.groups[g], exec.Insert)
+			put(k.group(g), exec.Insert)
 		}
 	}
 	k.rows += int64(m)
