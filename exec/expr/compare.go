@@ -264,6 +264,7 @@ type logicNode struct {
 	or     bool
 	l, r   Evaluator
 	rFails bool
+	rCols  []bool // the columns r reads (colsOf)
 }
 
 func (n *logicNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
@@ -293,7 +294,7 @@ func (n *logicNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, e
 			sel = nil
 		}
 	}
-	ra, err := evalRows(n.r, rec, sel, mem)
+	ra, err := evalRows(n.r, n.rCols, rec, sel, mem)
 	if err != nil {
 		return nil, err
 	}

@@ -392,7 +392,7 @@ func (cp *compiler) compileCall(c *planner.Call) (Evaluator, error) {
 		}
 		ev := args[0]
 		for i := 1; i < len(args); i++ {
-			ev = &logicNode{or: c.Fn == "or", l: ev, r: args[i], rFails: canFail(c.Args[i])}
+			ev = &logicNode{or: c.Fn == "or", l: ev, r: args[i], rFails: canFail(c.Args[i]), rCols: colsOf(c.Args[i])}
 		}
 		return ev, nil
 	case "not", "is_null", "is_not_null", "is_true", "is_false", "is_not_true", "is_not_false":
@@ -466,7 +466,10 @@ func canFail(e planner.Expr) bool {
 	}
 	switch c.Fn {
 	case "/", "%":
-		if c.Args[0].Type().Kind != catalog.KindDouble {
+		// Integer division fails only by zero: by a non-zero constant
+		// it cannot (DECIMAL may overflow; DOUBLE gives Inf/NaN).
+		if c.Args[0].Type().Kind != catalog.KindDouble &&
+			!(c.T.IsInteger() && c.Args[0].Type().IsInteger() && nonZeroIntLiteral(c.Args[1])) {
 			return true
 		}
 	case "cast":
@@ -490,14 +493,70 @@ func canFail(e planner.Expr) bool {
 	return false
 }
 
+// nonZeroIntLiteral reports whether e is an integer constant other than 0
+// (possibly under casts between integer types).
+func nonZeroIntLiteral(e planner.Expr) bool {
+	for {
+		c, ok := e.(*planner.Call)
+		if !ok || c.Fn != "cast" || len(c.Args) != 1 || !c.T.IsInteger() {
+			break
+		}
+		e = c.Args[0]
+	}
+	l, ok := e.(*planner.Literal)
+	if !ok || !l.T.IsInteger() {
+		return false
+	}
+	switch v := l.Value.(type) {
+	case int64:
+		return v != 0
+	case int32:
+		return v != 0
+	case int16:
+		return v != 0
+	case int8:
+		return v != 0
+	case int:
+		return v != 0
+	}
+	return false
+}
+
+// colsOf marks the input columns e reads (a nil result reads none).
+func colsOf(e planner.Expr) []bool {
+	var cols []bool
+	var walk func(planner.Expr)
+	walk = func(e planner.Expr) {
+		switch x := e.(type) {
+		case *planner.ColRef:
+			for len(cols) <= x.Index {
+				cols = append(cols, false)
+			}
+			cols[x.Index] = true
+		case *planner.Call:
+			for _, a := range x.Args {
+				walk(a)
+			}
+		}
+	}
+	walk(e)
+	if cols == nil {
+		cols = []bool{}
+	}
+	return cols
+}
+
 // evalRows evaluates ev on the rows of rec listed in rows (nil: all rows) and
-// returns an array of rec.NumRows() rows that is NULL outside rows.
-func evalRows(ev Evaluator, rec arrow.Record, rows []int32, mem memory.Allocator) (arrow.Array, error) {
+// returns an array of rec.NumRows() rows that is NULL outside rows. cols
+// (colsOf the expression; nil: every column) says which columns ev reads:
+// only those are gathered, the others stand in as zero-copy slices of the
+// right length that ev never looks at.
+func evalRows(ev Evaluator, cols []bool, rec arrow.Record, rows []int32, mem memory.Allocator) (arrow.Array, error) {
 	if rows == nil {
 		return ev.Eval(rec, mem)
 	}
 	n := int(rec.NumRows())
-	sub := TakeRecord(rec, rows, mem)
+	sub := takeColumns(rec, cols, rows, mem)
 	a, err := ev.Eval(sub, mem)
 	sub.Release()
 	if err != nil {

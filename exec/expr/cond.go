@@ -20,8 +20,10 @@ type caseNode struct {
 	dt        arrow.DataType
 	conds     []Evaluator
 	condFails []bool
+	condCols  [][]bool
 	vals      []Evaluator // len(conds)+1, the last is ELSE
 	valFails  []bool
+	valCols   [][]bool
 }
 
 func compileCase(c *planner.Call, args []Evaluator) Evaluator {
@@ -29,11 +31,14 @@ func compileCase(c *planner.Call, args []Evaluator) Evaluator {
 	for i := 0; i+1 < len(args); i += 2 {
 		n.conds = append(n.conds, args[i])
 		n.condFails = append(n.condFails, canFail(c.Args[i]))
+		n.condCols = append(n.condCols, colsOf(c.Args[i]))
 		n.vals = append(n.vals, args[i+1])
 		n.valFails = append(n.valFails, canFail(c.Args[i+1]))
+		n.valCols = append(n.valCols, colsOf(c.Args[i+1]))
 	}
 	n.vals = append(n.vals, args[len(args)-1])
 	n.valFails = append(n.valFails, canFail(c.Args[len(args)-1]))
+	n.valCols = append(n.valCols, colsOf(c.Args[len(args)-1]))
 	return n
 }
 
@@ -59,7 +64,7 @@ func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 				}
 			}
 		}
-		ca, err := evalRows(cond, rec, sel, mem)
+		ca, err := evalRows(cond, n.condCols[j], rec, sel, mem)
 		if err != nil {
 			return nil, err
 		}
@@ -76,12 +81,12 @@ func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 		}
 		ca.Release()
 	}
-	return pickRows(n.dt, n.vals, n.valFails, which, rec, mem)
+	return pickRows(n.dt, n.vals, n.valFails, n.valCols, which, rec, mem)
 }
 
 // pickRows evaluates each value on the rows that chose it and combines them:
 // row i comes from vals[which[i]].
-func pickRows(dt arrow.DataType, vals []Evaluator, fails []bool, which []uint16, rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+func pickRows(dt arrow.DataType, vals []Evaluator, fails []bool, cols [][]bool, which []uint16, rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
 	rows := len(which)
 	counts := make([]int, len(vals))
 	for _, w := range which {
@@ -108,7 +113,11 @@ func pickRows(dt arrow.DataType, vals []Evaluator, fails []bool, which []uint16,
 				}
 			}
 		}
-		a, err := evalRows(v, rec, sel, mem)
+		var vc []bool
+		if cols != nil {
+			vc = cols[j]
+		}
+		a, err := evalRows(v, vc, rec, sel, mem)
 		if err != nil {
 			return nil, err
 		}
@@ -128,6 +137,7 @@ type coalesceNode struct {
 	dt    arrow.DataType
 	args  []Evaluator
 	fails []bool
+	cols  [][]bool
 }
 
 func compileCoalesce(c *planner.Call, args []Evaluator) Evaluator {
@@ -137,6 +147,7 @@ func compileCoalesce(c *planner.Call, args []Evaluator) Evaluator {
 	n := &coalesceNode{dt: c.T.ArrowType(), args: args}
 	for _, a := range c.Args {
 		n.fails = append(n.fails, canFail(a))
+		n.cols = append(n.cols, colsOf(a))
 	}
 	return n
 }
@@ -165,7 +176,7 @@ func (n *coalesceNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array
 				}
 			}
 		}
-		a, err := evalRows(ev, rec, sel, mem)
+		a, err := evalRows(ev, n.cols[j], rec, sel, mem)
 		if err != nil {
 			return nil, err
 		}

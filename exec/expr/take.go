@@ -49,6 +49,28 @@ func TakeRecord(rec arrow.Record, idx []int32, mem memory.Allocator) arrow.Recor
 	return out
 }
 
+// takeColumns is TakeRecord for the columns cols marks (nil: all); every
+// other column is a slice of the input of len(idx) rows (no copy), for
+// evaluators that do not read it.
+func takeColumns(rec arrow.Record, cols []bool, idx []int32, mem memory.Allocator) arrow.Record {
+	if cols == nil {
+		return TakeRecord(rec, idx, mem)
+	}
+	out := make([]arrow.Array, rec.NumCols())
+	for i := range out {
+		if i < len(cols) && cols[i] {
+			out[i] = takeArray(rec.Column(i), idx, mem)
+		} else {
+			out[i] = array.NewSlice(rec.Column(i), 0, int64(len(idx)))
+		}
+	}
+	r := array.NewRecord(rec.Schema(), out, int64(len(idx)))
+	for _, c := range out {
+		c.Release()
+	}
+	return r
+}
+
 // takeArray gathers rows idx of a; an index of -1 gives NULL.
 func takeArray(a arrow.Array, idx []int32, mem memory.Allocator) arrow.Array {
 	return gather(a.DataType(), []arrow.Array{a}, nil, idx, mem)
