@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
@@ -43,7 +44,7 @@ func TestUnalignedCrashRestoreExactlyOnce(t *testing.T) {
 			ck := &CheckpointConfig{Backend: store, Unaligned: true, AlignedTimeout: c.alignTimeout, Interval: 5 * time.Millisecond, FirstID: 1, FailAfter: c.crashAt, TolerableFailed: 1000}
 			cfg := JobConfig{Mem: mem, BatchSize: 7, ChannelCapacity: 16, Checkpoint: ck, Metrics: metrics,
 				NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
-					return &splitSource{sc: sc, total: total, keys: keys}, nil
+					return crashHold(ck, &splitSource{sc: sc, total: total, keys: keys}), nil
 				},
 				NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
 					return &slowRSink{rtxnSink{txnSink{sys: sys, subtask: sc.Subtask}}, time.Millisecond}, nil
@@ -172,7 +173,7 @@ func TestConcurrentCheckpointsCrashRestore(t *testing.T) {
 		}
 		cfg := JobConfig{Mem: mem, BatchSize: 7, ChannelCapacity: 8, Checkpoint: ck,
 			NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
-				return &splitSource{sc: sc, total: total, keys: keys}, nil
+				return crashHold(ck, &splitSource{sc: sc, total: total, keys: keys}), nil
 			},
 			NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
 				return &slowRSink{rtxnSink{txnSink{sys: sys, subtask: sc.Subtask}}, time.Millisecond}, nil
@@ -244,7 +245,7 @@ func TestFanOutCrashRestoreExactlyOnce(t *testing.T) {
 			ck := &CheckpointConfig{Backend: store, Unaligned: c.unaligned, Interval: 5 * time.Millisecond, FirstID: 1, FailAfter: c.crashAt, TolerableFailed: 1000}
 			cfg := JobConfig{Mem: mem, BatchSize: 7, ChannelCapacity: 8, Checkpoint: ck, Metrics: metrics,
 				NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
-					return &splitSource{sc: sc, total: total, keys: keys}, nil
+					return crashHold(ck, &splitSource{sc: sc, total: total, keys: keys}), nil
 				},
 				NewSink: func(tb *catalog.Table, sc *SinkContext) (Sink, error) {
 					return &slowRSink{rtxnSink{txnSink{sys: systems[tb.Name], subtask: sc.Subtask}}, 200 * time.Microsecond}, nil
@@ -263,4 +264,36 @@ func TestFanOutCrashRestoreExactlyOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// crashHold keeps a source of an attempt that must crash (ck.FailAfter >
+// 0) open after its input ended, idle, until the crash cancels the job (at
+// most 30 s): on a loaded machine the input could otherwise end before
+// FailAfter checkpoints completed, and the attempt would finish without
+// the fault the test is about.
+func crashHold(ck *CheckpointConfig, src *splitSource) Source {
+	if ck.FailAfter <= 0 {
+		return src
+	}
+	return &holdSource{splitSource: src}
+}
+
+// holdSource is a splitSource (checkpointed, rescalable) held open.
+type holdSource struct{ *splitSource }
+
+func (h *holdSource) Run(ctx context.Context, emit func(arrow.Record) error) error {
+	if err := h.splitSource.Run(ctx, emit); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := emit(nil); err != nil {
+			return err
+		}
+		time.Sleep(time.Millisecond) // idle between emit(nil) calls, as a source with no input does
+	}
+	return nil
 }
