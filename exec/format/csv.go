@@ -29,6 +29,19 @@ func NewCSVDecoder(schema catalog.Schema, opts CSVOptions, rb *array.RecordBuild
 	return &CSVDecoder{opts: opts, row: r}, nil
 }
 
+// NewCSVDecoderOn is NewCSVDecoder appending to bs, one builder per column
+// of schema (builders the caller made, e.g. with different allocators).
+func NewCSVDecoderOn(schema catalog.Schema, opts CSVOptions, bs []array.Builder) (*CSVDecoder, error) {
+	if len(bs) != len(schema) {
+		return nil, fmt.Errorf("%d builders for %d columns", len(bs), len(schema))
+	}
+	r, err := newRowDecoderOn(schema, bs)
+	if err != nil {
+		return nil, err
+	}
+	return &CSVDecoder{opts: opts, row: r}, nil
+}
+
 // Complete reports whether rec is a whole record: false when it ends inside a
 // quoted field, so the caller should append the line break and the next line
 // (a quoted field may contain line breaks). It reads all of rec; a caller
@@ -60,6 +73,9 @@ func (d *CSVDecoder) Scan(rec []byte, s *CSVScan) bool {
 	q, delim := d.opts.Quote, d.opts.FieldDelimiter
 	escape, hasEscape := d.opts.Escape, d.opts.HasEscape
 	p, quoted, esc := s.pos, s.quoted, s.esc
+	if p == 0 && bytes.IndexByte(rec, q) < 0 {
+		return true // no quote at all: the common case, one scan
+	}
 	for {
 		if !quoted {
 			// at the start of a field
@@ -129,6 +145,7 @@ func (d *CSVDecoder) Decode(line []byte) (bool, error) {
 	}
 	r := &d.row
 	r.reset()
+	r.setLine(line)
 	ncols := len(r.cols)
 	q, delim := d.opts.Quote, d.opts.FieldDelimiter
 	quoting := !d.opts.DisableQuote
@@ -139,6 +156,7 @@ func (d *CSVDecoder) Decode(line []byte) (bool, error) {
 			return false, &FieldError{Reason: fmt.Sprintf("expected %d fields but found more", ncols), Value: shorten(line)}
 		}
 		var text []byte
+		textOff := -1 // text is line[textOff:], not a copy
 		quoted := false
 		if quoting && p < len(line) && line[p] == q {
 			quoted = true
@@ -176,7 +194,7 @@ func (d *CSVDecoder) Decode(line []byte) (bool, error) {
 				return false, &FieldError{Column: r.cols[f].name, Reason: "unterminated quoted field", Value: shorten(line[start-1:])}
 			}
 			if simple {
-				text = line[start:p]
+				text, textOff = line[start:p], start
 			} else {
 				d.tmp = d.tmp[:0]
 				for j := start; j < p; j++ {
@@ -216,11 +234,13 @@ func (d *CSVDecoder) Decode(line []byte) (bool, error) {
 				} else {
 					p += i
 				}
-				text = line[start:p]
+				text, textOff = line[start:p], start
 			}
 		}
 		if !quoted && d.opts.HasNullLiteral && string(text) == d.opts.NullLiteral {
 			r.slots[f].null = true
+		} else if textOff >= 0 && r.cols[f].kind == catalog.KindString {
+			r.refString(f, textOff, len(text))
 		} else if reason := r.parse(f, text); reason != "" {
 			return false, &FieldError{Column: r.cols[f].name, Value: shorten(text), Reason: reason}
 		}

@@ -107,6 +107,46 @@ func TestDecimalAndTimestampText(t *testing.T) {
 	}
 }
 
+// batchDecoder is what a batch decoder (NewCSVBatchDecoder,
+// NewJSONBatchDecoder) offers.
+type batchDecoder interface {
+	Decoder
+	Reserve(rows int)
+	Len() int
+	NewRecord() arrow.Record
+	Release()
+}
+
+// decodeBatches decodes lines as a file source does, in batches of at
+// most batch rows (each reserved when it starts), and returns the rows of
+// all the batches and the errors.
+func decodeBatches(t *testing.T, mk func() batchDecoder, lines []string, batch int) ([]string, []string) {
+	t.Helper()
+	dec := mk()
+	defer dec.Release()
+	var out, errs []string
+	flush := func() {
+		rec := dec.NewRecord()
+		out = append(out, rows(rec)...)
+		rec.Release()
+	}
+	for _, l := range lines {
+		if dec.Len() == 0 {
+			dec.Reserve(batch)
+		}
+		if _, err := dec.Decode([]byte(l)); err != nil {
+			errs = append(errs, err.Error())
+		}
+		if dec.Len() >= batch {
+			flush()
+		}
+	}
+	if dec.Len() > 0 {
+		flush()
+	}
+	return out, errs
+}
+
 func decodeAll(t *testing.T, mem memory.Allocator, schema catalog.Schema, mk func(rb *array.RecordBuilder) Decoder, lines []string) ([]string, []string) {
 	t.Helper()
 	rb := array.NewRecordBuilder(mem, schema.Arrow())
@@ -196,6 +236,21 @@ func TestCSVDecode(t *testing.T) {
 			if strings.Join(errs, "\n") != strings.Join(c.errs, "\n") {
 				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(errs, "\n"), strings.Join(c.errs, "\n"))
 			}
+			for _, batch := range []int{1, 2, 1024} {
+				got, errs = decodeBatches(t, func() batchDecoder {
+					d, err := NewCSVBatchDecoder(c.schema, o, mem, mem)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return d
+				}, c.lines, batch)
+				if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+					t.Errorf("batch decoder, batches of %d: rows:\n%s\nwant:\n%s", batch, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+				}
+				if strings.Join(errs, "\n") != strings.Join(c.errs, "\n") {
+					t.Errorf("batch decoder, batches of %d: errors:\n%s\nwant:\n%s", batch, strings.Join(errs, "\n"), strings.Join(c.errs, "\n"))
+				}
+			}
 		})
 	}
 }
@@ -264,6 +319,21 @@ func TestJSONDecode(t *testing.T) {
 			}
 			if strings.Join(errs, "\n") != strings.Join(c.errs, "\n") {
 				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(errs, "\n"), strings.Join(c.errs, "\n"))
+			}
+			for _, batch := range []int{1, 2, 1024} {
+				got, errs = decodeBatches(t, func() batchDecoder {
+					d, err := NewJSONBatchDecoder(testSchema, c.opts, mem, mem)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return d
+				}, c.lines, batch)
+				if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+					t.Errorf("batch decoder, batches of %d: rows:\n%s\nwant:\n%s", batch, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+				}
+				if strings.Join(errs, "\n") != strings.Join(c.errs, "\n") {
+					t.Errorf("batch decoder, batches of %d: errors:\n%s\nwant:\n%s", batch, strings.Join(errs, "\n"), strings.Join(c.errs, "\n"))
+				}
 			}
 		})
 	}
