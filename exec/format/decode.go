@@ -98,6 +98,7 @@ type rowDecoder struct {
 	line    []byte // the record being decoded (what ref slots point into)
 	rows    int64  // records committed
 	batch   *batchOut
+	nested  bool // a column is a ROW
 }
 
 func newRowDecoder(schema catalog.Schema, rb *array.RecordBuilder) (rowDecoder, error) {
@@ -158,6 +159,7 @@ func newRowDecoderOn(schema catalog.Schema, bs []array.Builder) (rowDecoder, err
 					return rowDecoder{}, fmt.Errorf("column %q: %w", c.Name, err)
 				}
 				o.child = &child
+				r.nested = true
 			}
 		default:
 			return rowDecoder{}, fmt.Errorf("column %q: type %s cannot be decoded", c.Name, c.Type)
@@ -183,8 +185,12 @@ func (r *rowDecoder) reset() {
 	r.scratch = r.scratch[:0]
 	for i := range r.slots {
 		r.slots[i].null = true
-		if c := r.cols[i].child; c != nil {
-			c.reset()
+	}
+	if r.nested {
+		for i := range r.cols {
+			if c := r.cols[i].child; c != nil {
+				c.reset()
+			}
 		}
 	}
 }
@@ -193,6 +199,9 @@ func (r *rowDecoder) reset() {
 // columns' decoders too).
 func (r *rowDecoder) setLine(line []byte) {
 	r.line = line
+	if !r.nested {
+		return
+	}
 	for i := range r.cols {
 		if c := r.cols[i].child; c != nil {
 			c.setLine(line)

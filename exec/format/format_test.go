@@ -203,6 +203,15 @@ func TestCSVDecode(t *testing.T) {
 				`unexpected character after closing quote in column "s" (value "\"a\"b,1")`,
 				`BIGINT out of range in column "n" (value "99999999999999999999")`,
 			}},
+		{name: "fast paths", schema: catalog.Schema{{Name: "s", Type: catalog.String}, {Name: "t", Type: catalog.TinyInt}, {Name: "l", Type: catalog.BigInt}},
+			lines: []string{"caf\xc3\xa9,-128,-9223372036854775808", "bad\xff,127,9223372036854775807", ",-5, 7 ", "x,+1,-0", "y,128,1", "y,1,--1", "y,1,1x", "y,-,1"},
+			want:  []string{"caf\u00e9|-128|-9223372036854775808", "bad\uFFFD|127|9223372036854775807", "|-5|7", "x|1|0"},
+			errs: []string{
+				`TINYINT out of range in column "t" (value "128")`,
+				`invalid BIGINT in column "l" (value "--1")`,
+				`invalid BIGINT in column "l" (value "1x")`,
+				`invalid TINYINT in column "t" (value "-")`,
+			}},
 		{name: "bad typed", schema: testSchema, lines: []string{
 			`maybe,1,2,0.5,1.5,x,2024-01-01 00:00:00`,
 			`true,3000000000,2,0.5,1.5,x,2024-01-01 00:00:00`,

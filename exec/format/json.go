@@ -191,7 +191,8 @@ func (d *JSONDecoder) object(r *rowDecoder, lv *jsonLevel, line []byte, p int, p
 			}
 			if r.cols[col].kind == catalog.KindString {
 				if end, plain := plainString(line, p); plain {
-					r.refString(col, p+1, end-p-1)
+					s := &r.slots[col] // ASCII: valid as it is
+					s.null, s.ref, s.sOff, s.sN = false, true, p+1, end-p-1
 					p = end + 1
 					break
 				}
