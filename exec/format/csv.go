@@ -19,6 +19,8 @@ type CSVDecoder struct {
 	opts CSVOptions
 	row  rowDecoder
 	tmp  []byte
+	// general turns the fast paths off (tests compare the two)
+	general bool
 }
 
 // NewCSVDecoder returns a decoder appending to rb, whose fields must be the
@@ -152,7 +154,7 @@ func (d *CSVDecoder) Decode(line []byte) (bool, error) {
 	q, delim := d.opts.Quote, d.opts.FieldDelimiter
 	quoting := !d.opts.DisableQuote
 	// plain: fields may be read in place by fastField
-	plain := !d.opts.HasEscape && !d.opts.HasNullLiteral
+	plain := !d.opts.HasEscape && !d.opts.HasNullLiteral && !d.general
 	p := 0
 	f := 0
 	for {
