@@ -9,11 +9,13 @@ import (
 	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/planner"
 	"io"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -33,7 +35,7 @@ type recordDecoder struct {
 	name   string
 }
 
-func newRecordDecoder(t *catalog.Table, schema catalog.Schema, rb *array.RecordBuilder) (recordDecoder, error) {
+func newRecordDecoder(t *catalog.Table, schema catalog.Schema, bs []array.Builder) (recordDecoder, error) {
 	f := strings.ToLower(t.OptionOr("format", ""))
 	switch f {
 	case "csv":
@@ -41,14 +43,14 @@ func newRecordDecoder(t *catalog.Table, schema catalog.Schema, rb *array.RecordB
 		if err != nil {
 			return recordDecoder{}, err
 		}
-		d, err := format.NewCSVDecoder(schema, o, rb)
+		d, err := format.NewCSVDecoderOn(schema, o, bs)
 		return recordDecoder{csv: d, ignore: o.IgnoreParseErrors, name: "csv"}, err
 	case "json":
 		o, err := format.JSONOptionsFromTable(t)
 		if err != nil {
 			return recordDecoder{}, err
 		}
-		d, err := format.NewJSONDecoder(schema, o, rb)
+		d, err := format.NewJSONDecoderOn(schema, o, bs)
 		return recordDecoder{json: d, ignore: o.IgnoreParseErrors, name: "json"}, err
 	}
 	return recordDecoder{}, fmt.Errorf("unsupported format '%s' (supported: csv, json)", f)
@@ -59,6 +61,56 @@ func (d *recordDecoder) decode(line []byte) (bool, error) {
 		return d.csv.Decode(line)
 	}
 	return d.json.Decode(line)
+}
+
+// newBatchDecoder returns the decoder of table t's format building its
+// own batches (see format.NewCSVBatchDecoder): fixed-width buffers from
+// fixed, STRING bytes from mem.
+func newBatchDecoder(t *catalog.Table, schema catalog.Schema, fixed, mem memory.Allocator) (recordDecoder, error) {
+	f := strings.ToLower(t.OptionOr("format", ""))
+	switch f {
+	case "csv":
+		o, err := format.CSVOptionsFromTable(t)
+		if err != nil {
+			return recordDecoder{}, err
+		}
+		d, err := format.NewCSVBatchDecoder(schema, o, fixed, mem)
+		return recordDecoder{csv: d, ignore: o.IgnoreParseErrors, name: "csv"}, err
+	case "json":
+		o, err := format.JSONOptionsFromTable(t)
+		if err != nil {
+			return recordDecoder{}, err
+		}
+		d, err := format.NewJSONBatchDecoder(schema, o, fixed, mem)
+		return recordDecoder{json: d, ignore: o.IgnoreParseErrors, name: "json"}, err
+	}
+	return recordDecoder{}, fmt.Errorf("unsupported format '%s' (supported: csv, json)", f)
+}
+
+// newRecord returns the batch built (batch decoders).
+func (d *recordDecoder) newRecord() arrow.Record {
+	if d.csv != nil {
+		return d.csv.NewRecord()
+	}
+	return d.json.NewRecord()
+}
+
+// release frees the batch being built (batch decoders).
+func (d *recordDecoder) release() {
+	if d.csv != nil {
+		d.csv.Release()
+	} else if d.json != nil {
+		d.json.Release()
+	}
+}
+
+// reserve makes room for a batch of rows records.
+func (d *recordDecoder) reserve(rows int) {
+	if d.csv != nil {
+		d.csv.Reserve(rows)
+		return
+	}
+	d.json.Reserve(rows)
 }
 
 // complete reports whether rec is a whole record (CSV quoted fields may span
@@ -85,7 +137,8 @@ type FileSource struct {
 	files  []string
 	starts []filePos // where reading of each file begins (restored offsets)
 	dec    recordDecoder
-	rb     *array.RecordBuilder
+	pool   *recyclingAllocator // the batches' fixed-width buffers
+	rows   int                 // records in the batch being built
 
 	fi   int   // index of the current file
 	off  int64 // byte offset of the next record in files[fi]
@@ -95,7 +148,8 @@ type FileSource struct {
 	acc  []byte
 	scan format.CSVScan // of the record being assembled in acc
 
-	unpolled int // bytes read since the last poll (see pollBytes)
+	unpolled int  // bytes read since the last poll (see pollBytes)
+	reserved bool // the batch being built has reserved its buffers
 
 	skipped  int64 // bad records this subtask skipped (ignore-parse-errors)
 	seekLine int64 // line number at off after RestoreState (0: count it)
@@ -173,10 +227,10 @@ func newFileSource(t *catalog.Table, sc *exec.SourceContext) (*FileSource, error
 			s.starts = append(s.starts, filePos{0, 1})
 		}
 	}
-	s.rb = array.NewRecordBuilder(mem, dataSchema.Arrow())
-	s.dec, err = newRecordDecoder(t, dataSchema, s.rb)
+	s.pool = newRecyclingAllocator(mem)
+	s.dec, err = newBatchDecoder(t, dataSchema, s.pool, mem)
 	if err != nil {
-		s.rb.Release()
+		s.pool.close()
 		if s.parts != nil {
 			s.parts.release()
 		}
@@ -528,7 +582,16 @@ func (s *FileSource) Run(ctx context.Context, emit func(arrow.Record) error) err
 			if err != nil {
 				return err
 			}
-			if _, derr := s.dec.decode(rec); derr != nil {
+			if s.rows == 0 && !s.reserved {
+				// size the batch's buffers once, not row by row
+				s.dec.reserve(min(s.sc.BatchSize, maxReserveRows))
+				s.reserved = true
+			}
+			appended, derr := s.dec.decode(rec)
+			if appended {
+				s.rows++
+			}
+			if derr != nil {
 				if !s.dec.ignore {
 					bad := fmt.Errorf("%s:%d: byte offset %d: %w", s.files[s.fi], s.line, s.off, derr)
 					// Hand on the good records before the bad one, then fail.
@@ -542,7 +605,7 @@ func (s *FileSource) Run(ctx context.Context, emit func(arrow.Record) error) err
 			}
 			s.off += n
 			s.line += lines
-			if s.rb.Field(0).Len() >= s.sc.BatchSize {
+			if s.rows >= s.sc.BatchSize {
 				if err := s.flush(emit); err != nil {
 					return err
 				}
@@ -577,17 +640,18 @@ func (s *FileSource) flush(emit func(arrow.Record) error) error {
 		s.emFi, s.emFile, s.emOff, s.emLine = s.fi, s.files[s.fi], s.off, s.line
 	}
 	s.emSkipped = s.skipped
-	if s.rb.Field(0).Len() == 0 {
+	if s.rows == 0 {
 		return nil
 	}
+	s.rows, s.reserved = 0, false
 	if s.parts != nil {
-		rec, err := s.parts.complete(s.rb.NewRecord(), s.files[min(s.fi, len(s.files)-1)])
+		rec, err := s.parts.complete(s.dec.newRecord(), s.files[min(s.fi, len(s.files)-1)])
 		if err != nil {
 			return err
 		}
 		return emit(rec)
 	}
-	return emit(s.rb.NewRecord())
+	return emit(s.dec.newRecord())
 }
 
 // Close implements exec.Source.
@@ -597,11 +661,107 @@ func (s *FileSource) Close() error {
 	}
 	s.closed = true
 	s.closeFile()
-	s.rb.Release()
+	s.dec.release()
+	s.pool.close()
 	if s.parts != nil {
 		s.parts.release()
 	}
 	return nil
+}
+
+// maxReserveRows caps what a batch reserves up front (a huge batch size
+// grows its buffers past it as rows come).
+const maxReserveRows = 1 << 16
+
+// recyclingAllocator hands out the file source's batch buffers and takes
+// them back when the last reference to a batch is released (on any
+// goroutine), for the next batches: reading a file allocates no fresh
+// memory per batch (fresh memory costs page faults and garbage
+// collections). Sizes are rounded up to powers of two, so a buffer fits
+// the next batch's of about the same size; memory handed out again is
+// zeroed first, as fresh memory from the Go allocator is. At most
+// recycleKeep buffers of each size are kept; after close every buffer goes
+// back to the parent.
+type recyclingAllocator struct {
+	parent memory.Allocator
+	mu     sync.Mutex
+	free   [64][][]byte // by log2 of the size
+	closed bool
+}
+
+const recycleKeep = 64
+
+func newRecyclingAllocator(parent memory.Allocator) *recyclingAllocator {
+	return &recyclingAllocator{parent: parent}
+}
+
+// sizeClass returns the log2 of the power of two (at least 64) that holds size.
+func sizeClass(size int) int {
+	if size <= 64 {
+		return 6
+	}
+	return bits.Len(uint(size - 1))
+}
+
+func (a *recyclingAllocator) Allocate(size int) []byte {
+	if size == 0 {
+		return a.parent.Allocate(0)
+	}
+	c := sizeClass(size)
+	a.mu.Lock()
+	if l := a.free[c]; len(l) > 0 {
+		buf := l[len(l)-1]
+		a.free[c] = l[:len(l)-1]
+		a.mu.Unlock()
+		clear(buf)
+		return buf[:size:len(buf)]
+	}
+	a.mu.Unlock()
+	return a.parent.Allocate(1 << c)[: size : 1<<c]
+}
+
+func (a *recyclingAllocator) Reallocate(size int, b []byte) []byte {
+	if cap(b) == 0 {
+		return a.Allocate(size)
+	}
+	if size <= cap(b) && (size > cap(b)/2 || cap(b) <= 64) {
+		return b[:size]
+	}
+	nb := a.Allocate(size)
+	copy(nb, b)
+	a.Free(b)
+	return nb
+}
+
+func (a *recyclingAllocator) Free(b []byte) {
+	if cap(b) == 0 {
+		a.parent.Free(b)
+		return
+	}
+	b = b[:cap(b)]
+	c := sizeClass(len(b))
+	a.mu.Lock()
+	if l := a.free[c]; !a.closed && len(l) < recycleKeep && len(b) == 1<<c {
+		a.free[c] = append(l, b)
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	a.parent.Free(b)
+}
+
+// close returns the kept buffers to the parent; buffers still in use go
+// back to it when released.
+func (a *recyclingAllocator) close() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	for c, l := range a.free {
+		for _, buf := range l {
+			a.parent.Free(buf)
+		}
+		a.free[c] = nil
+	}
 }
 
 // sourcePartitions completes the batches of a partitioned table: the files

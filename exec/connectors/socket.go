@@ -80,7 +80,7 @@ func newSocketSource(t *catalog.Table, sc *exec.SourceContext) (*SocketSource, e
 	s.rb = array.NewRecordBuilder(mem, sc.Schema.Arrow())
 	if _, ok := t.Option("format"); ok {
 		var err error
-		if s.dec, err = newRecordDecoder(t, sc.Schema, s.rb); err != nil {
+		if s.dec, err = newRecordDecoder(t, sc.Schema, s.rb.Fields()); err != nil {
 			s.rb.Release()
 			return nil, err
 		}

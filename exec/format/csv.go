@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"math"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -17,12 +19,27 @@ type CSVDecoder struct {
 	opts CSVOptions
 	row  rowDecoder
 	tmp  []byte
+	// general turns the fast paths off (tests compare the two)
+	general bool
 }
 
 // NewCSVDecoder returns a decoder appending to rb, whose fields must be the
 // Arrow storage of schema.
 func NewCSVDecoder(schema catalog.Schema, opts CSVOptions, rb *array.RecordBuilder) (*CSVDecoder, error) {
 	r, err := newRowDecoder(schema, rb)
+	if err != nil {
+		return nil, err
+	}
+	return &CSVDecoder{opts: opts, row: r}, nil
+}
+
+// NewCSVDecoderOn is NewCSVDecoder appending to bs, one builder per column
+// of schema (builders the caller made, e.g. with different allocators).
+func NewCSVDecoderOn(schema catalog.Schema, opts CSVOptions, bs []array.Builder) (*CSVDecoder, error) {
+	if len(bs) != len(schema) {
+		return nil, fmt.Errorf("%d builders for %d columns", len(bs), len(schema))
+	}
+	r, err := newRowDecoderOn(schema, bs)
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +77,9 @@ func (d *CSVDecoder) Scan(rec []byte, s *CSVScan) bool {
 	q, delim := d.opts.Quote, d.opts.FieldDelimiter
 	escape, hasEscape := d.opts.Escape, d.opts.HasEscape
 	p, quoted, esc := s.pos, s.quoted, s.esc
+	if p == 0 && bytes.IndexByte(rec, q) < 0 {
+		return true // no quote at all: the common case, one scan
+	}
 	for {
 		if !quoted {
 			// at the start of a field
@@ -129,100 +149,110 @@ func (d *CSVDecoder) Decode(line []byte) (bool, error) {
 	}
 	r := &d.row
 	r.reset()
+	r.setLine(line)
 	ncols := len(r.cols)
 	q, delim := d.opts.Quote, d.opts.FieldDelimiter
 	quoting := !d.opts.DisableQuote
+	// plain: fields may be read in place by fastField
+	plain := !d.opts.HasEscape && !d.opts.HasNullLiteral && !d.general
 	p := 0
 	f := 0
 	for {
 		if f >= ncols {
 			return false, &FieldError{Reason: fmt.Sprintf("expected %d fields but found more", ncols), Value: shorten(line)}
 		}
-		var text []byte
-		quoted := false
-		if quoting && p < len(line) && line[p] == q {
-			quoted = true
-			p++
-			start := p
-			simple := true
-			closed := false
-			for p < len(line) {
-				if !d.opts.HasEscape {
-					i := bytes.IndexByte(line[p:], q)
-					if i < 0 {
-						p = len(line)
-						break
+		if np, ok := d.fastField(r, f, line, p, plain, quoting); ok {
+			p = np
+		} else {
+			var text []byte
+			textOff := -1 // text is line[textOff:], not a copy
+			quoted := false
+			if quoting && p < len(line) && line[p] == q {
+				quoted = true
+				p++
+				start := p
+				simple := true
+				closed := false
+				for p < len(line) {
+					if !d.opts.HasEscape {
+						i := bytes.IndexByte(line[p:], q)
+						if i < 0 {
+							p = len(line)
+							break
+						}
+						p += i
 					}
-					p += i
-				}
-				c := line[p]
-				if d.opts.HasEscape && c == d.opts.Escape {
-					simple = false
-					p += 2
-					continue
-				}
-				if c == q {
-					if p+1 < len(line) && line[p+1] == q {
+					c := line[p]
+					if d.opts.HasEscape && c == d.opts.Escape {
 						simple = false
 						p += 2
 						continue
 					}
-					closed = true
-					break
-				}
-				p++
-			}
-			if !closed {
-				return false, &FieldError{Column: r.cols[f].name, Reason: "unterminated quoted field", Value: shorten(line[start-1:])}
-			}
-			if simple {
-				text = line[start:p]
-			} else {
-				d.tmp = d.tmp[:0]
-				for j := start; j < p; j++ {
-					c := line[j]
-					if d.opts.HasEscape && c == d.opts.Escape && j+1 < p {
-						j++
-						d.tmp = append(d.tmp, line[j])
-						continue
+					if c == q {
+						if p+1 < len(line) && line[p+1] == q {
+							simple = false
+							p += 2
+							continue
+						}
+						closed = true
+						break
 					}
-					if c == q { // doubled quote
-						j++
-					}
-					d.tmp = append(d.tmp, c)
-				}
-				text = d.tmp
-			}
-			p++ // closing quote
-			if p < len(line) && line[p] != delim {
-				return false, &FieldError{Column: r.cols[f].name, Reason: "unexpected character after closing quote", Value: shorten(line[start-1:])}
-			}
-		} else {
-			start := p
-			if d.opts.HasEscape {
-				d.tmp = d.tmp[:0]
-				for p < len(line) && line[p] != delim {
-					if line[p] == d.opts.Escape && p+1 < len(line) {
-						p++
-					}
-					d.tmp = append(d.tmp, line[p])
 					p++
 				}
-				text = d.tmp
-			} else {
-				i := bytes.IndexByte(line[p:], delim)
-				if i < 0 {
-					p = len(line)
-				} else {
-					p += i
+				if !closed {
+					return false, &FieldError{Column: r.cols[f].name, Reason: "unterminated quoted field", Value: shorten(line[start-1:])}
 				}
-				text = line[start:p]
+				if simple {
+					text, textOff = line[start:p], start
+				} else {
+					d.tmp = d.tmp[:0]
+					for j := start; j < p; j++ {
+						c := line[j]
+						if d.opts.HasEscape && c == d.opts.Escape && j+1 < p {
+							j++
+							d.tmp = append(d.tmp, line[j])
+							continue
+						}
+						if c == q { // doubled quote
+							j++
+						}
+						d.tmp = append(d.tmp, c)
+					}
+					text = d.tmp
+				}
+				p++ // closing quote
+				if p < len(line) && line[p] != delim {
+					return false, &FieldError{Column: r.cols[f].name, Reason: "unexpected character after closing quote", Value: shorten(line[start-1:])}
+				}
+			} else {
+				start := p
+				if d.opts.HasEscape {
+					d.tmp = d.tmp[:0]
+					for p < len(line) && line[p] != delim {
+						if line[p] == d.opts.Escape && p+1 < len(line) {
+							p++
+						}
+						d.tmp = append(d.tmp, line[p])
+						p++
+					}
+					text = d.tmp
+				} else {
+					i := bytes.IndexByte(line[p:], delim)
+					if i < 0 {
+						p = len(line)
+					} else {
+						p += i
+					}
+					text, textOff = line[start:p], start
+				}
 			}
-		}
-		if !quoted && d.opts.HasNullLiteral && string(text) == d.opts.NullLiteral {
-			r.slots[f].null = true
-		} else if reason := r.parse(f, text); reason != "" {
-			return false, &FieldError{Column: r.cols[f].name, Value: shorten(text), Reason: reason}
+			if !quoted && d.opts.HasNullLiteral && string(text) == d.opts.NullLiteral {
+				r.slots[f].null = true
+			} else if textOff >= 0 && r.cols[f].kind == catalog.KindString {
+				r.refString(f, textOff, len(text))
+			} else if reason := r.parse(f, text); reason != "" {
+				return false, &FieldError{Column: r.cols[f].name, Value: shorten(text), Reason: reason}
+			}
 		}
 		f++
 		if p >= len(line) {
@@ -248,6 +278,73 @@ func (d *CSVDecoder) Decode(line []byte) (bool, error) {
 	}
 	r.commit()
 	return true, nil
+}
+
+// fastField reads field f at line[p] in the common cases, in one pass: an
+// unquoted integer of a TINYINT to BIGINT column (optional '-', up to 18
+// digits, in range) and an unquoted STRING field. It returns the position
+// after the field and whether it read it; anything else (spaces, signs,
+// out of range, quotes, errors) is left to the general path.
+func (d *CSVDecoder) fastField(r *rowDecoder, f int, line []byte, p int, plain, quoting bool) (int, bool) {
+	if !plain || p >= len(line) || quoting && line[p] == d.opts.Quote {
+		return p, false
+	}
+	delim := d.opts.FieldDelimiter
+	c := &r.cols[f]
+	switch c.kind {
+	case catalog.KindString:
+		q := p
+		var or byte
+		for q < len(line) && line[q] != delim {
+			or |= line[q]
+			q++
+		}
+		if or >= utf8.RuneSelf {
+			r.refString(f, p, q-p)
+		} else {
+			s := &r.slots[f]
+			s.null, s.ref, s.sOff, s.sN = false, true, p, q-p
+		}
+		return q, true
+	case catalog.KindBigInt, catalog.KindInt, catalog.KindSmallInt, catalog.KindTinyInt:
+		q := p
+		neg := line[q] == '-'
+		if neg {
+			q++
+		}
+		start := q
+		var v int64
+		for q < len(line) && q-start < 19 {
+			b := line[q]
+			if b < '0' || b > '9' {
+				break
+			}
+			v = v*10 + int64(b-'0')
+			q++
+		}
+		if q == start || q-start >= 19 || q < len(line) && line[q] != delim {
+			return p, false
+		}
+		if neg {
+			v = -v
+		}
+		var lo, hi int64 = math.MinInt64, math.MaxInt64
+		switch c.kind {
+		case catalog.KindInt:
+			lo, hi = math.MinInt32, math.MaxInt32
+		case catalog.KindSmallInt:
+			lo, hi = math.MinInt16, math.MaxInt16
+		case catalog.KindTinyInt:
+			lo, hi = math.MinInt8, math.MaxInt8
+		}
+		if v < lo || v > hi {
+			return p, false
+		}
+		s := &r.slots[f]
+		s.null, s.i = false, v
+		return q, true
+	}
+	return p, false
 }
 
 // CSVEncoder writes rows of records as CSV lines.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -53,7 +54,8 @@ type slot struct {
 	f        float64
 	b        bool
 	d        decimal128.Num
-	sOff, sN int // string bytes in rowDecoder.scratch
+	sOff, sN int  // string bytes in rowDecoder.scratch (or line, when ref)
+	ref      bool // the string is line[sOff:sOff+sN], not a copy in scratch
 }
 
 // colOut is one column's typed builder.
@@ -79,6 +81,10 @@ type colOut struct {
 	tm    *array.Time32Builder
 	st    *array.StructBuilder
 	child *rowDecoder // ROW: its fields
+	sw    *strCol     // STRING of a batch decoder: written directly (b is nil)
+	// STRING: bytes appended so far (with the rows committed, an
+	// estimate of a batch's data size; see reserve)
+	strBytes int64
 }
 
 // rowDecoder holds the scratch of the record being decoded and commits it
@@ -88,7 +94,11 @@ type rowDecoder struct {
 	slots   []slot
 	scratch []byte
 	isoTS   bool
-	json    bool // JSON decoder: timestamp errors hint at the format option
+	json    bool   // JSON decoder: timestamp errors hint at the format option
+	line    []byte // the record being decoded (what ref slots point into)
+	rows    int64  // records committed
+	batch   *batchOut
+	nested  bool // a column is a ROW
 }
 
 func newRowDecoder(schema catalog.Schema, rb *array.RecordBuilder) (rowDecoder, error) {
@@ -107,6 +117,10 @@ func newRowDecoderOn(schema catalog.Schema, bs []array.Builder) (rowDecoder, err
 	for i, c := range schema {
 		o := colOut{name: c.Name, typ: c.Type, kind: c.Type.Kind, prec: int32(c.Type.Precision), scale: int32(c.Type.Scale), b: bs[i]}
 		ok := true
+		if o.b == nil && c.Type.Kind == catalog.KindString {
+			r.cols[i] = o // a batch decoder's strCol (set by the caller)
+			continue
+		}
 		switch c.Type.Kind {
 		case catalog.KindBoolean:
 			o.bo, ok = o.b.(*array.BooleanBuilder)
@@ -145,6 +159,7 @@ func newRowDecoderOn(schema catalog.Schema, bs []array.Builder) (rowDecoder, err
 					return rowDecoder{}, fmt.Errorf("column %q: %w", c.Name, err)
 				}
 				o.child = &child
+				r.nested = true
 			}
 		default:
 			return rowDecoder{}, fmt.Errorf("column %q: type %s cannot be decoded", c.Name, c.Type)
@@ -170,10 +185,68 @@ func (r *rowDecoder) reset() {
 	r.scratch = r.scratch[:0]
 	for i := range r.slots {
 		r.slots[i].null = true
-		if c := r.cols[i].child; c != nil {
-			c.reset()
+	}
+	if r.nested {
+		for i := range r.cols {
+			if c := r.cols[i].child; c != nil {
+				c.reset()
+			}
 		}
 	}
+}
+
+// setLine makes line the record that ref slots point into (for ROW
+// columns' decoders too).
+func (r *rowDecoder) setLine(line []byte) {
+	r.line = line
+	if !r.nested {
+		return
+	}
+	for i := range r.cols {
+		if c := r.cols[i].child; c != nil {
+			c.setLine(line)
+		}
+	}
+}
+
+// reserve makes room in the builders for rows more records, STRING data
+// by the average size seen so far, so that a batch is built without
+// growing (and copying) its buffers.
+func (r *rowDecoder) reserve(rows int) {
+	for i := range r.cols {
+		c := &r.cols[i]
+		data := 0
+		if r.rows > 0 {
+			data = int(c.strBytes*int64(rows)/r.rows*9/8) + 64
+		}
+		switch {
+		case c.sw != nil:
+			c.sw.reserve(rows, data)
+		case c.str != nil:
+			c.b.Reserve(rows)
+			if data > 0 {
+				c.str.ReserveData(data)
+			}
+		default:
+			c.b.Reserve(rows)
+		}
+	}
+}
+
+// refString stores line[off:off+n] as column i's STRING value without
+// copying it (copied, repaired, when it is not valid UTF-8).
+func (r *rowDecoder) refString(i, off, n int) {
+	b := r.line[off : off+n]
+	s := &r.slots[i]
+	s.null = false
+	if !utf8.Valid(b) {
+		s.ref = false
+		s.sOff = len(r.scratch)
+		r.scratch = AppendValidUTF8(r.scratch, b)
+		s.sN = len(r.scratch) - s.sOff
+		return
+	}
+	s.ref, s.sOff, s.sN = true, off, n
 }
 
 // parse parses text into column i's slot; it returns a reason on failure.
@@ -254,6 +327,7 @@ func (r *rowDecoder) parse(i int, text []byte) string {
 	case catalog.KindRow:
 		reason = "cannot read " + c.typ.String() + " from text (only the JSON format reads ROW columns, from nested objects)"
 	case catalog.KindString:
+		s.ref = false
 		s.sOff = len(r.scratch)
 		r.scratch = appendText(r.scratch, text)
 		s.sN = len(r.scratch) - s.sOff
@@ -266,14 +340,32 @@ func (r *rowDecoder) parse(i int, text []byte) string {
 func (r *rowDecoder) setString(i, off int) {
 	s := &r.slots[i]
 	s.null = false
+	s.ref = false
 	s.sOff, s.sN = off, len(r.scratch)-off
 }
 
 // commit appends the slots to the builders.
 func (r *rowDecoder) commit() {
+	r.rows++
+	if r.batch != nil {
+		r.batch.rows++
+	}
 	for i := range r.cols {
 		c := &r.cols[i]
 		s := &r.slots[i]
+		if c.sw != nil {
+			if s.null {
+				c.sw.appendNull()
+				continue
+			}
+			c.strBytes += int64(s.sN)
+			if s.ref {
+				c.sw.append(r.line[s.sOff : s.sOff+s.sN])
+			} else {
+				c.sw.append(r.scratch[s.sOff : s.sOff+s.sN])
+			}
+			continue
+		}
 		if s.null {
 			c.b.AppendNull()
 			continue
@@ -305,7 +397,21 @@ func (r *rowDecoder) commit() {
 			c.st.Append(true)
 			c.child.commit()
 		case catalog.KindString:
-			c.str.BinaryBuilder.Append(r.scratch[s.sOff : s.sOff+s.sN])
+			c.strBytes += int64(s.sN)
+			if s.ref {
+				c.str.BinaryBuilder.Append(r.line[s.sOff : s.sOff+s.sN])
+			} else {
+				c.str.BinaryBuilder.Append(r.scratch[s.sOff : s.sOff+s.sN])
+			}
 		}
 	}
 }
+
+// Reserve makes room in the builders for rows more records (STRING data
+// by the average size of the records decoded so far): called at the start
+// of each batch, it keeps the builders from growing their buffers record
+// by record.
+func (d *CSVDecoder) Reserve(rows int) { d.row.reserve(rows) }
+
+// Reserve is CSVDecoder.Reserve.
+func (d *JSONDecoder) Reserve(rows int) { d.row.reserve(rows) }

@@ -107,6 +107,46 @@ func TestDecimalAndTimestampText(t *testing.T) {
 	}
 }
 
+// batchDecoder is what a batch decoder (NewCSVBatchDecoder,
+// NewJSONBatchDecoder) offers.
+type batchDecoder interface {
+	Decoder
+	Reserve(rows int)
+	Len() int
+	NewRecord() arrow.Record
+	Release()
+}
+
+// decodeBatches decodes lines as a file source does, in batches of at
+// most batch rows (each reserved when it starts), and returns the rows of
+// all the batches and the errors.
+func decodeBatches(t *testing.T, mk func() batchDecoder, lines []string, batch int) ([]string, []string) {
+	t.Helper()
+	dec := mk()
+	defer dec.Release()
+	var out, errs []string
+	flush := func() {
+		rec := dec.NewRecord()
+		out = append(out, rows(rec)...)
+		rec.Release()
+	}
+	for _, l := range lines {
+		if dec.Len() == 0 {
+			dec.Reserve(batch)
+		}
+		if _, err := dec.Decode([]byte(l)); err != nil {
+			errs = append(errs, err.Error())
+		}
+		if dec.Len() >= batch {
+			flush()
+		}
+	}
+	if dec.Len() > 0 {
+		flush()
+	}
+	return out, errs
+}
+
 func decodeAll(t *testing.T, mem memory.Allocator, schema catalog.Schema, mk func(rb *array.RecordBuilder) Decoder, lines []string) ([]string, []string) {
 	t.Helper()
 	rb := array.NewRecordBuilder(mem, schema.Arrow())
@@ -163,6 +203,15 @@ func TestCSVDecode(t *testing.T) {
 				`unexpected character after closing quote in column "s" (value "\"a\"b,1")`,
 				`BIGINT out of range in column "n" (value "99999999999999999999")`,
 			}},
+		{name: "fast paths", schema: catalog.Schema{{Name: "s", Type: catalog.String}, {Name: "t", Type: catalog.TinyInt}, {Name: "l", Type: catalog.BigInt}},
+			lines: []string{"caf\xc3\xa9,-128,-9223372036854775808", "bad\xff,127,9223372036854775807", ",-5, 7 ", "x,+1,-0", "y,128,1", "y,1,--1", "y,1,1x", "y,-,1"},
+			want:  []string{"caf\u00e9|-128|-9223372036854775808", "bad\uFFFD|127|9223372036854775807", "|-5|7", "x|1|0"},
+			errs: []string{
+				`TINYINT out of range in column "t" (value "128")`,
+				`invalid BIGINT in column "l" (value "--1")`,
+				`invalid BIGINT in column "l" (value "1x")`,
+				`invalid TINYINT in column "t" (value "-")`,
+			}},
 		{name: "bad typed", schema: testSchema, lines: []string{
 			`maybe,1,2,0.5,1.5,x,2024-01-01 00:00:00`,
 			`true,3000000000,2,0.5,1.5,x,2024-01-01 00:00:00`,
@@ -195,6 +244,21 @@ func TestCSVDecode(t *testing.T) {
 			}
 			if strings.Join(errs, "\n") != strings.Join(c.errs, "\n") {
 				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(errs, "\n"), strings.Join(c.errs, "\n"))
+			}
+			for _, batch := range []int{1, 2, 1024} {
+				got, errs = decodeBatches(t, func() batchDecoder {
+					d, err := NewCSVBatchDecoder(c.schema, o, mem, mem)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return d
+				}, c.lines, batch)
+				if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+					t.Errorf("batch decoder, batches of %d: rows:\n%s\nwant:\n%s", batch, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+				}
+				if strings.Join(errs, "\n") != strings.Join(c.errs, "\n") {
+					t.Errorf("batch decoder, batches of %d: errors:\n%s\nwant:\n%s", batch, strings.Join(errs, "\n"), strings.Join(c.errs, "\n"))
+				}
 			}
 		})
 	}
@@ -264,6 +328,21 @@ func TestJSONDecode(t *testing.T) {
 			}
 			if strings.Join(errs, "\n") != strings.Join(c.errs, "\n") {
 				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(errs, "\n"), strings.Join(c.errs, "\n"))
+			}
+			for _, batch := range []int{1, 2, 1024} {
+				got, errs = decodeBatches(t, func() batchDecoder {
+					d, err := NewJSONBatchDecoder(testSchema, c.opts, mem, mem)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return d
+				}, c.lines, batch)
+				if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+					t.Errorf("batch decoder, batches of %d: rows:\n%s\nwant:\n%s", batch, strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+				}
+				if strings.Join(errs, "\n") != strings.Join(c.errs, "\n") {
+					t.Errorf("batch decoder, batches of %d: errors:\n%s\nwant:\n%s", batch, strings.Join(errs, "\n"), strings.Join(c.errs, "\n"))
+				}
 			}
 		})
 	}

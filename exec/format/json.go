@@ -3,6 +3,7 @@ package format
 import (
 	"bufio"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -25,6 +26,8 @@ type JSONDecoder struct {
 	row  rowDecoder
 	root *jsonLevel
 	tmp  []byte
+	// general turns the fast paths off (tests compare the two)
+	general bool
 }
 
 // jsonLevel is the key lookup of one object: the record's, or a ROW
@@ -57,10 +60,28 @@ func NewJSONDecoder(schema catalog.Schema, opts JSONOptions, rb *array.RecordBui
 	if err != nil {
 		return nil, err
 	}
+	return newJSONDecoder(r, opts), nil
+}
+
+// NewJSONDecoderOn is NewJSONDecoder appending to bs, one builder per
+// column of schema (builders the caller made, e.g. with different
+// allocators).
+func NewJSONDecoderOn(schema catalog.Schema, opts JSONOptions, bs []array.Builder) (*JSONDecoder, error) {
+	if len(bs) != len(schema) {
+		return nil, fmt.Errorf("%d builders for %d columns", len(bs), len(schema))
+	}
+	r, err := newRowDecoderOn(schema, bs)
+	if err != nil {
+		return nil, err
+	}
+	return newJSONDecoder(r, opts), nil
+}
+
+func newJSONDecoder(r rowDecoder, opts JSONOptions) *JSONDecoder {
 	r.setFormat(opts.ISOTimestamps, true)
 	d := &JSONDecoder{opts: opts, row: r}
 	d.root = newJSONLevel(&d.row)
-	return d, nil
+	return d
 }
 
 type jsonErr struct {
@@ -82,6 +103,7 @@ func (d *JSONDecoder) Decode(line []byte) (bool, error) {
 	}
 	r := &d.row
 	r.reset()
+	r.setLine(line)
 	if line[p] != '{' {
 		return false, d.syntax(line, p, "expected a JSON object")
 	}
@@ -105,6 +127,7 @@ func (d *JSONDecoder) object(r *rowDecoder, lv *jsonLevel, line []byte, p int, p
 	}
 	p++
 	first := true
+	next := 0 // the column expected next
 	for {
 		p = skipSpace(line, p)
 		if p >= len(line) {
@@ -117,17 +140,33 @@ func (d *JSONDecoder) object(r *rowDecoder, lv *jsonLevel, line []byte, p int, p
 		if line[p] != '"' {
 			return p, d.syntax(line, p, "expected a quoted key")
 		}
-		// key
-		keyStart := len(d.tmp)
+		// key: an ASCII key without escapes is matched where it is, first
+		// against the column after the previous key's (keys usually come
+		// in column order)
 		var je *jsonErr
-		d.tmp, p, je = appendJSONString(d.tmp[:keyStart], line, p)
-		if je != nil {
-			return p, d.syntax(line, je.pos, je.reason)
+		var col int
+		var ok bool
+		if end, plain := plainString(line, p); plain && !d.general {
+			key := line[p+1 : end]
+			if next < len(r.cols) && string(key) == r.cols[next].name {
+				col, ok = next, true
+			} else if col, ok = lv.byName[string(key)]; !ok {
+				col, ok = lv.byFold[strings.ToLower(string(key))]
+			}
+			p = end + 1
+		} else {
+			d.tmp, p, je = appendJSONString(d.tmp[:0], line, p)
+			if je != nil {
+				return p, d.syntax(line, je.pos, je.reason)
+			}
+			key := d.tmp
+			col, ok = lv.byName[string(key)]
+			if !ok {
+				col, ok = lv.byFold[strings.ToLower(string(key))]
+			}
 		}
-		key := d.tmp[keyStart:]
-		col, ok := lv.byName[string(key)]
-		if !ok {
-			col, ok = lv.byFold[strings.ToLower(string(key))]
+		if ok {
+			next = col + 1
 		}
 		p = skipSpace(line, p)
 		if p >= len(line) || line[p] != ':' {
@@ -153,6 +192,12 @@ func (d *JSONDecoder) object(r *rowDecoder, lv *jsonLevel, line []byte, p int, p
 				break
 			}
 			if r.cols[col].kind == catalog.KindString {
+				if end, plain := plainString(line, p); plain && !d.general {
+					s := &r.slots[col] // ASCII: valid as it is
+					s.null, s.ref, s.sOff, s.sN = false, true, p+1, end-p-1
+					p = end + 1
+					break
+				}
 				off := len(r.scratch)
 				r.scratch, p, je = appendJSONString(r.scratch, line, p)
 				if je != nil {
@@ -190,6 +235,12 @@ func (d *JSONDecoder) object(r *rowDecoder, lv *jsonLevel, line []byte, p int, p
 				r.parse(col, line[start:p])
 			}
 		default:
+			if ok && !d.general && (c == '-' || c >= '0' && c <= '9') {
+				if end, fast := d.fastInt(r, col, line, p); fast {
+					p = end
+					break
+				}
+			}
 			for p < len(line) && !isSpace(line[p]) && line[p] != ',' && line[p] != '}' && line[p] != ']' {
 				p++
 			}
@@ -250,6 +301,76 @@ func (d *JSONDecoder) object(r *rowDecoder, lv *jsonLevel, line []byte, p int, p
 		}
 	}
 	return p, nil
+}
+
+// plainString reports whether the JSON string at b[p] ('"') is ASCII
+// without escapes or control characters, and the position of its closing
+// quote. When it is not (or it is not closed), the caller decodes it with
+// appendJSONString, which also reports the errors.
+func plainString(b []byte, p int) (int, bool) {
+	for q := p + 1; q < len(b); q++ {
+		c := b[q]
+		if c == '"' {
+			return q, true
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			return q, false
+		}
+	}
+	return len(b), false
+}
+
+// fastInt parses the JSON number at line[p] into an integer column's
+// slot when it is a plain integer in range that ends where a value ends
+// (anything else, including every error, is left to the general path).
+func (d *JSONDecoder) fastInt(r *rowDecoder, col int, line []byte, p int) (int, bool) {
+	var lo, hi int64
+	switch r.cols[col].kind {
+	case catalog.KindBigInt:
+		lo, hi = math.MinInt64, math.MaxInt64
+	case catalog.KindInt:
+		lo, hi = math.MinInt32, math.MaxInt32
+	case catalog.KindSmallInt:
+		lo, hi = math.MinInt16, math.MaxInt16
+	case catalog.KindTinyInt:
+		lo, hi = math.MinInt8, math.MaxInt8
+	default:
+		return p, false
+	}
+	q := p
+	neg := line[q] == '-'
+	if neg {
+		q++
+	}
+	start := q
+	var v int64
+	for q < len(line) && q-start < 19 {
+		c := line[q]
+		if c < '0' || c > '9' {
+			break
+		}
+		v = v*10 + int64(c-'0')
+		q++
+	}
+	if q == start || q-start >= 19 {
+		return p, false // no digits, or maybe out of range: the general path decides
+	}
+	if q < len(line) {
+		switch line[q] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+		default:
+			return p, false
+		}
+	}
+	if neg {
+		v = -v
+	}
+	if v < lo || v > hi {
+		return p, false
+	}
+	s := &r.slots[col]
+	s.null, s.i = false, v
+	return q, true
 }
 
 func typeName(c *colOut) string { return c.typ.Nullable().String() }
