@@ -38,12 +38,23 @@ import (
 // (Flink's TimeWindow.intersects, ends inclusive) merges into the one with
 // the smallest start, and the merged session's timer replaces theirs.
 //
+// # Attached windows
+//
+// Over an input that already names each row's window (planner.WindowAggOp
+// Attached: GROUP BY window_start, window_end of a window aggregation's
+// output) a slot is one window of a group key: (group key, window end),
+// the window's start in its value, as a session's. Its timer is the
+// window end - 1; rows are partitioned and assigned to key groups by the
+// group key and the window bounds, so one window's rows of every key meet
+// in one subtask.
+//
 // # Late rows
 //
 // A row is late, dropped and counted (Metrics.LateRecords), when the last
 // window it belongs to has fired: its slice's last window end - 1 <= the
 // watermark (aligned), or its own session [ts, ts+gap) intersects no live
-// session and ts+gap-1 <= the watermark. A HOP or CUMULATE row whose first
+// session and ts+gap-1 <= the watermark, or (attached) its window's end
+// - 1 <= the watermark. A HOP or CUMULATE row whose first
 // windows fired but not its last one goes into the windows still open, as
 // in Flink. Rows with a NULL time are dropped.
 //
@@ -64,6 +75,9 @@ type windowAgg struct {
 	slice   int64
 	maxP    int
 	session bool
+	// attached: the rows' windows are their WinStart, WinEnd columns.
+	attached bool
+	hashCols []int
 
 	keys     []keyStore
 	rowCount []int64
@@ -119,7 +133,8 @@ func init() {
 
 func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
 	w := &windowAgg{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), win: s.Window, slice: s.Window.Slice(), off: s.Window.Offset,
-		maxP: max(ctx.KeyGroups.MaxParallelism, 1), session: s.Window.Kind == planner.Session,
+		maxP: max(ctx.KeyGroups.MaxParallelism, 1), session: s.Window.Kind == planner.Session && !s.Attached,
+		attached: s.Attached, hashCols: s.HashCols(),
 		windowState: windowState{kgWatermark: newKGWatermark(), opID: s.ID, opCtx: ctx}}
 	for i := range s.Keys {
 		ks, err := newKeyStore(s.Out[i].Type)
@@ -279,15 +294,24 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 	}
 	ts := tcol.TimestampValues()
 	nulls := tcol.NullN() > 0
+	var starts []arrow.Timestamp
+	if w.attached {
+		scol, ok := rec.Column(w.spec.WinStart).(*array.Timestamp)
+		if !ok {
+			return fmt.Errorf("window start column %s is not a TIMESTAMP", w.spec.AttachedNames[0])
+		}
+		starts = scol.TimestampValues()
+		nulls = nulls || scol.NullN() > 0
+	}
 	w.keyBuf, w.keyOffs = encodeKeyColumns(rec, w.spec.Keys, w.keyBuf, w.keyOffs)
-	w.hashes = HashKeys(rec, w.spec.Keys, w.hashes[:0])
+	w.hashes = HashKeys(rec, w.hashCols, w.hashes[:0])
 	w.gids, w.take = w.gids[:0], w.take[:0]
 	if w.slotCache == nil && !w.session {
 		w.slotCache = make([]slotEntry, 2<<slotCacheBits)
 	}
 	late := 0
 	for i := 0; i < n; i++ {
-		if nulls && tcol.IsNull(i) {
+		if nulls && (tcol.IsNull(i) || starts != nil && rec.Column(w.spec.WinStart).IsNull(i)) {
 			continue
 		}
 		t := int64(ts[i]) - w.off
@@ -305,8 +329,13 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 				continue
 			}
 		} else {
-			se := floorDiv(t, w.slice)*w.slice + w.slice
-			if w.lastEnd(se)-1 <= wm {
+			// se: the slice's end, or (attached) the row's window end t
+			se, last := t, t
+			if !w.attached {
+				se = floorDiv(t, w.slice)*w.slice + w.slice
+				last = w.lastEnd(se)
+			}
+			if last-1 <= wm {
 				late++
 				continue
 			}
@@ -337,11 +366,16 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 				g = w.tbl.InsertBytes(full, kg)
 				w.putKeys(g, rec, i)
 				w.aux[g] = se
-				fe := w.firstEnd(se)
-				for fe-1 <= wm {
-					fe += w.step()
+				if w.attached {
+					w.sstart[g] = int64(starts[i]) - w.off
+					w.timers.Register(kg, se-1, full)
+				} else {
+					fe := w.firstEnd(se)
+					for fe-1 <= wm {
+						fe += w.step()
+					}
+					w.timers.Register(kg, fe-1, gk)
 				}
-				w.timers.Register(kg, fe-1, gk)
 			}
 			if packed { // the older entry makes room
 				e[1], e[0] = e[0], slotEntry{key: pk, se: se, slot: g, len: uint8(len(gk))}
@@ -480,7 +514,7 @@ func (w *windowAgg) fireUpTo(wm int64, out Collector) error {
 	w.advance(w.shift(wm))
 	w.reprs, w.starts, w.ends, w.times, w.toFree = w.reprs[:0], w.starts[:0], w.ends[:0], w.times[:0], w.toFree[:0]
 	err := w.timers.Advance(w.wm, func(kg int, ts int64, key []byte) error {
-		if w.session {
+		if w.session || w.attached {
 			w.fireSession(key, ts+1)
 		} else {
 			w.fireAligned(kg, key, ts+1)
@@ -569,7 +603,8 @@ func (w *windowAgg) fireAligned(kg int, gk []byte, end int64) {
 	}
 }
 
-// fireSession emits the session whose slot key is key.
+// fireSession emits the session (or attached window) whose slot key is
+// key.
 func (w *windowAgg) fireSession(key []byte, end int64) {
 	g, ok := w.tbl.LookupBytes(key)
 	if !ok || w.aux[g] != end {

@@ -51,9 +51,15 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 	nKeys := len(preProjs)
 	aggBase := nKeys // output column of the first aggregate
 	if win != nil {
-		c := in.schema[win.timeCol]
-		preProjs = append(preProjs, &ColRef{Index: win.timeCol, Name: c.Name, T: c.Type})
-		preSchema = append(preSchema, c)
+		cols := []int{win.timeCol}
+		if win.attached { // the rows' window bounds (window.go)
+			cols = []int{win.startCol, win.endCol}
+		}
+		for _, i := range cols {
+			c := in.schema[i]
+			preProjs = append(preProjs, &ColRef{Index: i, Name: c.Name, T: c.Type})
+			preSchema = append(preSchema, c)
+		}
 		aggBase += len(windowColumns)
 	}
 

@@ -234,6 +234,9 @@ func windowAggMeta(t *Task, a *WindowAggOp) OperatorMeta {
 	if a.Proctime { // its slices and timers are in processing time
 		g.State.Window += " over processing time"
 	}
+	if a.Attached { // its slots are windows, not slices
+		g.State.Window += " attached"
+	}
 	return g
 }
 

@@ -163,6 +163,24 @@ type WindowAggOp struct {
 	// are assigned to windows by the operator's clock when they arrive and
 	// windows fire on processing-time timers (exec/windowproc.go).
 	Proctime bool
+	// Attached: the input already carries Window's windows (Flink's
+	// WindowAttachedWindowingStrategy): the window of a row is given by
+	// its WinStart and WinEnd columns (the input's window_start and
+	// window_end, AttachedNames as the query names them), not assigned
+	// from a time column; TimeCol is WinEnd. The rows are partitioned by
+	// Keys, WinStart and WinEnd (HashCols).
+	Attached         bool
+	WinStart, WinEnd int
+	AttachedNames    []string
+}
+
+// HashCols are the input columns the rows are partitioned and assigned to
+// key groups by: Keys, and for an attached window its bounds.
+func (o *WindowAggOp) HashCols() []int {
+	if !o.Attached {
+		return o.Keys
+	}
+	return append(append(make([]int, 0, len(o.Keys)+2), o.Keys...), o.WinStart, o.WinEnd)
 }
 
 func (o *WindowAggOp) OpID() string { return o.ID }
@@ -171,12 +189,15 @@ func (o *WindowAggOp) Describe() string {
 	for i, a := range o.Aggs {
 		as[i] = a.String() + " AS " + a.Name
 	}
-	timeCol := "time_col"
-	if o.Proctime {
+	timeCol, timeName := "time_col", o.TimeName
+	switch {
+	case o.Attached:
+		timeCol, timeName = "attached", strings.Join(o.AttachedNames, ", ")
+	case o.Proctime:
 		timeCol = "proctime_col"
 	}
 	return fmt.Sprintf("WindowAggregate(groupBy=[%s], window=[%s], %s=[%s], select=[%s])",
-		strings.Join(o.KeyNames, ", "), o.Window, timeCol, o.TimeName, strings.Join(as, ", "))
+		strings.Join(o.KeyNames, ", "), o.Window, timeCol, timeName, strings.Join(as, ", "))
 }
 
 // relKinds of windows (see rel.kind).
@@ -519,6 +540,10 @@ type windowGroup struct {
 	legacyFn string // the legacy window call's String() (matches its auxiliaries)
 	partKeys []int
 	tvfWidth int // columns of the TVF's input (TVF only)
+	// attached: the input carries the window (windowCols): startCol and
+	// endCol of input are its window_start and window_end.
+	attached         bool
+	startCol, endCol int
 }
 
 // windowOfAggregate recognizes an aggregation grouped by a window: by
@@ -552,7 +577,7 @@ func (p *Planner) windowOfAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Qu
 		n = n.input
 	}
 	if n.kind != relWindowTVF {
-		return nil, nil
+		return p.attachedWindow(sel, in, ctx)
 	}
 	width := len(n.input.schema)
 	w := &windowGroup{spec: n.win.spec, timeCol: n.win.timeCol, props: map[string]int{}, partKeys: n.win.partKeys, tvfWidth: width}
@@ -587,6 +612,65 @@ func (p *Planner) windowOfAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Qu
 	}
 	w.input = cur
 	return w, nil
+}
+
+// attachedWindow recognizes GROUP BY window_start, window_end [, keys]
+// (through renames) over a relation that carries window properties (a
+// window aggregation's or window TVF's output, see windowCols): the
+// aggregation is then a window aggregation of the same window, attached
+// to the input's windows (Flink's WindowAttachedWindowingStrategy): it is
+// append-only and keeps the window properties. nil: the input is not
+// windowed, is updating, is a SESSION or processing-time window, or the
+// keys lack window_start or window_end (a regular aggregation then).
+func (p *Planner) attachedWindow(sel *ast.SelectStmt, in *rel, ctx *parser.QueryContext) (*windowGroup, error) {
+	wcols, _, ok := windowCols(in)
+	if !ok || in.mode != InsertOnly || procWindowBelow(in) {
+		return nil, nil
+	}
+	spec, ok := windowSpecOf(in)
+	if !ok || spec.Kind == Session {
+		return nil, nil
+	}
+	w := &windowGroup{spec: spec, input: in, props: map[string]int{}, attached: true, startCol: -1, endCol: -1}
+	pre := &exprBuilder{ctx: ctx, in: in, clause: "GROUP BY"}
+	for _, item := range sel.GroupBy.Items {
+		e, err := pre.build(item.Expr)
+		if err != nil {
+			return nil, err
+		}
+		c, ok := e.(*ColRef)
+		if !ok || wcols[c.Index] < 0 {
+			continue
+		}
+		j := wcols[c.Index]
+		w.props[e.String()] = j
+		switch {
+		case j == 0 && w.startCol < 0:
+			w.startCol = c.Index
+		case j == 1 && w.endCol < 0:
+			w.endCol = c.Index
+		}
+	}
+	if w.startCol < 0 || w.endCol < 0 {
+		return nil, nil
+	}
+	w.timeCol = w.endCol
+	return w, nil
+}
+
+// windowSpecOf is the window that windowCols finds below r.
+func windowSpecOf(r *rel) (WindowSpec, bool) {
+	for r != nil {
+		switch r.kind {
+		case relWindowTVF, relWindowAgg:
+			return r.win.spec, true
+		case relCalc, relWindowRank:
+			r = r.input
+		default:
+			return WindowSpec{}, false
+		}
+	}
+	return WindowSpec{}, false
 }
 
 // legacyWindow reads GROUP BY TUMBLE(ts, size) / HOP(ts, slide, size) /
@@ -744,8 +828,11 @@ func (b *physBuilder) buildWindow(r *rel) *Task {
 		if len(a.Keys) == 0 {
 			par, kind = 1, Global
 		}
+		if a.Attached { // a window's rows are partitioned by the window too
+			par, kind = b.p.Parallelism, Hash
+		}
 		t := b.newTask(par)
-		b.connect(in, t, kind, a.Keys)
+		b.connect(in, t, kind, a.HashCols())
 		t.Ops = append(t.Ops, a)
 		a.ID = b.windowAggID(r)
 		t.OutSchema, t.OutMode = r.schema, InsertOnly
@@ -779,6 +866,7 @@ func (b *physBuilder) windowAggID(r *rel) string {
 		"window="+a.Window.String(), "time="+lineage(r.input, a.TimeCol),
 		"keys="+strings.Join(keys, ","),
 		"aggs="+strings.Join(calls, ","),
+		fmt.Sprintf("attached=%t", a.Attached),
 		fmt.Sprintf("ordinal=%d", b.ids.ordinal-1)))
 }
 
@@ -835,6 +923,11 @@ func (p *Planner) windowAggRel(w *windowGroup, preProjs []Expr, preSchema catalo
 	}
 	op := &WindowAggOp{Keys: keys, KeyNames: keyNames, TimeCol: nKeys, TimeName: preSchema[nKeys].Name, Window: w.spec,
 		Aggs: calls, Out: out, MaxParallel: p.MaxParallelism, Proctime: procTimeAttr(w.input, w.timeCol)}
+	if w.attached { // preProjs: keys, window_start, window_end, arguments
+		op.Attached, op.WinStart, op.WinEnd, op.TimeCol = true, nKeys, nKeys+1, nKeys+1
+		op.TimeName = preSchema[nKeys+1].Name
+		op.AttachedNames = []string{preSchema[nKeys].Name, preSchema[nKeys+1].Name}
+	}
 	return &rel{kind: relWindowAgg, input: preRel, schema: out, quals: make([]string, len(out)), mode: InsertOnly,
 		win: &windowRel{spec: w.spec, agg: op}, describ: op.Describe()}, nil
 }

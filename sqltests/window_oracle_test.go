@@ -105,6 +105,32 @@ func TestWindowOracleSQLite(t *testing.T) {
 			sqlite: "SELECT " + tsStr("ws") + ", COUNT(*), SUM(v) FROM (SELECT v, wm, (ts / 5000) * 5000 AS ws FROM ev) WHERE ws + 5000 - 1 > wm GROUP BY ws",
 			kinds:  "sii"},
 	}
+	// GROUP BY window_start, window_end over a window aggregation's output
+	// (renamed or not, with more keys), or over a window TVF's projected
+	// rows (late rows dropped there): window aggregations attached to the
+	// input's windows; the join of two such relations is a window join (as
+	// Nexmark q5)
+	tumbleCounts := "SELECT k, ws, COUNT(*) AS cnt FROM (SELECT k, wm, (ts / 2000) * 2000 AS ws FROM ev) WHERE ws + 2000 - 1 > wm GROUP BY k, ws"
+	hopCounts := "SELECT k, ws, COUNT(*) AS cnt, MIN(v) AS lo FROM (SELECT k, v, wm, (ts / 1000) * 1000 - n * 1000 AS ws FROM ev, offs WHERE n < 3) WHERE ws + 3000 - 1 > wm GROUP BY k, ws"
+	streamHop := "SELECT k, window_start, window_end, COUNT(*) AS cnt, MIN(v) AS lo FROM TABLE(HOP(TABLE ev, DESCRIPTOR(ts), INTERVAL '1' SECONDS, INTERVAL '3' SECONDS)) GROUP BY k, window_start, window_end"
+	queries = append(queries,
+		oracleQuery{name: "attached-renamed",
+			stream: "SELECT starttime, endtime, MAX(cnt) AS maxn, COUNT(*) AS c FROM (SELECT k, window_start AS starttime, window_end AS endtime, COUNT(*) AS cnt FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '2' SECONDS)) GROUP BY k, window_start, window_end) GROUP BY starttime, endtime",
+			sqlite: "SELECT " + tsStr("ws") + ", " + tsStr("ws + 2000") + ", MAX(cnt), COUNT(*) FROM (" + tumbleCounts + ") GROUP BY ws",
+			kinds:  "ssii"},
+		oracleQuery{name: "attached-hop-keys",
+			stream: "SELECT window_start, window_end, k % 2 AS par, SUM(cnt) AS s, MIN(lo) AS lo FROM (" + streamHop + ") GROUP BY window_start, window_end, k % 2",
+			sqlite: "SELECT " + tsStr("ws") + ", " + tsStr("ws + 3000") + ", k % 2, SUM(cnt), MIN(lo) FROM (" + hopCounts + ") GROUP BY ws, k % 2",
+			kinds:  "ssiii"},
+		oracleQuery{name: "attached-hop-join",
+			stream: "SELECT A.k, A.cnt, A.window_start FROM (" + streamHop + ") AS A JOIN (SELECT MAX(cnt) AS maxn, window_start, window_end FROM (" + streamHop + ") GROUP BY window_start, window_end) AS M ON A.window_start = M.window_start AND A.window_end = M.window_end AND A.cnt >= M.maxn",
+			sqlite: "SELECT A.k, A.cnt, " + tsStr("A.ws") + " FROM (" + hopCounts + ") AS A JOIN (SELECT MAX(cnt) AS maxn, ws FROM (" + hopCounts + ") GROUP BY ws) AS M ON A.ws = M.ws AND A.cnt >= M.maxn",
+			kinds:  "iis"},
+		oracleQuery{name: "attached-tvf-rows",
+			stream: "SELECT ws, we, k, COUNT(*) AS n, SUM(v) AS s FROM (SELECT k, v, window_start AS ws, window_end AS we FROM TABLE(TUMBLE(TABLE ev, DESCRIPTOR(ts), INTERVAL '2' SECONDS))) GROUP BY ws, we, k",
+			sqlite: "SELECT " + tsStr("ws") + ", " + tsStr("ws + 2000") + ", k, COUNT(*), SUM(v) FROM (SELECT k, v, wm, (ts / 2000) * 2000 AS ws FROM ev) WHERE ws + 2000 - 1 > wm GROUP BY k, ws",
+			kinds:  "ssiii"},
+	)
 	var late int
 	if err := db.QueryRow("SELECT COUNT(*) FROM ev WHERE (ts / 2000) * 2000 + 1999 <= wm").Scan(&late); err != nil || late == 0 {
 		t.Fatalf("the stream must have late rows for 2 s windows: %d, %v", late, err)
