@@ -22,8 +22,9 @@ func TestBenchNexmark(t *testing.T) {
 	}
 	var res []struct {
 		Spec struct {
-			Query    string `json:"query"`
-			Interval int64  `json:"interval"`
+			Query     string `json:"query"`
+			Interval  int64  `json:"interval"`
+			Reference bool   `json:"reference"`
 		} `json:"spec"`
 		Wall        int64  `json:"wall_ns"`
 		Checkpoints int    `json:"checkpoints"`
@@ -36,20 +37,23 @@ func TestBenchNexmark(t *testing.T) {
 	if err := json.Unmarshal(b, &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 2 || res[0].Spec.Interval == 0 || res[1].Spec.Interval != 0 {
-		t.Fatalf("want a checkpointed run and a baseline, got %s", b)
+	if len(res) != 3 || res[0].Spec.Interval == 0 || res[1].Spec.Interval != 0 || !res[2].Spec.Reference {
+		t.Fatalf("want a checkpointed run, a baseline and q2's reference kernel, got %s", b)
 	}
 	for _, x := range res {
 		if x.Err != "" || x.Wall <= 0 {
 			t.Fatalf("run failed or unmeasured: %s", b)
 		}
 	}
+	if !strings.Contains(r.stdout, "| q2 ") || !strings.Contains(r.stdout, " (") {
+		t.Fatalf("no reference ratio in the table:\n%s", r.stdout)
+	}
 	if res[0].Checkpoints < 1 || res[1].Checkpoints != 0 {
 		t.Fatalf("checkpoints: %s", b)
 	}
 	profs, _ := filepath.Glob(filepath.Join(dir, "prof", "*.prof"))
-	if len(profs) != 2 {
-		t.Fatalf("want 2 CPU profiles, got %v", profs)
+	if len(profs) != 3 {
+		t.Fatalf("want 3 CPU profiles, got %v", profs)
 	}
 
 	r = run(t, dir, "", "bench", "nexmark", "--queries", "q2,q99")
