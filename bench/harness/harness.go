@@ -86,18 +86,25 @@ func rate(n int64, d time.Duration) float64 {
 }
 
 // DefaultEvents is the number of events of a query's runs unless told
-// otherwise: sized so that each run lasts about 3 to 15 s on the 2-core
-// development machine (four runs a query: p1 and p2, checkpoints on and off).
+// otherwise: sized from the 2026-12-02 figures (docs/benchmarks.md) so that
+// a run lasts about 2 to 15 s on the 2-core development machine (four runs a
+// query: p1 and p2, checkpoints on and off; 20-60 s a query).
 func DefaultEvents(query string) int64 {
 	switch query {
-	case "q0", "q1", "q2", "q14", "q21", "q22":
+	case "q0", "q1", "q2", "q14", "q22":
 		return 20_000_000
-	case "q10":
-		return 5_000_000
-	case "q3", "q4", "q9", "q13", "q18", "q19", "q20", "q23":
-		return 5_000_000
+	case "q3", "q8", "q10", "q11", "q12", "q13", "q17":
+		return 10_000_000
+	case "q15", "q21":
+		return 3_000_000
+	case "q5", "q4", "q18", "q19":
+		return 1_000_000
+	case "q16":
+		return 100_000
+	case "q7", "q9", "q20", "q23":
+		return 400_000
 	}
-	return 10_000_000
+	return 2_000_000
 }
 
 // RunOne runs one benchmark run in this process. The process's CPU and peak
