@@ -8,10 +8,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/streamsql/streamsql/bench/harness"
 	"github.com/streamsql/streamsql/bench/nexmark"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/session"
@@ -67,13 +67,7 @@ func processCPU() time.Duration {
 }
 
 // cpuTimes is this process's user and system CPU time so far.
-func cpuTimes() (user, sys time.Duration) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
-	}
-	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
-}
+func cpuTimes() (user, sys time.Duration) { return harness.CPUTimes() }
 
 // bids is a Nexmark-like bid stream: auction ids, prices, bidders.
 const bids = `CREATE TABLE bid (

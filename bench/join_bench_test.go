@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/streamsql/streamsql/bench/harness"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/session"
 )
@@ -208,7 +209,7 @@ func runJobLog(b *testing.B, script string, w *checkpointLog) {
 }
 
 // peakRSS is the process's peak resident set size (VmHWM) in bytes.
-func peakRSS() int64 { return procStatus("VmHWM:") }
+func peakRSS() int64 { return harness.PeakRSS() }
 
 // procStatus reads a size field of /proc/self/status in bytes (0: unknown).
 func procStatus(field string) int64 {

@@ -139,7 +139,7 @@ func RunOne(ctx context.Context, spec Spec) (Result, error) {
 	defer s.Close()
 	gen := connectors.MeasureGeneratorCPU()
 	gen0 := gen()
-	u0, s0 := cpuTimes()
+	u0, s0 := CPUTimes()
 	start := time.Now()
 	for _, st := range stmts {
 		if _, err := s.Execute(ctx, st); err != nil {
@@ -150,10 +150,10 @@ func RunOne(ctx context.Context, spec Spec) (Result, error) {
 		return res, fmt.Errorf("%s: %w", spec.Query, err)
 	}
 	res.Wall = time.Since(start)
-	u1, s1 := cpuTimes()
+	u1, s1 := CPUTimes()
 	res.User, res.Sys = u1-u0, s1-s0
 	res.GenCPU = gen() - gen0
-	res.PeakRSS = peakRSS()
+	res.PeakRSS = PeakRSS()
 	mu.Lock()
 	defer mu.Unlock()
 	res.Checkpoints = len(durs)
@@ -233,8 +233,8 @@ func quantile(xs []float64, q float64) float64 {
 	return s[max(0, min(i, len(s)-1))]
 }
 
-// cpuTimes is this process's user and system CPU time so far.
-func cpuTimes() (user, sys time.Duration) {
+// CPUTimes is this process's user and system CPU time so far.
+func CPUTimes() (user, sys time.Duration) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0, 0
@@ -242,8 +242,8 @@ func cpuTimes() (user, sys time.Duration) {
 	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
-// peakRSS is VmHWM of this process in bytes (0 where /proc is missing).
-func peakRSS() int64 {
+// PeakRSS is VmHWM of this process in bytes (0 where /proc is missing).
+func PeakRSS() int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0

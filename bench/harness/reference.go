@@ -20,6 +20,6 @@ func runReference(ctx context.Context, spec Spec) (Result, error) {
 		batch = 1024 // execution.batch-size's default
 	}
 	r, err := reference.Run(ctx, spec.Query, spec.Events, batch)
-	res := Result{Spec: spec, Wall: r.Wall, User: r.CPU, GenCPU: r.GenCPU, OutRows: r.OutRows, PeakRSS: peakRSS()}
+	res := Result{Spec: spec, Wall: r.Wall, User: r.CPU, GenCPU: r.GenCPU, OutRows: r.OutRows, PeakRSS: PeakRSS()}
 	return res, err
 }
