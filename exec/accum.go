@@ -261,7 +261,8 @@ type minMax[T scalar] struct {
 	epoch   uint64
 	val     []T
 	has     []bool
-	multi   []map[T]int64
+	multi   []multiset[T]
+	redo    []int32 // retract mode: groups whose extreme was removed in this batch
 	scratch []T
 	sv      []bool
 	in      []T
@@ -277,7 +278,7 @@ func (a *minMax[T]) grow(n int) {
 		a.val = append(a.val, zero)
 		a.has = append(a.has, false)
 		if a.retract {
-			a.multi = append(a.multi, nil)
+			a.multi = append(a.multi, multiset[T]{})
 			a.seen = append(a.seen, 0)
 		}
 	}
@@ -286,7 +287,7 @@ func (a *minMax[T]) reset(g int32) {
 	var zero T
 	a.val[g], a.has[g] = zero, false
 	if a.retract {
-		a.multi[g] = nil
+		a.multi[g] = multiset[T]{}
 	}
 }
 
@@ -313,47 +314,44 @@ func (a *minMax[T]) update(gids []int32, col arrow.Array, ops []RowKind) {
 		}
 		return
 	}
-	dirty := false
+	// The extreme is kept up to date per row: a value that becomes present
+	// and beats it replaces it; only a group whose extreme disappears is
+	// rescanned, once per batch.
+	a.epoch++
+	a.redo = a.redo[:0]
 	for i, g := range gids {
 		if nulls && col.IsNull(i) {
 			continue
 		}
-		m := a.multi[g]
-		if m == nil {
-			m = map[T]int64{}
-			a.multi[g] = m
-		}
 		v := vs[i]
-		if c, ok := m[v]; ok {
-			c += sign(ops, i)
-			if c == 0 {
-				delete(m, v)
-			} else {
-				m[v] = c
+		before, after := a.multi[g].add(v, sign(ops, i))
+		switch {
+		case before <= 0 && after > 0:
+			if !a.has[g] || a.better(v, a.val[g]) {
+				a.val[g], a.has[g] = cloneScalar(v), true
 			}
-		} else {
-			m[cloneScalar(v)] = sign(ops, i)
-		}
-		dirty = true
-	}
-	if dirty {
-		// Recompute the extreme once per group of the batch, not per row.
-		a.epoch++
-		for _, g := range gids {
-			if a.seen[g] == a.epoch {
-				continue
+		case before > 0 && after <= 0:
+			if a.has[g] && a.seen[g] != a.epoch && (v == a.val[g] || v != v) {
+				a.seen[g] = a.epoch
+				a.redo = append(a.redo, g)
 			}
-			a.seen[g] = a.epoch
-			a.has[g] = false
-			var best T
-			for v, c := range a.multi[g] {
-				if c > 0 && (!a.has[g] || a.better(v, best)) {
-					best, a.has[g] = v, true
-				}
-			}
-			a.val[g] = best
 		}
 	}
+	for _, g := range a.redo {
+		a.recompute(g)
+	}
+}
+
+// recompute sets group g's extreme from its multiset.
+func (a *minMax[T]) recompute(g int32) {
+	var best T
+	has := false
+	for v, i := range a.multi[g].idx {
+		if a.multi[g].cnt[i] > 0 && (!has || a.better(v, best)) {
+			best, has = v, true
+		}
+	}
+	a.val[g], a.has[g] = best, has
 }
 
 func (a *minMax[T]) result(slots []int32, mem memory.Allocator) arrow.Array {
@@ -367,7 +365,7 @@ func (a *minMax[T]) result(slots []int32, mem memory.Allocator) arrow.Array {
 
 // distinctCount is COUNT(DISTINCT x): a multiset of values per slot.
 type distinctCount[T scalar] struct {
-	sets    []map[T]int64
+	sets    []multiset[T]
 	scratch []int64
 	in      []T
 }
@@ -394,10 +392,10 @@ func newDistinctCount(t catalog.Type) (accumulator, error) {
 
 func (a *distinctCount[T]) grow(n int) {
 	for len(a.sets) < n {
-		a.sets = append(a.sets, nil)
+		a.sets = append(a.sets, multiset[T]{})
 	}
 }
-func (a *distinctCount[T]) reset(g int32) { a.sets[g] = nil }
+func (a *distinctCount[T]) reset(g int32) { a.sets[g] = multiset[T]{} }
 func (a *distinctCount[T]) update(gids []int32, col arrow.Array, ops []RowKind) {
 	vs := valuesOf[T](col, a.in)
 	a.in = vs
@@ -411,28 +409,13 @@ func (a *distinctCount[T]) add(gids []int32, vs []T, col arrow.Array, ops []RowK
 		if nulls && col.IsNull(i) {
 			continue
 		}
-		m := a.sets[g]
-		if m == nil {
-			m = map[T]int64{}
-			a.sets[g] = m
-		}
-		v := vs[i]
-		if c, ok := m[v]; ok {
-			c += sign(ops, i)
-			if c == 0 {
-				delete(m, v)
-			} else {
-				m[v] = c
-			}
-		} else {
-			m[cloneScalar(v)] = sign(ops, i)
-		}
+		a.sets[g].add(vs[i], sign(ops, i))
 	}
 }
 func (a *distinctCount[T]) result(slots []int32, mem memory.Allocator) arrow.Array {
 	a.scratch = a.scratch[:0]
 	for _, g := range slots {
-		a.scratch = append(a.scratch, int64(len(a.sets[g])))
+		a.scratch = append(a.scratch, int64(a.sets[g].len()))
 	}
 	return buildArray(mem, arrow.PrimitiveTypes.Int64, a.scratch, nil)
 }
@@ -479,20 +462,20 @@ func (a *distinctDouble) decode(src []byte, g int32) (int, error) {
 	if err != nil {
 		return n, err
 	}
-	m := a.sets[g]
+	m := &a.sets[g]
 	var nan int64
-	found := false
-	for k, c := range m {
+	var nans []int64
+	m.each(func(k, c int64) {
 		if f := math.Float64frombits(uint64(k)); f != f && k != canonicalNaN {
 			nan += c
-			found = true
-			delete(m, k)
+			nans = append(nans, k)
 		}
+	})
+	for _, k := range nans {
+		m.add(k, -m.cnt[m.idx[k]])
 	}
-	if found {
-		if m[canonicalNaN] += nan; m[canonicalNaN] == 0 {
-			delete(m, canonicalNaN)
-		}
+	if len(nans) > 0 {
+		m.add(canonicalNaN, nan)
 	}
 	return n, nil
 }

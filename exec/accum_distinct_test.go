@@ -1,11 +1,11 @@
 package exec
 
 import (
+	"github.com/streamsql/streamsql/internal/memtest"
 	"math"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/planner"
@@ -15,7 +15,7 @@ import (
 // payload) as one value and -0.0 as 0.0, as DISTINCT and GROUP BY do; a
 // retracted NaN is removed; the state survives encode and decode.
 func TestCountDistinctNaN(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	acc, err := newAccumulator(planner.AggCall{Fn: "count", Distinct: true, ArgType: catalog.Double, T: catalog.BigInt}, true)
 	if err != nil {
@@ -61,7 +61,11 @@ func TestCountDistinctNaN(t *testing.T) {
 		t.Fatalf("after a restore and retracting the last NaN: %d, want 2", n)
 	}
 	// A state written before holds one entry per NaN; decode merges them.
-	old := appendMultiset(nil, map[float64]int64{math.NaN(): 1, otherNaN: 2, 1: 1})
+	var oldSet multiset[float64]
+	oldSet.add(math.NaN(), 1)
+	oldSet.add(otherNaN, 2)
+	oldSet.add(1, 1)
+	old := appendMultiset(nil, &oldSet)
 	if _, err := acc.decode(old, 1); err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func (a *minMax[T]) mergeFrom(g int32, src accumulator, s int32) {
 		a.val[g], a.has[g] = o.val[s], true
 	}
 	if a.retract {
-		a.multi[g] = mergeMultiset(a.multi[g], o.multi[s])
+		a.multi[g].mergeFrom(&o.multi[s])
 	}
 }
 
@@ -39,22 +39,5 @@ func (a *distinctCount[T]) mergeFrom(g int32, src accumulator, s int32) {
 	case *distinctDouble:
 		o = any(&x.distinctCount).(*distinctCount[T])
 	}
-	a.sets[g] = mergeMultiset(a.sets[g], o.sets[s])
-}
-
-// mergeMultiset adds the counts of src to dst (allocated if nil) and
-// returns dst; values whose count becomes 0 are removed.
-func mergeMultiset[T comparable](dst, src map[T]int64) map[T]int64 {
-	if len(src) == 0 {
-		return dst
-	}
-	if dst == nil {
-		dst = make(map[T]int64, len(src))
-	}
-	for v, c := range src {
-		if dst[v] += c; dst[v] == 0 {
-			delete(dst, v)
-		}
-	}
-	return dst
+	a.sets[g].mergeFrom(&o.sets[s])
 }

@@ -284,8 +284,8 @@ func (a *decSumAcc) decode(src []byte, g int32) (int, error) {
 
 // appendMultiset appends m sorted by encoded value, so that equal state
 // gives equal bytes whatever Go's map order.
-func appendMultiset[T scalar](dst []byte, m map[T]int64) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(m)))
+func appendMultiset[T scalar](dst []byte, m *multiset[T]) []byte {
+	dst = binary.AppendUvarint(dst, uint64(m.len()))
 	// Encodings go into one scratch buffer (not one allocation per entry)
 	// and are written sorted, so equal multisets give equal bytes.
 	type ent struct {
@@ -293,8 +293,9 @@ func appendMultiset[T scalar](dst []byte, m map[T]int64) []byte {
 		c        int64
 	}
 	var scratch []byte
-	ents := make([]ent, 0, len(m))
-	for v, c := range m {
+	ents := make([]ent, 0, m.len())
+	for v, i := range m.idx {
+		c := m.cnt[i]
 		off := len(scratch)
 		scratch = appendScalar(scratch, v)
 		ents = append(ents, ent{off, len(scratch), c})
@@ -306,27 +307,24 @@ func appendMultiset[T scalar](dst []byte, m map[T]int64) []byte {
 	return dst
 }
 
-func readMultiset[T scalar](src []byte) (map[T]int64, int, error) {
+func readMultiset[T scalar](src []byte) (multiset[T], int, error) {
+	var m multiset[T]
 	cnt, n := binary.Uvarint(src)
 	if n <= 0 || cnt > uint64(len(src)) {
-		return nil, 0, errCorrupt
-	}
-	var m map[T]int64
-	if cnt > 0 {
-		m = make(map[T]int64, cnt)
+		return m, 0, errCorrupt
 	}
 	for i := uint64(0); i < cnt; i++ {
 		v, k, err := readScalar[T](src[n:])
 		if err != nil {
-			return nil, 0, err
+			return m, 0, err
 		}
 		n += k
 		c, k, err := readVarint(src[n:])
 		if err != nil {
-			return nil, 0, err
+			return m, 0, err
 		}
 		n += k
-		m[v] = c
+		m.add(v, c)
 	}
 	return m, n, nil
 }
@@ -338,7 +336,7 @@ func (a *minMax[T]) encode(dst []byte, g int32) []byte {
 		dst = append(dst, 0)
 	}
 	if a.retract {
-		dst = appendMultiset(dst, a.multi[g])
+		dst = appendMultiset(dst, &a.multi[g])
 	}
 	return dst
 }
@@ -367,7 +365,7 @@ func (a *minMax[T]) decode(src []byte, g int32) (int, error) {
 	return n, nil
 }
 
-func (a *distinctCount[T]) encode(dst []byte, g int32) []byte { return appendMultiset(dst, a.sets[g]) }
+func (a *distinctCount[T]) encode(dst []byte, g int32) []byte { return appendMultiset(dst, &a.sets[g]) }
 func (a *distinctCount[T]) decode(src []byte, g int32) (int, error) {
 	m, n, err := readMultiset[T](src)
 	a.sets[g] = m

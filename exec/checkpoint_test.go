@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/checkpoint"
@@ -177,7 +177,7 @@ func TestCrashRestoreExactlyOnce(t *testing.T) {
 					plan = ckChainedPlan
 				}
 				t.Run(fmt.Sprintf("chained=%v/p%d/crash-after-%d", chained, par, crashAt), func(t *testing.T) {
-					mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+					mem := memtest.NewChecked()
 					defer mem.AssertSize(t, 0)
 					store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("ab", 16), NumRetained: 2})
 					if err != nil {
@@ -291,7 +291,7 @@ func TestOperatorFaultsRestartExactlyOnce(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.at, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memtest.NewChecked()
 			defer mem.AssertSize(t, 0)
 			store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("cd", 16), NumRetained: 1})
 			if err != nil {
@@ -349,7 +349,7 @@ func TestAtLeastOnceRunsToTheEnd(t *testing.T) {
 	const total, keys = 3000, 11
 	want := expectedCounts(total, keys)
 	for i := 0; i < 5; i++ {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		mem := memtest.NewChecked()
 		store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("12", 16), NumRetained: 1})
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,7 +36,7 @@ type fpJob struct {
 }
 
 func newFPJob(t *testing.T, total, keys int64, batch int) *fpJob {
-	j := &fpJob{t: t, mem: memory.NewCheckedAllocator(memory.NewGoAllocator()), sys: &txnSystem{pending: map[string][]string{}}}
+	j := &fpJob{t: t, mem: memtest.NewChecked(), sys: &txnSystem{pending: map[string][]string{}}}
 	var err error
 	j.store, err = checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("fe", 16), NumRetained: 2})
 	if err != nil {
@@ -239,7 +240,7 @@ func (s *blockingSink) RestoreState([]byte) error { return nil }
 // and the attempt fails once the tolerable failures are used up (before,
 // trigger sends blocked the coordinator: no expiry, no answer, a hang).
 func TestCoordinatorServesUnderBackpressure(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("bb", 16), NumRetained: 1})
 	if err != nil {
@@ -424,7 +425,7 @@ func (s *splitSource) Run(ctx context.Context, emit func(arrow.Record) error) er
 // is exactly once. Also up again, 1 -> 3.
 func TestDownscaleThenCrashRestores(t *testing.T) {
 	const total, keys = 6000, 300
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	sys := &txnSystem{pending: map[string][]string{}}
 	newCfg := func(ck *CheckpointConfig) JobConfig {
@@ -612,7 +613,7 @@ func (s *twoBatchSource) Run(ctx context.Context, emit func(arrow.Record) error)
 // (+I), as in Flink. Without a TTL the same input updates it (-U/+U).
 func TestStateTTLExpiresGroups(t *testing.T) {
 	for _, ttl := range []time.Duration{0, time.Minute} {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		mem := memtest.NewChecked()
 		clock := &fakeClock{}
 		clock.ms.Store(1_000_000)
 		seen := make(chan struct{}, 1)

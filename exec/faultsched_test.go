@@ -37,6 +37,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"math/rand/v2"
 	"os"
 	"runtime/debug"
@@ -48,7 +49,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/streamsql/streamsql/catalog"
@@ -1127,7 +1127,7 @@ func schedJobID(n int) string { return fmt.Sprintf("%032x", 0xfa17+n) }
 // summary of what happened.
 func runSchedule(s *schedule) (problems []string, summary string) {
 	fs := vfs.NewMem()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	ctx, cancel := context.WithTimeout(context.Background(), schedTimeout)
 	defer cancel()
 	r := &schedRunner{s: s, ctx: ctx, sys: &txnSystem{pending: map[string][]string{}}, spRoot: "/savepoints",

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/streamsql/streamsql/catalog"
@@ -76,7 +76,7 @@ func (h *scriptGate) onShutdown() error { h.log = append(h.log, "shutdown"); ret
 //
 // Each directive prints what the handler was asked to do.
 func TestGateScripts(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	schema := arrow.NewSchema([]arrow.Field{{Name: "x", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	var g *inputGate
@@ -239,7 +239,7 @@ func (o *wmRecorder) ProcessWatermark(wm int64, out Collector) error {
 // over its input channels, never going back; a bounded source ends with
 // the end of event time.
 func TestSourcesEmitWatermarksCombinedByMinimum(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	wms := [][]int64{{100, 200, 300}, {50, 150, 250}}
 	var mu sync.Mutex

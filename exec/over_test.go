@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"math/rand"
 	"sort"
 	"testing"
@@ -99,7 +100,7 @@ func overRun(t *testing.T, mem memory.Allocator, ops []*overAgg, rows [][3]int64
 func TestOverRestoreRescale(t *testing.T) {
 	for _, rows := range []bool{true, false} {
 		t.Run(fmt.Sprintf("rows=%v", rows), func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memtest.NewChecked()
 			defer mem.AssertSize(t, 0)
 			rng := rand.New(rand.NewSource(3))
 			var stream [][3]int64

@@ -3,12 +3,12 @@ package exec
 import (
 	"context"
 	"errors"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
 )
@@ -110,7 +110,7 @@ func (s *oneBatchSource) Run(ctx context.Context, emit func(arrow.Record) error)
 // when the job's clock reaches them, not before, each once, while no data
 // arrives; the job then cancels cleanly.
 func TestProcessingTimeTimers(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	base := time.UnixMilli(1_700_000_000_000)
 	clock := &manualClock{now: base}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"runtime"
 	"sort"
 	"sync"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/planner"
@@ -130,7 +130,7 @@ func TestGroupAggregateAcrossParallelismAndBatchSizes(t *testing.T) {
 	for _, par := range []int{1, 2, 4} {
 		for _, bs := range []int{1, 7, 1024} {
 			t.Run(fmt.Sprintf("p%d/b%d", par, bs), func(t *testing.T) {
-				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				mem := memtest.NewChecked()
 				defer mem.AssertSize(t, 0)
 				got := folded{}
 				cfg := JobConfig{Mem: mem, BatchSize: bs, Collect: func(b Batch) error { got.apply(b); return nil },
@@ -150,7 +150,7 @@ func TestGroupAggregateAcrossParallelismAndBatchSizes(t *testing.T) {
 
 func TestCancelReleasesEverythingAndLeaksNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	ctx, cancel := context.WithCancel(context.Background())
 	var seen atomic.Int64
 	cfg := JobConfig{Mem: mem, BatchSize: 64, Collect: func(b Batch) error {
@@ -174,7 +174,7 @@ func TestCancelReleasesEverythingAndLeaksNoGoroutine(t *testing.T) {
 
 func TestFailureStopsJobAndReleases(t *testing.T) {
 	before := runtime.NumGoroutine()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	boom := errors.New("boom")
 	var calls atomic.Int64
 	cfg := JobConfig{Mem: mem, BatchSize: 16, Collect: func(b Batch) error {
@@ -200,7 +200,7 @@ func TestFailureStopsJobAndReleases(t *testing.T) {
 // that consumes slowly (it waits for the test); memory in flight must stay
 // bounded by the channel capacities, not grow with the source's speed.
 func TestBackpressureBoundsMemory(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	ctx, cancel := context.WithCancel(context.Background())
 	var emitted atomic.Int64
 	var maxInUse int
@@ -333,7 +333,7 @@ func TestExchanges(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.kind.String(), func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memtest.NewChecked()
 			src := &planner.Task{Name: "src", Parallelism: 2, Source: &planner.SourceSpec{Table: &catalog.Table{Name: "gen"}, Schema: kvSchema}, OutSchema: kvSchema}
 			snk := &planner.Task{Name: "sink", Parallelism: c.to, Sink: &planner.SinkSpec{Table: &catalog.Table{Name: "s"}, Schema: kvSchema}}
 			e := &planner.Edge{From: src, To: snk, Kind: c.kind, Keys: []int{0}}

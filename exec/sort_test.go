@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"math/rand"
 	"slices"
 	"sort"
@@ -33,7 +34,7 @@ func TestTemporalSortRandomized(t *testing.T) {
 	for seed := int64(1); seed <= 30; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewSource(seed))
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memtest.NewChecked()
 			defer mem.AssertSize(t, 0)
 			m := &Metrics{}
 			op := sortTestOp(t, mem, m)

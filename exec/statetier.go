@@ -10,8 +10,8 @@ import "unsafe"
 // multisets by their size rather than walking them.
 
 // mapEntryBytes is the estimated memory of one entry of a multiset (a Go
-// map of value -> count: key, count, hash bucket share).
-const mapEntryBytes = 48
+// map of value -> count index, the count, hash bucket share).
+const mapEntryBytes = 56
 
 // accSlotBytes is the estimated memory of a fixed-size accumulator's slot.
 const accSlotBytes = 24
@@ -22,13 +22,13 @@ type accSizer interface{ slotBytes(g int32) int }
 func (a *minMax[T]) slotBytes(g int32) int {
 	n := accSlotBytes + scalarBytes(a.val[g])
 	if a.retract {
-		n += 8 + mapEntryBytes*len(a.multi[g])
+		n += 8 + mapEntryBytes*a.multi[g].len()
 	}
 	return n
 }
 
 func (a *distinctCount[T]) slotBytes(g int32) int {
-	return 8 + mapEntryBytes*len(a.sets[g])
+	return 8 + mapEntryBytes*a.sets[g].len()
 }
 
 // scalarBytes is the bytes a string holds beyond its header (0 for the

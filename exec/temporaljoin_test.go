@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"math/rand"
 	"sort"
 	"strings"
@@ -122,7 +123,7 @@ func TestTemporalJoinRescaleOracle(t *testing.T) {
 			for _, bs := range []int{1, 7, 100} {
 				name := fmt.Sprintf("%s/p%d->p%d/batch=%d", typ, pars[0], pars[1], bs)
 				t.Run(name, func(t *testing.T) {
-					mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+					mem := memtest.NewChecked()
 					m := &Metrics{}
 					rng := rand.New(rand.NewSource(int64(7*bs + pars[0] + 100*int(typ))))
 					var batches [][]ijEvent
@@ -324,7 +325,7 @@ func BenchmarkTemporalJoin(b *testing.B) {
 func TestTemporalJoinStateTTL(t *testing.T) {
 	for _, typ := range []planner.JoinType{planner.InnerJoin, planner.LeftJoin} {
 		for _, ttl := range []time.Duration{0, time.Second} {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memtest.NewChecked()
 			clock := &testMsClock{}
 			op := tjOp(t, mem, &Metrics{}, typ, 0, 1)
 			op.ctx.StateTTL, op.ctx.Clock = ttl, clock

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"math/rand"
 	"sort"
 	"strings"
@@ -205,7 +206,7 @@ func TestTopNRestoreRescale(t *testing.T) {
 			for _, after := range []int{3, 1} {
 				name := fmt.Sprintf("mode=%s,rank=%v,p2->p%d", mode, withRank, after)
 				t.Run(name, func(t *testing.T) {
-					mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+					mem := memtest.NewChecked()
 					defer mem.AssertSize(t, 0)
 					rng := rand.New(rand.NewSource(int64(len(name))))
 					rows := topnStream(rng, 600, mode == planner.Retract)
@@ -257,7 +258,7 @@ func (c *ttlClock) Now() time.Time { return c.now }
 // TTL is forgotten (its rows are not retracted, as Flink): a later row of
 // it ranks among new rows only.
 func TestTopNStateTTL(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	clock := &ttlClock{now: time.UnixMilli(1_000_000)}
 	op := topnOp(t, mem, planner.InsertOnly, true, 0, 1, clock, time.Minute) // ranks 2..4
@@ -299,7 +300,7 @@ func dedupOp(t *testing.T, mem memory.Allocator, rowTime, keepLast bool, sub, pa
 func TestDedupRestoreRescale(t *testing.T) {
 	for _, c := range []struct{ rowTime, keepLast bool }{{true, true}, {true, false}, {false, true}, {false, false}} {
 		t.Run(fmt.Sprintf("rowtime=%v,last=%v", c.rowTime, c.keepLast), func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memtest.NewChecked()
 			defer mem.AssertSize(t, 0)
 			rng := rand.New(rand.NewSource(5))
 			var rows []topnRow

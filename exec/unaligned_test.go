@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/checkpoint"
@@ -30,7 +30,7 @@ func TestUnalignedCrashRestoreExactlyOnce(t *testing.T) {
 		alignTimeout    time.Duration
 	}{{2, 2, 3, 0}, {3, 2, 5, 0}, {2, 3, 4, 0}, {1, 1, 6, 0}, {2, 2, 5, 2 * time.Millisecond}} {
 		t.Run(fmt.Sprintf("p%d-to-p%d/crash-after-%d/align-timeout-%v", c.par, c.restorePar, c.crashAt, c.alignTimeout), func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memtest.NewChecked()
 			defer mem.AssertSize(t, 0)
 			store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("a1", 16), NumRetained: 2})
 			if err != nil {
@@ -97,7 +97,7 @@ func (s *slowSink) Write(b Batch) error {
 // and expire, while unaligned ones overtake the queues and complete.
 func TestUnalignedCompletesUnderBackpressure(t *testing.T) {
 	run := func(unaligned bool, alignTimeout time.Duration) (completed, expired int32) {
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		mem := memtest.NewChecked()
 		defer mem.AssertSize(t, 0)
 		store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("b2", 16), NumRetained: 1})
 		if err != nil {
@@ -155,7 +155,7 @@ func TestConcurrentCheckpointsCrashRestore(t *testing.T) {
 	// unaligned variant holding one snapshot was flaky under -race: whether
 	// a later checkpoint was in flight at a completion; see the note.)
 	{
-		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		mem := memtest.NewChecked()
 		defer mem.AssertSize(t, 0)
 		store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("c3", 16), NumRetained: 2})
 		if err != nil {
@@ -233,7 +233,7 @@ func TestFanOutCrashRestoreExactlyOnce(t *testing.T) {
 		crashAt         int64
 	}{{false, 2, 3, 3}, {true, 2, 1, 4}, {true, 3, 2, 2}} {
 		t.Run(fmt.Sprintf("unaligned=%v/p%d-to-p%d/crash-after-%d", c.unaligned, c.par, c.restorePar, c.crashAt), func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memtest.NewChecked()
 			defer mem.AssertSize(t, 0)
 			store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("f0", 16), NumRetained: 2})
 			if err != nil {

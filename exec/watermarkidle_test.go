@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"sort"
 	"sync"
 	"testing"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/planner"
@@ -106,7 +106,7 @@ func idlePlan(timeout time.Duration) *planner.Physical {
 func TestSourceIdleTimeout(t *testing.T) {
 	for _, timeout := range []time.Duration{5 * time.Second, 0} {
 		t.Run(fmt.Sprintf("timeout=%v", timeout), func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memtest.NewChecked()
 			defer mem.AssertSize(t, 0)
 			clock := &manualClock{now: time.UnixMilli(1_700_000_000_000)}
 			srcs := [2]*scriptedSource{}

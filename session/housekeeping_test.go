@@ -3,12 +3,11 @@ package session
 import (
 	"context"
 	"errors"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/exec"
 	"github.com/streamsql/streamsql/parser"
@@ -128,7 +127,7 @@ func TestRestoreFallbackNeedsTheOption(t *testing.T) {
 
 	log := &syncBuf{}
 	s := New(Config{Stdout: &syncBuf{}, Log: log})
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	s.Mem = mem
 	script := "SET 'execution.savepoint.path' = '" + jobDir + "';\n" + countScript(root, "")
 	stmts, err := parser.ParseScript(script)

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,7 +60,7 @@ func newLoggedSession(t *testing.T) (*Session, *logWatch, *memory.CheckedAllocat
 	t.Helper()
 	lw := &logWatch{}
 	s := New(Config{Stdout: &syncBuf{}, Log: lw})
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	s.Mem = mem
 	return s, lw, mem
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"regexp"
 	"runtime"
 	"strings"
@@ -37,7 +38,7 @@ func newTestSession(t *testing.T) (*Session, *syncBuf, *memory.CheckedAllocator)
 	t.Helper()
 	out := &syncBuf{}
 	s := New(Config{Stdout: out})
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	s.Mem = mem
 	return s, out, mem
 }

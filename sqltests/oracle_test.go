@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"math"
 	"math/rand"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow/go/v17/arrow/memory"
 	_ "modernc.org/sqlite"
 
 	"github.com/streamsql/streamsql/exec/state"
@@ -242,7 +242,7 @@ func sqliteWant(t *testing.T, db *sql.DB, queries []oracleQuery, nonEmpty bool) 
 // newOracleSession returns a session on a checked allocator and the
 // function, to defer, that closes it and then asserts it leaked nothing.
 func newOracleSession(t *testing.T) (*session.Session, func()) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	s := session.New(session.Config{Stdout: &lockedBuffer{}})
 	s.Mem = mem
 	return s, func() {

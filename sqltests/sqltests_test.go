@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
+	"github.com/streamsql/streamsql/internal/memtest"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/session"
 )
@@ -23,7 +24,7 @@ type checkedAllocs struct {
 }
 
 func (c *checkedAllocs) newAlloc() memory.Allocator {
-	a := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	a := memory.NewCheckedAllocator(memtest.NewPoisoning(memory.NewGoAllocator()))
 	c.mu.Lock()
 	c.allocs = append(c.allocs, a)
 	c.mu.Unlock()
@@ -99,7 +100,7 @@ func TestFoldChanges(t *testing.T) {
 // TestShowJobs runs jobs and checks SHOW JOBS, whose ids and times make it
 // unfit for golden files.
 func TestShowJobs(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	var out lockedBuffer
 	s := session.New(session.Config{Stdout: &out})

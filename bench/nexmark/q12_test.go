@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/exec"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/session"
 )
@@ -76,7 +77,10 @@ var _ exec.TimerClock = (*steppingClock)(nil)
 // wall clock).
 func runScriptClock(t *testing.T, script string, clock exec.Clock, crashAfter int64) {
 	t.Helper()
+	mem := memtest.NewChecked()
+	defer mem.AssertSize(t, 0)
 	s := session.New(session.Config{})
+	s.Mem = mem
 	defer s.Close()
 	if clock != nil {
 		s.Clock = clock

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -150,7 +151,7 @@ func kernelOutput(t *testing.T, query string, vars map[string]string, edit func(
 			delete(rows, row)
 		}
 	}
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	res, err := run(context.Background(), config{query: query, events: events, batch: 1024, vars: vars, edit: edit, mem: mem,
 		onOut: func(k kernel) {
 			switch k := k.(type) {
@@ -349,7 +350,7 @@ func batches(t testing.TB, query string, n int, extra map[string]string, mem mem
 // nothing for q1 and q2, and at most the amortized growth of the state for
 // q5 and q17 (well under one allocation per 20 batches).
 func TestKernelsDoNotAllocate(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	for _, q := range Queries() {
 		t.Run(q, func(t *testing.T) {

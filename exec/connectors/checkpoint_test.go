@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"context"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"io"
 	"net"
 	"os"
@@ -62,7 +63,7 @@ func newCkSource(t *testing.T, tb *catalog.Table, sc *exec.SourceContext) exec.C
 }
 
 func TestDatagenSnapshotRestore(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	tb := dgTable()
 	sc := func(batch int) *exec.SourceContext {
@@ -103,7 +104,7 @@ func TestDatagenSnapshotRestore(t *testing.T) {
 }
 
 func TestStateErrors(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	tb := dgTable()
 	g := newCkSource(t, tb, &exec.SourceContext{Subtask: 1, Parallelism: 3, Mem: mem, BatchSize: 7})
@@ -148,7 +149,7 @@ func fileSourceTable(dir string, kv2 ...string) *catalog.Table {
 }
 
 func TestFileSourceSnapshotRestore(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "1.csv"), "a,1\nb,x\n\"multi\nline\",2\nc,3\nd,y\ne,4\n")
@@ -208,7 +209,7 @@ func TestFileSourceSnapshotRestore(t *testing.T) {
 // TestFileSourceRestoreLineNumbers: after a restore, errors report the same
 // file, line and offset as an uninterrupted run.
 func TestFileSourceRestoreLineNumbers(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	f := filepath.Join(dir, "1.csv")
@@ -240,7 +241,7 @@ func TestFileSourceRestoreLineNumbers(t *testing.T) {
 }
 
 func TestFileSourceRestoreMissingInput(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	cases := []struct {
 		name   string
@@ -354,7 +355,7 @@ func crash(s *FileSink) {
 }
 
 func TestFileSinkTwoPhase(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	cases := []struct {
 		name          string
@@ -447,7 +448,7 @@ func TestFileSinkTwoPhase(t *testing.T) {
 }
 
 func TestFileSinkCheckpointingLifecycle(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	d := newSinkDir(t, "sink.rolling-policy.file-size", "1")
 	s := d.sink(mem, 0)
@@ -530,7 +531,7 @@ func TestFileSinkCheckpointingLifecycle(t *testing.T) {
 // TestSocketSourceState: the socket state has no position, only the count
 // of skipped bad records, which a restore carries over.
 func TestSocketSourceState(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	port, done, ln := serve(t, func(c net.Conn) {
 		io.WriteString(c, "a,1\nb,x\nc,2\nd,y\n")

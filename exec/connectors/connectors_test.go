@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -92,7 +93,7 @@ func dgTable(kv ...string) *catalog.Table {
 }
 
 func TestDatagenDeterministic(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	ref, _ := runSource(t, mem, dgTable(), 1, 1024)
 	if len(ref) != 500 {
@@ -146,7 +147,7 @@ func mustInt(s string) int {
 }
 
 func TestDatagenSequenceBoundsAndSeek(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	s := catalog.Schema{{Name: "id", Type: catalog.Int}}
 	tb := table("seq", s, "connector", "datagen", "rows-per-second", "0", "fields.id.kind", "sequence", "fields.id.start", "1", "fields.id.end", "10")
@@ -184,7 +185,7 @@ func TestDatagenSequenceBoundsAndSeek(t *testing.T) {
 
 // TestDatagenRateLimit drives the token bucket with a fake clock.
 func TestDatagenRateLimit(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	tb := table("r", catalog.Schema{{Name: "a", Type: catalog.BigInt}}, "connector", "datagen", "rows-per-second", "20")
 	src, err := NewSource(tb, &exec.SourceContext{Subtask: 0, Parallelism: 2, Mem: mem, BatchSize: 4, Linger: 500 * time.Millisecond})

@@ -3,12 +3,11 @@ package connectors
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/apache/arrow/go/v17/arrow/memory"
 )
 
 // TestFileSinkRestoreChangedPath: a job restored from a savepoint may write
@@ -19,7 +18,7 @@ import (
 // failed on every attempt, naming a part file "not a part of this sink
 // subtask".
 func TestFileSinkRestoreChangedPath(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	old, moved := newSinkDir(t), newSinkDir(t)
 	if old.id == moved.id {
@@ -78,7 +77,7 @@ func TestFileSinkRestoreChangedPath(t *testing.T) {
 
 // TestFileSinkStateV1: a version 1 state (no directory) still restores.
 func TestFileSinkStateV1(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	d := newSinkDir(t)
 	s := d.sink(mem, 1)

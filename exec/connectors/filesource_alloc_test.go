@@ -3,6 +3,8 @@ package connectors
 import (
 	"context"
 	"fmt"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -10,7 +12,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/exec"
@@ -21,7 +22,7 @@ import (
 // and after close every byte is back with the parent, including buffers
 // freed after close.
 func TestRecyclingAllocator(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	a := newRecyclingAllocator(mem)
 	b := a.Allocate(1000)
@@ -68,6 +69,8 @@ func TestRecyclingAllocator(t *testing.T) {
 // such views, e.g. as group keys), while the fixed-width buffers are
 // recycled; every row is read, and nothing leaks.
 func TestFileSourceStringViews(t *testing.T) {
+	// Not a poisoning allocator: this is the file source's own guarantee
+	// that string bytes are never handed out again.
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()

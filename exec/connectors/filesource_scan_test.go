@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"io"
 	"net"
 	"os"
@@ -103,7 +104,7 @@ func stringIntSource(t testing.TB, mem memory.Allocator, path string) exec.Sourc
 // cancellation. Before, the source looked at its context only between
 // batches, so STOP JOB and SIGTERM waited for the end of the scan.
 func TestFileSourceCancelInsideRecord(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	path, past, stop := endlessQuote(t, 3<<20)
 	src := stringIntSource(t, mem, path)
@@ -139,7 +140,7 @@ func TestFileSourceCancelInsideRecord(t *testing.T) {
 // barriers and stop-with-savepoint requests, and returns what emit
 // returned.
 func TestFileSourceHeartbeatInsideRecord(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	path, _, stop := endlessQuote(t, 0)
 	src := stringIntSource(t, mem, path)
@@ -171,7 +172,7 @@ func TestFileSourceHeartbeatInsideRecord(t *testing.T) {
 // TestFileSourceStrayQuoteError: the unterminated field is reported once
 // the file ends, at the record where it started.
 func TestFileSourceStrayQuoteError(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	path := filepath.Join(t.TempDir(), "q.csv")
 	writeFile(t, path, "a,1\nb,\"open\n"+strings.Repeat("c,3\n", 50000))
@@ -194,7 +195,7 @@ func TestFileSourceStrayQuoteError(t *testing.T) {
 // TestFileSourceInvalidUTF8: ill-formed UTF-8 in a file becomes U+FFFD, one
 // per maximal ill-formed subsequence, in CSV and JSON alike.
 func TestFileSourceInvalidUTF8(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	c := filepath.Join(dir, "a.csv")
@@ -213,7 +214,7 @@ func TestFileSourceInvalidUTF8(t *testing.T) {
 
 // TestSocketSourceInvalidUTF8: raw socket lines follow the same rule.
 func TestSocketSourceInvalidUTF8(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	port, done, ln := serve(t, func(c net.Conn) {
 		io.WriteString(c, "caf\xE9\nok\n\xF0\x9F\x98")
@@ -231,7 +232,7 @@ func TestSocketSourceInvalidUTF8(t *testing.T) {
 // TestFileSourceBOM: a UTF-8 byte order mark at the start of a file is
 // skipped (CSV and JSON), and offsets still count it.
 func TestFileSourceBOM(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	bom := "\xEF\xBB\xBF"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"io"
 	"net"
 	"os"
@@ -35,7 +36,7 @@ func writeFile(t *testing.T, path, text string) {
 var kv = catalog.Schema{{Name: "s", Type: catalog.String}, {Name: "n", Type: catalog.BigInt}}
 
 func TestFileSource(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "a.csv"), "a,1\r\n\"multi\nline\",2\n\nb,3")
@@ -61,7 +62,7 @@ func TestFileSource(t *testing.T) {
 }
 
 func TestFileSourceErrors(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	f := filepath.Join(dir, "bad.csv")
@@ -103,7 +104,7 @@ func TestFileSourceErrors(t *testing.T) {
 }
 
 func TestFileSourceOffsets(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "1.csv"), "a,1\nb,2\nc,3\n")
@@ -154,7 +155,7 @@ func kvRecord(mem memory.Allocator, ss []string, ns []int64, valid []bool) arrow
 }
 
 func TestPrintSink(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	rec := kvRecord(mem, []string{"hello", "", "x"}, []int64{1, 2, 3}, []bool{true, false, true})
 	defer rec.Release()
@@ -209,7 +210,7 @@ func TestPrintSink(t *testing.T) {
 }
 
 func TestFileSink(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	rec := kvRecord(mem, []string{"a,b", "", "z"}, []int64{1, 2, 3}, []bool{true, false, true})
 	defer rec.Release()
@@ -346,7 +347,7 @@ func serve(t *testing.T, handle func(c net.Conn)) (port string, done chan struct
 }
 
 func TestSocketSource(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	port, done, ln := serve(t, func(c net.Conn) {
 		io.WriteString(c, "hello\nwor")
@@ -378,7 +379,7 @@ func TestSocketSource(t *testing.T) {
 // TestSocketSourceNoLeak cancels a source whose peer never closes and
 // checks that Close joins the reader goroutine.
 func TestSocketSourceNoLeak(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	before := runtime.NumGoroutine()
 	release := make(chan struct{})
@@ -431,7 +432,7 @@ func TestSocketSourceNoLeak(t *testing.T) {
 // TestFileSinkTickRollsIdleFile: an unbounded job that stops writing still
 // commits its file once it is older than the rollover interval.
 func TestFileSinkTickRollsIdleFile(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	rec := kvRecord(mem, []string{"x"}, []int64{1}, nil)
 	defer rec.Release()

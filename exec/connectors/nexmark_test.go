@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -84,7 +85,7 @@ func nexRender(r arrow.Record) []string {
 // TestNexmarkDeterministic: the same events at every parallelism and batch
 // size, and for a given seed only; no leak.
 func TestNexmarkDeterministic(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	tb := nexTable("events.num", "3000")
 	ref := nexEvents(t, mem, tb, 1, 1024)
@@ -112,7 +113,7 @@ func TestNexmarkDeterministic(t *testing.T) {
 // events at the default options: kinds 1/3/46 of 50; ids, times and the
 // hot auction, bidder and channel shares; prices as round(10^(6u) * 100).
 func TestNexmarkDistributions(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	const events = 100_000
 	tb := nexTable("events.num", fmt.Sprint(events))
@@ -218,7 +219,7 @@ func TestNexmarkDistributions(t *testing.T) {
 // TestNexmarkRestoreAndRescale: snapshots taken after each batch at p2
 // restore at p2 and at p3 and p1 to exactly the rest of the stream.
 func TestNexmarkRestoreAndRescale(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	tb := nexTable("events.num", "2000")
 	ref := nexEvents(t, mem, tb, 1, 1024)
@@ -275,7 +276,7 @@ func TestNexmarkRestoreAndRescale(t *testing.T) {
 // of the ROW fields, in any order (as an older DDL without channel/url);
 // unknown columns, fields and wrong types are refused, naming them.
 func TestNexmarkProjection(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	c := func(n string, t catalog.Type) catalog.Column { return catalog.Column{Name: n, Type: t} }
 	sub := catalog.Schema{
@@ -337,7 +338,7 @@ func TestNexmarkProjection(t *testing.T) {
 // TestNexmarkKeepAlive: with keep-alive the source stays up after its last
 // event, heartbeating, until cancelled.
 func TestNexmarkKeepAlive(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	tb := nexTable("events.num", "10", "keep-alive", "true")
 	sc := &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: 100, Linger: time.Millisecond, Schema: tb.Schema, SkippedRecords: new(atomic.Int64)}
@@ -437,7 +438,7 @@ func TestNexmarkOptionErrors(t *testing.T) {
 // is NULL throughout; at batch sizes that leave a partial last batch; no
 // leak.
 func TestNexmarkColumnPushDown(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	const events = 2000
 	tb := nexTable("events.num", fmt.Sprint(events))
@@ -536,7 +537,7 @@ func nexEventsInOrder(t *testing.T, mem memory.Allocator, tb *catalog.Table, bat
 		defer r.Release()
 		for i := 0; i < int(r.NumRows()); i++ {
 			var e [4]any
-			e[0] = r.Column(0).ValueStr(i)
+			e[0] = strings.Clone(r.Column(0).ValueStr(i)) // ValueStr of a string is a view of the batch
 			for col := 1; col < 4; col++ {
 				st := r.Column(col).(*array.Struct)
 				if !st.IsValid(i) {
@@ -544,7 +545,7 @@ func nexEventsInOrder(t *testing.T, mem memory.Allocator, tb *catalog.Table, bat
 				}
 				vals := make([]string, st.NumField())
 				for f := range vals {
-					vals[f] = st.Field(f).ValueStr(i)
+					vals[f] = strings.Clone(st.Field(f).ValueStr(i))
 				}
 				e[col] = vals
 			}

@@ -1,6 +1,7 @@
 package connectors
 
 import (
+	"github.com/streamsql/streamsql/internal/memtest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -151,7 +152,7 @@ func expectTree(t *testing.T, d *partDir, step, want string) {
 // NULL is the default partition; without checkpointing everything commits
 // at the end of the input.
 func TestPartitionedSinkRoutesRows(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	d := newPartDir(t)
 	s := d.sink(mem, 0, 1, false)
@@ -181,7 +182,7 @@ dt=__DEFAULT_PARTITION__/hm=x%2Fy%3D1: c +SUCCESS`)
 // watermark of all subtasks passes its time plus the delay, and only after
 // a checkpoint committed its files.
 func TestPartitionCommitPartitionTime(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	d := newPartDir(t, "sink.partition-commit.trigger", "partition-time", "sink.partition-commit.delay", "1 min",
 		"partition.time-extractor.timestamp-pattern", "$dt $hm:00")
@@ -245,7 +246,7 @@ dt=2024-01-01/hm=00%3A05: d +SUCCESS`)
 // Process-time commit: the clock passes the partition's first write plus
 // the delay (an injected clock).
 func TestPartitionCommitProcessTime(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	d := newPartDir(t, "sink.partition-commit.delay", "10 min")
 	s := d.sink(mem, 0, 1, true)
@@ -272,7 +273,7 @@ func TestPartitionCommitProcessTime(t *testing.T) {
 // (the restored watermark passed them), and removes what was written after
 // the checkpoint, also in partitions the checkpoint never saw.
 func TestPartitionedSinkRestore(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	d := newPartDir(t, "sink.partition-commit.trigger", "partition-time",
 		"partition.time-extractor.timestamp-pattern", "$dt $hm:00")
@@ -319,7 +320,7 @@ dt=2024-01-01/hm=00%3A09: b +SUCCESS`)
 // Downscale 2 -> 1: the new subtask completes both old subtasks' commits
 // and discards what they wrote after the checkpoint.
 func TestPartitionedSinkRescale(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	d := newPartDir(t)
 	s0, s1 := d.sink(mem, 0, 2, true), d.sink(mem, 1, 2, true)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -112,7 +113,7 @@ func sortedCopy(rows []string) []string {
 // and restored at 1 produces, over all runs, exactly the rows of an
 // uninterrupted run: no loss, no duplicate.
 func TestDatagenRescale(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	tb := dgTable()
 	for _, batch := range []int{1, 7} {
@@ -140,7 +141,7 @@ func TestDatagenRescale(t *testing.T) {
 // TestDatagenRescaleUnbounded: a subtask owning several unbounded splits
 // serves them in turn, so none is starved.
 func TestDatagenRescaleUnbounded(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	s := catalog.Schema{{Name: "id", Type: catalog.BigInt}}
 	tb := table("u", s, "connector", "datagen", "rows-per-second", "0", "fields.id.kind", "sequence", "fields.id.start", "0", "fields.id.end", "1000000000000")
@@ -155,7 +156,7 @@ func TestDatagenRescaleUnbounded(t *testing.T) {
 // TestDatagenStateV1: states of format version 1 (one split, the table's
 // bound) are still restored, at the same and at another parallelism.
 func TestDatagenStateV1(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	s := catalog.Schema{{Name: "id", Type: catalog.BigInt}}
 	tb := table("v", s, "connector", "datagen", "rows-per-second", "0", "fields.id.kind", "sequence", "fields.id.start", "0", "fields.id.end", "9")
@@ -185,7 +186,7 @@ func TestDatagenStateV1(t *testing.T) {
 // then at 1: every record is emitted exactly once over all runs and every
 // bad record is counted once.
 func TestFileSourceRescale(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "1.csv"), "a,1\nb,x\n\"multi\nline\",2\nc,3\nd,y\ne,4\n")
@@ -222,7 +223,7 @@ func TestFileSourceRescale(t *testing.T) {
 // TestFileSourceRescaleState: the taken-over files keep their positions in
 // the next snapshot; version 1 states are read; bad sets are refused.
 func TestFileSourceRescaleState(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	f1, f2, f3 := filepath.Join(dir, "1.csv"), filepath.Join(dir, "2.csv"), filepath.Join(dir, "3.csv")
@@ -314,7 +315,7 @@ func TestSocketSourceRescale(t *testing.T) {
 // completed by two new ones (old i -> new i mod 2), each exactly once; the
 // old subtasks' later output is deleted; new output never collides.
 func TestFileSinkRescale(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	d := newSinkDir(t)
 	sink := func(sub, p int) *FileSink {
@@ -407,7 +408,7 @@ func TestFileSinkRescale(t *testing.T) {
 // TestFileSinkRescaleUp: a new subtask without state cleans only its own
 // hidden files; the old subtasks' files are handled by their owners.
 func TestFileSinkRescaleUp(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	d := newSinkDir(t)
 	sink := func(sub, p int) *FileSink {
@@ -466,7 +467,7 @@ func TestFileSinkRescaleUp(t *testing.T) {
 // an uneven stop), every subtask still works and, over all runs, every row
 // comes exactly once.
 func TestDatagenUpscaleBySplit(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	tb := dgTable() // 500 rows
 	ref, _ := runSource(t, mem, tb, 1, 10)
@@ -505,7 +506,7 @@ func TestDatagenUpscaleBySplit(t *testing.T) {
 // at 1, then at 4: at 4 each subtask gets one of the files left (by split,
 // not by old subtask, which would leave three idle).
 func TestFileSourceRebalanceBySplit(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	dir := t.TempDir()
 	for i := 0; i < 4; i++ {

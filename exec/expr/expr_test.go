@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"strconv"
 	"strings"
 	"testing"
@@ -144,7 +145,7 @@ func render(a arrow.Array) string {
 
 func evalExpr(t *testing.T, e planner.Expr) (string, error) {
 	t.Helper()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	rec := testRecord(mem)
 	defer rec.Release()

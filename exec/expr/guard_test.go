@@ -1,10 +1,10 @@
 package expr
 
 import (
+	"github.com/streamsql/streamsql/internal/memtest"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/planner"
 )
@@ -42,7 +42,7 @@ func TestGuardedEvaluation(t *testing.T) {
 }
 
 func TestTakeColumns(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	rec := testRecord(mem)
 	defer rec.Release()

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"strings"
 	"testing"
 
@@ -50,7 +51,7 @@ func TestTakeAndFilter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			mem := memtest.NewChecked()
 			defer mem.AssertSize(t, 0)
 			rec := testRecord(mem)
 			defer rec.Release()
@@ -86,7 +87,7 @@ func TestTakeAndFilter(t *testing.T) {
 }
 
 func TestFilterAllPass(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	rec := testRecord(mem)
 	defer rec.Release()
@@ -119,7 +120,7 @@ func TestFilterAllPass(t *testing.T) {
 
 // Kernels must honour array offsets (sliced batches).
 func TestSlicedInput(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	full := testRecord(mem)
 	defer full.Release()
@@ -158,7 +159,7 @@ func TestSlicedInput(t *testing.T) {
 }
 
 func TestColumnRefRetains(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	rec := testRecord(mem)
 	ev, err := Compile(col("s"))

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/streamsql/streamsql/internal/memtest"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func evalText(t *testing.T, e planner.Expr, rec arrow.Record, mem memory.Allocat
 }
 
 func TestRowFieldsAndGather(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	rec := rowRecord(t, mem)
 	defer rec.Release()
@@ -99,7 +100,7 @@ func TestRowFieldsAndGather(t *testing.T) {
 }
 
 func TestTimeKernels(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	rec := rowRecord(t, mem)
 	defer rec.Release()

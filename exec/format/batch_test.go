@@ -2,11 +2,11 @@ package format
 
 import (
 	"fmt"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
 )
@@ -17,7 +17,7 @@ import (
 // place (plain, escaped, non-ASCII, ill-formed) decode as the general path
 // does, in both kinds of decoder.
 func TestJSONFastPaths(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	schema := catalog.Schema{
 		{Name: "a", Type: catalog.BigInt}, {Name: "Name", Type: catalog.String},
@@ -105,7 +105,7 @@ func TestJSONFastPaths(t *testing.T) {
 // that outgrow what they reserved (more rows, longer values), with NULLs
 // first, last, only and never; nothing leaks.
 func TestBatchDecoderStrings(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	schema := catalog.Schema{{Name: "n", Type: catalog.BigInt}, {Name: "s", Type: catalog.String}, {Name: "u", Type: catalog.String}}
 	var lines, want []string

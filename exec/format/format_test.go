@@ -3,6 +3,7 @@ package format
 import (
 	"bufio"
 	"bytes"
+	"github.com/streamsql/streamsql/internal/memtest"
 	"math"
 	"strings"
 	"testing"
@@ -164,7 +165,7 @@ func decodeAll(t *testing.T, mem memory.Allocator, schema catalog.Schema, mk fun
 }
 
 func TestCSVDecode(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	two := catalog.Schema{{Name: "s", Type: catalog.String}, {Name: "n", Type: catalog.BigInt}}
 	cases := []struct {
@@ -274,7 +275,7 @@ func TestCSVComplete(t *testing.T) {
 }
 
 func TestJSONDecode(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	cases := []struct {
 		name  string
@@ -350,7 +351,7 @@ func TestJSONDecode(t *testing.T) {
 
 // TestRoundTrip encodes decoded records and decodes them again.
 func TestRoundTrip(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	src := []string{
 		`{"b":true,"i":-1,"l":9223372036854775807,"d":1e-7,"m":-99999999.99,"s":"a,\"b\"\nc","t":"2024-01-01 00:00:00.123"}`,
@@ -446,7 +447,7 @@ func decodeLines(t *testing.T, mem memory.Allocator, mk func(rb *array.RecordBui
 }
 
 func TestJSONEncodeOps(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	s := catalog.Schema{{Name: "k", Type: catalog.String}, {Name: "v", Type: catalog.Double}}
 	rb := array.NewRecordBuilder(mem, s.Arrow())

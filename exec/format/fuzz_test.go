@@ -1,12 +1,12 @@
 package format
 
 import (
+	"github.com/streamsql/streamsql/internal/memtest"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
 )
@@ -15,7 +15,7 @@ import (
 // record is appended exactly when Decode reports it, and never on error;
 // nothing leaks; every STRING value is valid UTF-8.
 func checkDecoder(t *testing.T, line []byte, newDec func(rb *array.RecordBuilder) (Decoder, error)) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	rb := array.NewRecordBuilder(mem, testSchema.Arrow())
 	defer rb.Release()
@@ -78,7 +78,7 @@ func FuzzJSONDecode(f *testing.F) {
 // decodeOne decodes line and returns whether it appended, the error and
 // the row's text.
 func decodeOne(t *testing.T, line []byte, schema catalog.Schema, newDec func(rb *array.RecordBuilder) Decoder) (bool, string, string) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	rb := array.NewRecordBuilder(mem, schema.Arrow())
 	defer rb.Release()

@@ -1,12 +1,12 @@
 package format
 
 import (
+	"github.com/streamsql/streamsql/internal/memtest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
 )
@@ -47,7 +47,7 @@ func TestDateTimeText(t *testing.T) {
 }
 
 func TestJSONNestedRow(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	inner := catalog.Row(catalog.Column{Name: "city", Type: catalog.String}, catalog.Column{Name: "zip", Type: catalog.Int})
 	schema := catalog.Schema{

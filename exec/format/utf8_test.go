@@ -1,11 +1,11 @@
 package format
 
 import (
+	"github.com/streamsql/streamsql/internal/memtest"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/apache/arrow/go/v17/arrow/array"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 )
 
 func TestAppendValidUTF8(t *testing.T) {
@@ -53,7 +53,7 @@ func TestAppendValidUTF8(t *testing.T) {
 // TestDecodersValidUTF8: a STRING column read by either decoder holds valid
 // UTF-8 whatever the line holds, including an object's JSON text.
 func TestDecodersValidUTF8(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	rb := array.NewRecordBuilder(mem, testSchema.Arrow())
 	defer rb.Release()

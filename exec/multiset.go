@@ -1,0 +1,64 @@
+package exec
+
+// multiset is a multiset of values with signed counts, the state of
+// COUNT(DISTINCT x) and of MIN/MAX over a retracting input.
+//
+// A Go map assignment to a key already present replaces the stored key
+// with the one assigned (for strings, among others). The values added come
+// from batches that are released afterwards, so the map's keys are cloned
+// once when inserted and never assigned again: counts live in cnt, indexed
+// by the map, and are updated in place.
+type multiset[T scalar] struct {
+	idx  map[T]int32
+	cnt  []int64
+	free []int32 // indexes of cnt no value uses
+}
+
+// add adds d to v's count and returns the count before and after; a value
+// whose count becomes 0 is removed.
+func (m *multiset[T]) add(v T, d int64) (before, after int64) {
+	if i, ok := m.idx[v]; ok {
+		c := m.cnt[i]
+		if c+d == 0 {
+			delete(m.idx, v)
+			m.free = append(m.free, i)
+		} else {
+			m.cnt[i] = c + d
+		}
+		return c, c + d
+	}
+	if d == 0 {
+		return 0, 0
+	}
+	if m.idx == nil {
+		m.idx = make(map[T]int32)
+	}
+	var i int32
+	if n := len(m.free); n > 0 {
+		i = m.free[n-1]
+		m.free = m.free[:n-1]
+	} else {
+		i = int32(len(m.cnt))
+		m.cnt = append(m.cnt, 0)
+	}
+	m.cnt[i] = d
+	m.idx[cloneScalar(v)] = i
+	return 0, d
+}
+
+// len is the number of values with a non-zero count.
+func (m *multiset[T]) len() int { return len(m.idx) }
+
+// each calls f for every value with a non-zero count, in map order.
+func (m *multiset[T]) each(f func(v T, c int64)) {
+	for v, i := range m.idx {
+		f(v, m.cnt[i])
+	}
+}
+
+// mergeFrom adds src's counts to m.
+func (m *multiset[T]) mergeFrom(src *multiset[T]) {
+	for v, i := range src.idx {
+		m.add(v, src.cnt[i])
+	}
+}
