@@ -2,10 +2,9 @@ package state
 
 import (
 	"bytes"
-	"container/heap"
 	"encoding/binary"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/streamsql/streamsql/checkpoint"
 )
@@ -24,19 +23,57 @@ import (
 // State keys: KeyedPrefix(opID+"/timers/"+name, key group), then the
 // timestamp as 8 bytes big endian with the sign bit flipped (so byte order
 // is time order), then the key.
+//
+// In memory a timer is its compact key: the key group (4 bytes big endian),
+// the timestamp as in the state key, then the key, i.e. the state key
+// without the operator's prefix; byte order of compact keys is the state
+// keys' order. Timers of one timestamp share a bucket; a min-heap holds the
+// distinct timestamps (many timers share one: every key of a window fires
+// at its end), so registering and firing costs one map operation per timer
+// and heap work per distinct timestamp, not per timer. A bucket is sorted
+// once when it fires. Deletes are lazy: a bucket keeps a deleted timer's
+// key until it fires, and the live set decides.
 type Timers struct {
 	opID  string // the scope: opID + "/timers/" + name
 	maxP  int
 	track bool
 
-	live map[string]struct{} // full state keys of registered timers
-	h    timerHeap
+	live    map[string]struct{} // compact keys of registered timers
+	buckets map[int64]*timerBucket
+	times   []int64 // min-heap of the buckets' timestamps
+	spare   [][]string
 
-	changed   map[string]struct{}
+	// changes lists the compact keys registered or removed since the
+	// last snapshot (a key may repeat); pending those of the snapshot
+	// in flight.
+	changes   []string
 	pendingID int64
-	pending   map[string]struct{}
+	pending   []string
 
-	prefix [][]byte
+	scratch []byte
+	prefix  [][]byte
+}
+
+type timerBucket struct {
+	keys []string // compact keys; may hold deleted ones and repeats
+	// live counts the live timers among keys; a hint only: a Delete of a
+	// timer in a bucket detached by Advance (firing) may count against a
+	// new bucket of the same timestamp.
+	live int
+}
+
+// hasLive reports whether a live timer is in the bucket.
+func (b *timerBucket) hasLive(live map[string]struct{}) bool {
+	if b.live > 0 {
+		return true
+	}
+	for _, k := range b.keys {
+		if _, ok := live[k]; ok {
+			b.live = 1
+			return true
+		}
+	}
+	return false
 }
 
 // NewTimers returns an empty timer service for operator opID; name tells
@@ -46,31 +83,10 @@ func NewTimers(opID, name string, maxParallelism int, checkpointing bool) (*Time
 		return nil, fmt.Errorf("state: max parallelism %d out of range 1..%d", maxParallelism, MaxKeyGroups)
 	}
 	return &Timers{opID: opID + "/timers/" + name, maxP: maxParallelism, track: checkpointing,
-		live: map[string]struct{}{}, changed: map[string]struct{}{}, prefix: make([][]byte, maxParallelism)}, nil
+		live: map[string]struct{}{}, buckets: map[int64]*timerBucket{}, prefix: make([][]byte, maxParallelism)}, nil
 }
 
-type timerEntry struct {
-	ts  int64
-	key string // full state key
-}
-
-type timerHeap []timerEntry
-
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, j int) bool {
-	if h[i].ts != h[j].ts {
-		return h[i].ts < h[j].ts
-	}
-	return h[i].key < h[j].key
-}
-func (h timerHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(timerEntry)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
-}
+const timerHdr = 12 // key group (4) + timestamp (8) before the key
 
 func (t *Timers) keyPrefix(kg int) []byte {
 	if t.prefix[kg] == nil {
@@ -79,36 +95,57 @@ func (t *Timers) keyPrefix(kg int) []byte {
 	return t.prefix[kg]
 }
 
-func (t *Timers) fullKey(kg int, ts int64, key []byte) string {
-	b := append([]byte(nil), t.keyPrefix(kg)...)
+// compact writes the compact key of (kg, ts, key) into the scratch buffer.
+func (t *Timers) compact(kg int, ts int64, key []byte) []byte {
+	b := binary.BigEndian.AppendUint32(t.scratch[:0], uint32(kg))
 	b = binary.BigEndian.AppendUint64(b, uint64(ts)^(1<<63))
-	return string(append(b, key...))
+	t.scratch = append(b, key...)
+	return t.scratch
+}
+
+func compactTS(k string) int64 {
+	return int64(binary.BigEndian.Uint64([]byte(k[4:timerHdr])) ^ (1 << 63))
 }
 
 func (t *Timers) note(k string) {
 	if t.track {
-		t.changed[k] = struct{}{}
+		t.changes = append(t.changes, k)
 	}
 }
 
 // Register sets a timer; a no-op if it is set already.
 func (t *Timers) Register(kg int, ts int64, key []byte) {
-	k := t.fullKey(kg, ts, key)
-	if _, ok := t.live[k]; ok {
+	c := t.compact(kg, ts, key)
+	if _, ok := t.live[string(c)]; ok {
 		return
 	}
+	k := string(c)
 	t.live[k] = struct{}{}
-	heap.Push(&t.h, timerEntry{ts: ts, key: k})
+	b := t.buckets[ts]
+	if b == nil {
+		b = &timerBucket{}
+		if n := len(t.spare); n > 0 {
+			b.keys, t.spare = t.spare[n-1], t.spare[:n-1]
+		}
+		t.buckets[ts] = b
+		t.pushTime(ts)
+	}
+	b.keys = append(b.keys, k)
+	b.live++
 	t.note(k)
 }
 
 // Delete removes a timer if it is set.
 func (t *Timers) Delete(kg int, ts int64, key []byte) {
-	k := t.fullKey(kg, ts, key)
-	if _, ok := t.live[k]; !ok {
+	c := t.compact(kg, ts, key)
+	if _, ok := t.live[string(c)]; !ok {
 		return
 	}
-	delete(t.live, k) // the heap entry is dropped lazily
+	k := string(c)
+	delete(t.live, k) // the bucket's entry is dropped when it fires
+	if b := t.buckets[ts]; b != nil {
+		b.live--
+	}
 	t.note(k)
 }
 
@@ -117,14 +154,29 @@ func (t *Timers) Len() int { return len(t.live) }
 
 // Next is the timestamp of the earliest timer (ok false: none).
 func (t *Timers) Next() (int64, bool) {
-	for t.h.Len() > 0 {
-		e := t.h[0]
-		if _, ok := t.live[e.key]; ok {
-			return e.ts, true
+	for len(t.times) > 0 {
+		ts := t.times[0]
+		if b := t.buckets[ts]; b != nil && b.hasLive(t.live) {
+			return ts, true
 		}
-		heap.Pop(&t.h)
+		t.popTime()
+		t.dropBucket(ts)
 	}
 	return 0, false
+}
+
+func (t *Timers) dropBucket(ts int64) {
+	if b := t.buckets[ts]; b != nil {
+		delete(t.buckets, ts)
+		t.recycle(b)
+	}
+}
+
+func (t *Timers) recycle(b *timerBucket) {
+	if cap(b.keys) <= 1<<16 && len(t.spare) < 64 {
+		clear(b.keys)
+		t.spare = append(t.spare, b.keys[:0])
+	}
 }
 
 // Advance fires, in (timestamp, key group, key) order, every timer with a
@@ -132,21 +184,74 @@ func (t *Timers) Next() (int64, bool) {
 // group, timestamp and key (valid during the call only). fire may register
 // new timers; those due are fired too.
 func (t *Timers) Advance(upTo int64, fire func(kg int, ts int64, key []byte) error) error {
-	pl := len(t.keyPrefix(0))
-	for t.h.Len() > 0 && t.h[0].ts <= upTo {
-		e := heap.Pop(&t.h).(timerEntry)
-		if _, ok := t.live[e.key]; !ok {
+	for len(t.times) > 0 && t.times[0] <= upTo {
+		ts := t.popTime()
+		b := t.buckets[ts]
+		if b == nil {
 			continue
 		}
-		delete(t.live, e.key)
-		t.note(e.key)
-		kgb := e.key[pl-4 : pl]
-		kg := int(binary.BigEndian.Uint32([]byte(kgb)))
-		if err := fire(kg, e.ts, []byte(e.key[pl+8:])); err != nil {
-			return err
+		// Detached first: a timer fire registers at ts goes into a new
+		// bucket, fired next.
+		delete(t.buckets, ts)
+		slices.Sort(b.keys)
+		for _, k := range b.keys {
+			if _, ok := t.live[k]; !ok {
+				continue
+			}
+			delete(t.live, k)
+			t.note(k)
+			kg := int(binary.BigEndian.Uint32([]byte(k[:4])))
+			if err := fire(kg, ts, []byte(k[timerHdr:])); err != nil {
+				return err
+			}
 		}
+		t.recycle(b)
 	}
 	return nil
+}
+
+// pushTime and popTime keep t.times a binary min-heap.
+func (t *Timers) pushTime(ts int64) {
+	h := append(t.times, ts)
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p] <= ts {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	h[i] = ts
+	t.times = h
+}
+
+func (t *Timers) popTime() int64 {
+	h := t.times
+	top := h[0]
+	n := len(h) - 1
+	last := h[n]
+	h = h[:n]
+	i := 0
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && h[c+1] < h[c] {
+			c++
+		}
+		if last <= h[c] {
+			break
+		}
+		h[i] = h[c]
+		i = c
+	}
+	if n > 0 {
+		h[i] = last
+	}
+	t.times = h
+	return top
 }
 
 // Snapshot writes the timer changes of checkpoint id (see Table.Snapshot).
@@ -155,46 +260,44 @@ func (t *Timers) Snapshot(id int64, w checkpoint.StateWriter) error {
 		return nil
 	}
 	if t.pendingID != 0 {
-		for k := range t.pending {
-			t.changed[k] = struct{}{}
-		}
-		t.pending, t.pendingID = nil, 0
+		t.changes = append(t.changes, t.pending...)
+		t.pending, t.pendingID = t.pending[:0], 0
 	}
-	keys := make([]string, 0, len(t.changed))
-	for k := range t.changed {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	slices.Sort(t.changes)
+	t.changes = slices.Compact(t.changes)
+	for _, k := range t.changes {
+		kg := int(binary.BigEndian.Uint32([]byte(k[:4])))
+		t.scratch = append(append(t.scratch[:0], t.keyPrefix(kg)...), k[4:]...)
 		var err error
 		if _, ok := t.live[k]; ok {
-			err = w.Put([]byte(k), nil)
+			err = w.Put(t.scratch, nil)
 		} else {
-			err = w.Delete([]byte(k))
+			err = w.Delete(t.scratch)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	t.pending, t.pendingID = t.changed, id
-	t.changed = map[string]struct{}{}
+	spare := t.pending[:0]
+	t.pending, t.pendingID = t.changes, id
+	t.changes = spare
 	return nil
 }
 
 // Complete drops the pending changes if checkpoint id covers them.
 func (t *Timers) Complete(id int64) {
 	if t.pendingID != 0 && id >= t.pendingID {
-		t.pending, t.pendingID = nil, 0
+		clear(t.pending)
+		t.pending, t.pendingID = t.pending[:0], 0
 	}
 }
 
 // Abort merges the pending changes of checkpoint id back.
 func (t *Timers) Abort(id int64) {
 	if t.pendingID != 0 && id == t.pendingID {
-		for k := range t.pending {
-			t.changed[k] = struct{}{}
-		}
-		t.pending, t.pendingID = nil, 0
+		t.changes = append(t.changes, t.pending...)
+		clear(t.pending)
+		t.pending, t.pendingID = t.pending[:0], 0
 	}
 }
 
@@ -206,10 +309,21 @@ func (t *Timers) Restore(r checkpoint.StateReader, start, end int) error {
 			if len(k) < len(p)+8 || !bytes.HasPrefix(k, p) {
 				return fmt.Errorf("state: bad timer key %x", k)
 			}
-			ts := int64(binary.BigEndian.Uint64(k[len(p):]) ^ (1 << 63))
-			ks := string(k)
-			t.live[ks] = struct{}{}
-			heap.Push(&t.h, timerEntry{ts: ts, key: ks})
+			// The compact key is the state key from its key group on.
+			c := string(k[len(p)-4:])
+			if _, ok := t.live[c]; ok {
+				return nil
+			}
+			ts := compactTS(c)
+			t.live[c] = struct{}{}
+			b := t.buckets[ts]
+			if b == nil {
+				b = &timerBucket{}
+				t.buckets[ts] = b
+				t.pushTime(ts)
+			}
+			b.keys = append(b.keys, c)
+			b.live++
 			return nil
 		})
 		if err != nil {

@@ -92,7 +92,7 @@ func TestTimersAbortMergesBack(t *testing.T) {
 	off.Register(1, 10, []byte("x"))
 	rec = &recorder{s: store{}}
 	_ = off.Snapshot(1, rec)
-	if len(off.changed) != 0 || len(rec.ops) != 0 {
+	if len(off.changes) != 0 || len(rec.ops) != 0 {
 		t.Fatal("timers tracked changes without checkpointing")
 	}
 }
