@@ -231,6 +231,8 @@ var SessionOptions = []OptionDef{
 		Description: "delay before each restart", Check: durationOrZero},
 	{Key: "table.optimizer.reuse-source-enabled", Default: func() string { return "true" },
 		Description: "statements of a statement set that read the same table with the same options share one source task (the table is read once)", Check: enumOf("true", "false")},
+	{Key: "table.optimizer.reuse-sub-plan-enabled", Default: func() string { return "true" },
+		Description: "an aggregation the statements compute more than once over the same input is planned, run and checkpointed once", Check: enumOf("true", "false")},
 	{Key: "execution.savepoint.ignore-unclaimed-state", Default: func() string { return "false" },
 		Description: "restore even when the savepoint holds state of operators the job no longer has (that state is dropped)", Check: enumOf("true", "false")},
 	// The REST API of the process (job control: streamsql list, savepoint,

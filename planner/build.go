@@ -32,6 +32,10 @@ type Planner struct {
 	// statements of a statement set that read the same table with the same
 	// options (table.optimizer.reuse-source-enabled = false).
 	NoSourceReuse bool
+	// NoSubPlanReuse turns off planning an aggregation computed more than
+	// once over the same input only once (reuse.go;
+	// table.optimizer.reuse-sub-plan-enabled = false).
+	NoSubPlanReuse bool
 	// TimeZone is table.local-time-zone: the zone TIMESTAMP_LTZ values are
 	// shown and converted in ("" means UTC).
 	TimeZone string

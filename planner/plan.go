@@ -27,8 +27,11 @@ func (p *Planner) PlanSelect(q *parser.Query) (*Physical, catalog.Schema, error)
 		return nil, nil, err
 	}
 	b := &physBuilder{p: p}
+	if !p.NoSubPlanReuse {
+		b.reuse = reuseOf([]*rel{r})
+	}
 	if !p.NoSourceReuse {
-		b.shared = sharedOf([]*rel{r})
+		b.shared = sharedOf([]*rel{r}, b.reuse)
 	}
 	b.startStatement()
 	t := b.build(r)
@@ -52,8 +55,14 @@ func (p *Planner) PlanSelect(q *parser.Query) (*Physical, catalog.Schema, error)
 // PlanInserts plans one or more INSERT INTO statements as one job.
 func (p *Planner) PlanInserts(ins []*parser.Insert) (*Physical, error) {
 	b := &physBuilder{p: p}
-	if !p.NoSourceReuse {
-		b.shared = p.sharedScans(ins)
+	if !p.NoSourceReuse || !p.NoSubPlanReuse {
+		rels := p.statementRels(ins)
+		if !p.NoSubPlanReuse {
+			b.reuse = reuseOf(rels)
+		}
+		if !p.NoSourceReuse {
+			b.shared = sharedOf(rels, b.reuse)
+		}
 	}
 	for _, in := range ins {
 		if err := p.planInsert(b, in); err != nil {
@@ -67,27 +76,40 @@ func (p *Planner) PlanInserts(ins []*parser.Insert) (*Physical, error) {
 	return b.plan, nil
 }
 
-// sharedScans returns the scans (by scanKey) that more than one statement
-// of a statement set, or one statement more than once (a self-join), reads:
-// each becomes one source task feeding every reader, as Flink's
-// table.optimizer.reuse-source-enabled does, so a source is read once (one
-// socket connection, one pass over the files). Statements that do not plan
-// are skipped here; planInsert reports them.
-func (p *Planner) sharedScans(ins []*parser.Insert) map[string]*Task {
+// statementRels are the logical plans of the statements of a statement
+// set, for finding what they compute more than once: the scans (by
+// scanKey) that more than one statement, or one statement more than once
+// (a self-join), reads become one source task feeding every reader, as
+// Flink's table.optimizer.reuse-source-enabled does, so a source is read
+// once (one socket connection, one pass over the files); aggregations
+// computed more than once are planned once (reuse.go). Statements that do
+// not plan are skipped here; planInsert reports them.
+func (p *Planner) statementRels(ins []*parser.Insert) []*rel {
 	var rels []*rel
 	for _, in := range ins {
 		if r, err := p.buildQuery(in.Query); err == nil {
 			rels = append(rels, r)
 		}
 	}
-	return sharedOf(rels)
+	return rels
 }
 
-// sharedOf returns the scans that rels read more than once (nil: none).
-func sharedOf(rels []*rel) map[string]*Task {
+// sharedOf returns the scans that rels read more than once (nil: none);
+// an aggregation of reuse (reuseOf) is built once, so the scans below its
+// other occurrences are not read.
+func sharedOf(rels []*rel, reuse map[string]*Task) map[string]*Task {
 	readers := map[string]int{}
+	memo, built := map[*rel]string{}, map[string]bool{}
 	var walk func(n *rel)
 	walk = func(n *rel) {
+		if d := shareDigest(n, memo); d != "" {
+			if _, ok := reuse[d]; ok {
+				if built[d] {
+					return
+				}
+				built[d] = true
+			}
+		}
 		if n.kind == relScan && !n.values {
 			readers[scanKey(n)]++
 		}
@@ -248,10 +270,15 @@ func (p *Planner) planInsert(b *physBuilder, in *parser.Insert) error {
 type physBuilder struct {
 	p      *Planner
 	shared map[string]*Task // scanKey -> the shared source task (nil until built)
-	plan   *Physical
-	seq    int
-	ids    idState // stable ids of stateful operators, sources and sinks (ids.go)
-	err    error   // first error of build (a UID hint that cannot be applied)
+	// reuse: digest -> the shared aggregation's task (nil until built),
+	// producers those tasks, digests the digests of rels (reuse.go).
+	reuse     map[string]*Task
+	producers map[*Task]bool
+	digests   map[*rel]string
+	plan      *Physical
+	seq       int
+	ids       idState // stable ids of stateful operators, sources and sinks (ids.go)
+	err       error   // first error of build (a UID hint that cannot be applied)
 }
 
 // id derives the id of a stateless operator from its place in the task
@@ -267,8 +294,14 @@ func (b *physBuilder) id(t *Task, desc string) string {
 	}
 	for _, e := range t.Inputs {
 		h.Write([]byte(e.From.Name))
-		if len(e.From.Outputs) > 1 { // a reader of a shared source
-			fmt.Fprintf(h, "|%s#%d", e.From.Source.ID, slices.Index(e.From.Outputs, e))
+		if len(e.From.Outputs) > 1 { // a reader of a shared source or aggregation
+			from := ""
+			if e.From.Source != nil {
+				from = e.From.Source.ID
+			} else if n := len(e.From.Ops); n > 0 {
+				from = e.From.Ops[n-1].OpID()
+			}
+			fmt.Fprintf(h, "|%s#%d", from, slices.Index(e.From.Outputs, e))
 		}
 	}
 	fmt.Fprintf(h, "|%s|%d", desc, len(t.Ops))
@@ -293,6 +326,14 @@ func (b *physBuilder) connect(from, to *Task, kind ExchangeKind, keys []int) {
 
 // build returns the task whose chain ends with r (the sink is attached by the caller).
 func (b *physBuilder) build(r *rel) *Task {
+	if t, ok := b.buildShared(r); ok {
+		return t
+	}
+	return b.buildRel(r)
+}
+
+// buildRel builds r (shared or not).
+func (b *physBuilder) buildRel(r *rel) *Task {
 	switch r.kind {
 	case relScan:
 		if b.shared != nil && !r.values {
@@ -382,7 +423,7 @@ func (b *physBuilder) skipReader(t *Task) *Task {
 	}
 	e := t.Inputs[0]
 	src := e.From
-	if src.Source == nil || b.shared == nil {
+	if !(src.Source != nil && b.shared != nil) && !b.isProducer(src) {
 		return t
 	}
 	src.Outputs = slices.DeleteFunc(src.Outputs, func(x *Edge) bool { return x == e })

@@ -45,9 +45,16 @@ func TestSetOpsPlans(t *testing.T) {
 	if a != b || !strings.Contains(a, `"kind":"limit"`) {
 		t.Fatalf("limit meta not stable or missing:\n%s\n%s", a, b)
 	}
-	ph = mustPlan(t, c, "INSERT INTO out WITH a AS (SELECT word, COUNT(*) AS c FROM words GROUP BY word) SELECT * FROM a UNION ALL SELECT * FROM a")
+	cte := "INSERT INTO out WITH a AS (SELECT word, COUNT(*) AS c FROM words GROUP BY word) SELECT * FROM a UNION ALL SELECT * FROM a"
+	if ids := aggIDs(mustPlan(t, c, cte)); len(ids) != 1 {
+		t.Fatalf("two references to a CTE share one aggregation (sub-plan reuse): %v", ids)
+	}
+	ph, err := planSQLWith(t, c, cte, func(p *Planner) { p.NoSubPlanReuse = true })
+	if err != nil {
+		t.Fatal(err)
+	}
 	ids := aggIDs(ph)
 	if len(ids) != 2 || ids[0] == ids[1] {
-		t.Fatalf("two references to a CTE need two aggregations with distinct ids: %v", ids)
+		t.Fatalf("without sub-plan reuse, two references to a CTE need two aggregations with distinct ids: %v", ids)
 	}
 }

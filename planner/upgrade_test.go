@@ -38,11 +38,20 @@ func upgradeCatalog(t *testing.T) *catalog.Catalog {
 // planSQL plans an INSERT or a statement set.
 func planSQL(t *testing.T, c *catalog.Catalog, sql string) (*Physical, error) {
 	t.Helper()
+	return planSQLWith(t, c, sql, nil)
+}
+
+// planSQLWith plans sql with a planner that set (if not nil) adjusts.
+func planSQLWith(t *testing.T, c *catalog.Catalog, sql string, set func(*Planner)) (*Physical, error) {
+	t.Helper()
 	st, err := parser.Parse(sql)
 	if err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	p := &Planner{Catalog: c, Parallelism: 2, MaxParallelism: 128}
+	if set != nil {
+		set(p)
+	}
 	switch x := st.(type) {
 	case *parser.Insert:
 		return p.PlanInserts([]*parser.Insert{x})
@@ -110,24 +119,38 @@ func TestIDsStable(t *testing.T) {
 	}
 }
 
+// Two statements computing the same aggregation: planned once with
+// sub-plan reuse (the default); without it, twice under distinct ids.
 func TestIDsUniqueInJob(t *testing.T) {
 	c := upgradeCatalog(t)
-	ph := mustPlan(t, c, "EXECUTE STATEMENT SET BEGIN "+
-		"INSERT INTO out SELECT word, COUNT(*) FROM words GROUP BY word; "+
-		"INSERT INTO out SELECT word, COUNT(*) FROM words GROUP BY word; END")
-	seen := map[string]bool{}
-	for _, op := range Operators(ph) {
-		if seen[op.ID] {
-			t.Errorf("id %s used twice", op.ID)
+	sql := "EXECUTE STATEMENT SET BEGIN " +
+		"INSERT INTO out SELECT word, COUNT(*) FROM words GROUP BY word; " +
+		"INSERT INTO out SELECT word, COUNT(*) FROM words GROUP BY word; END"
+	for _, reuse := range []bool{true, false} {
+		ph, err := planSQLWith(t, c, sql, func(p *Planner) { p.NoSubPlanReuse = !reuse })
+		if err != nil {
+			t.Fatal(err)
 		}
-		seen[op.ID] = true
-	}
-	if len(seen) != 5 {
-		t.Errorf("%d operators, want 1 shared source, 2 aggregations, 2 sinks: %s", len(seen), OperatorsMeta(ph))
-	}
-	ids := aggIDs(ph)
-	if ids[1] != ids[0]+"#1" {
-		t.Errorf("second aggregation id %s, want %s#1", ids[1], ids[0])
+		seen := map[string]bool{}
+		for _, op := range Operators(ph) {
+			if seen[op.ID] {
+				t.Errorf("id %s used twice", op.ID)
+			}
+			seen[op.ID] = true
+		}
+		ids := aggIDs(ph)
+		if reuse {
+			if len(seen) != 4 || len(ids) != 1 {
+				t.Errorf("reuse: %d operators, want 1 source, 1 shared aggregation, 2 sinks: %s", len(seen), OperatorsMeta(ph))
+			}
+			continue
+		}
+		if len(seen) != 5 {
+			t.Errorf("%d operators, want 1 shared source, 2 aggregations, 2 sinks: %s", len(seen), OperatorsMeta(ph))
+		}
+		if len(ids) != 2 || ids[1] != ids[0]+"#1" {
+			t.Errorf("aggregation ids %v, want the second one the first's + #1", ids)
+		}
 	}
 }
 

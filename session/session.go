@@ -209,6 +209,7 @@ func (s *Session) Planner() *planner.Planner {
 		SourceParallelism: connectors.SourceParallelism,
 		SinkParallelism:   connectors.SinkParallelism,
 		NoSourceReuse:     !s.Options.Bool("table.optimizer.reuse-source-enabled"),
+		NoSubPlanReuse:    !s.Options.Bool("table.optimizer.reuse-sub-plan-enabled"),
 		CanRead: func(t *catalog.Table) bool {
 			src, _, _, ok := catalog.ConnectorCaps(t.Connector())
 			return ok && src

@@ -45,6 +45,17 @@ var setopsOracleQueries = []oracleQuery{
 	{name: "with",
 		stream: "WITH a AS (SELECT k, s FROM t WHERE v < 10), b AS (SELECT k, s FROM a INTERSECT SELECT k, s FROM u) SELECT s, COUNT(*) AS n FROM b GROUP BY s",
 		kinds:  "si"},
+	// sub-plan reuse: an aggregation read twice is planned once and read
+	// by both (updating input to a union, a self-join, a MAX of itself)
+	{name: "reuse-cte-union",
+		stream: "WITH a AS (SELECT k, COUNT(*) AS n, SUM(v) AS sv FROM t GROUP BY k) SELECT k, n FROM a UNION ALL SELECT k, sv FROM a",
+		kinds:  "ii"},
+	{name: "reuse-self-join",
+		stream: "WITH a AS (SELECT s, COUNT(*) AS n FROM t WHERE v < 12 GROUP BY s) SELECT x.s, x.n, y.s FROM a AS x JOIN a AS y ON x.n = y.n",
+		kinds:  "sis"},
+	{name: "reuse-max-of-counts",
+		stream: "SELECT c.k, c.n FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) AS c JOIN (SELECT MAX(n) AS m FROM (SELECT k, COUNT(*) AS n FROM t GROUP BY k) AS c2) AS mx ON c.n = mx.m",
+		kinds:  "ii"},
 	{name: "values",
 		stream: "SELECT k FROM t INTERSECT SELECT x FROM (VALUES (1), (3), (NULL), (9)) AS v(x)",
 		sqlite: "SELECT k FROM t INTERSECT SELECT column1 FROM (VALUES (1), (3), (NULL), (9))",
