@@ -86,6 +86,10 @@ type windowAgg struct {
 	accs     []accumulator
 	fire     []accumulator      // merged windows being emitted, by output row
 	sessions map[string][]int32 // session: live slots per group key
+	// sliceSlots counts the live slots of each slice end (aligned windows):
+	// firing a window looks up a key's slots only in the slices that
+	// hold some slot at all.
+	sliceSlots map[int64]int32
 
 	windowState
 	// off is the window offset: the operator works in window time, the
@@ -170,6 +174,7 @@ func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
 	if w.session {
 		w.sessions = map[string][]int32{}
 	}
+	w.sliceSlots = map[int64]int32{}
 	return w, nil
 }
 
@@ -370,6 +375,7 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 					w.sstart[g] = int64(starts[i]) - w.off
 					w.timers.Register(kg, se-1, full)
 				} else {
+					w.sliceSlots[se]++
 					fe := w.firstEnd(se)
 					for fe-1 <= wm {
 						fe += w.step()
@@ -488,7 +494,19 @@ func (w *windowAgg) assignSession(rec arrow.Record, i int, gk []byte, kg int, t,
 	return surv, true
 }
 
+// aligned reports whether slots are slices of aligned windows (TUMBLE, HOP,
+// CUMULATE assigned from a time column), keyed by their slice end.
+func (w *windowAgg) aligned() bool { return !w.session && !w.attached }
+
 func (w *windowAgg) freeSlot(g int32) {
+	if w.aligned() {
+		se := w.aux[g]
+		if n := w.sliceSlots[se] - 1; n > 0 {
+			w.sliceSlots[se] = n
+		} else {
+			delete(w.sliceSlots, se)
+		}
+	}
 	w.tbl.Remove(g, 0, false)
 	w.rowCount[g], w.aux[g], w.sstart[g] = 0, 0, 0
 	w.clearSlotCache()
@@ -569,6 +587,9 @@ func (w *windowAgg) fireAligned(kg int, gk []byte, end int64) {
 	j := int32(-1)
 	remaining := false
 	for se := start + w.slice; se <= end; se += w.slice {
+		if w.sliceSlots[se] == 0 {
+			continue
+		}
 		g, ok := w.tbl.LookupBytes(w.slotKey(gk, se))
 		if !ok {
 			continue
@@ -705,6 +726,9 @@ func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 			fields[i], v = x, v[n:]
 		}
 		w.rowCount[g], w.aux[g], w.sstart[g] = fields[0], fields[1], fields[2]
+		if w.aligned() {
+			w.sliceSlots[fields[1]]++
+		}
 		w.clearSlotCache()
 		for _, acc := range w.accs {
 			m, err := acc.decode(v, g)
