@@ -6,7 +6,7 @@
 // Layout (exactly Flink's):
 //
 //	<dir>/<job-id>/chk-<n>/_metadata   complete checkpoints only
-//	<dir>/<job-id>/chk-<n>/...         small per-checkpoint Pebble files (MANIFEST, OPTIONS, markers, WAL)
+//	<dir>/<job-id>/chk-<n>/...         small per-checkpoint Pebble files (MANIFEST, OPTIONS, markers)
 //	<dir>/<job-id>/shared/             immutable sstables, referenced by one or more checkpoints
 //	<dir>/<job-id>/taskowned/          the working Pebble DB and scratch space; never restored from
 //
@@ -28,7 +28,8 @@
 //
 // Invariants:
 //   - A checkpoint is a transaction: Commit applies all writes of checkpoint n
-//     in batches of about 4 MiB and n itself in the last, synced one (a commit
+//     in batches of about 4 MiB and n itself in the last one, to a working DB
+//     without a WAL, never synced: it is never reopened (a commit
 //     that fails halfway leaves the previous n in the working DB, and the
 //     operators write the failed checkpoint's keys again in the next one; the
 //     working DB is only ever persisted after a whole commit, and restores

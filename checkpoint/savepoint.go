@@ -745,7 +745,7 @@ func (s *Store) loadSavepoint(dir string, b *savepointBody) error {
 	if err := batch.Set(keyCheckpointID, idb[:], nil); err != nil {
 		return err
 	}
-	return batch.Commit(pebble.Sync)
+	return batch.Commit(pebble.NoSync) // no WAL: the working DB is rebuilt on restore, never reopened
 }
 
 // restoreSavepoint is Restore from a savepoint directory.

@@ -216,6 +216,21 @@ func (s *Store) pebbleOptions() *pebble.Options {
 	return &pebble.Options{
 		FS:           s.fs,
 		MemTableSize: 32 << 20,
+		// No WAL: the working DB is never reopened (Open installs an empty
+		// one, a restore rebuilds it from a persisted checkpoint) and
+		// Persist flushes the memtable before it links the files, so a
+		// WAL would only write every checkpoint's delta a second time and
+		// fsync it.
+		DisableWAL: true,
+		// The working DB is written (one flush a checkpoint) and read only
+		// by restores; most of a checkpoint's keys overwrite keys of the
+		// last ones (changed groups), so every L0 flush overlaps the whole
+		// state and a compaction rewrites it. Compacting after 16 flushes
+		// instead of Pebble's 4 cuts that work to a quarter; the cost is
+		// up to 16 checkpoints' deltas of superseded versions in the
+		// incremental checkpoints' shared files.
+		L0CompactionThreshold: 16,
+		L0StopWritesThreshold: 64,
 		// Every checkpoint copies the MANIFEST: rotate it early so that it
 		// stays small and checkpoints stay incremental.
 		MaxManifestFileSize:         64 << 10,
@@ -357,8 +372,8 @@ func (s *Store) Commit(id int64, bufs []*Buffer) error {
 	}
 	// The writes go in batches of about commitChunk bytes (not one batch
 	// of the whole delta, a second copy of it in memory), the last one
-	// with the checkpoint id and a WAL sync, which makes the earlier ones
-	// durable too. A failure in between leaves part of the delta in the
+	// with the checkpoint id; none is synced (the working DB has no WAL:
+	// Persist makes the state durable). A failure in between leaves part of the delta in the
 	// working DB with the old checkpoint id: the same state as a commit
 	// whose checkpoint is then aborted (StepCommitted). Either way the
 	// operators keep the aborted checkpoint's changes pending and the next
@@ -401,7 +416,7 @@ func (s *Store) Commit(id int64, bufs []*Buffer) error {
 	if err := batch.Set(keyCheckpointID, idb[:], nil); err != nil {
 		return err
 	}
-	if err := s.guard(true, func() error { return batch.Commit(pebble.Sync) }); err != nil {
+	if err := s.guard(true, func() error { return batch.Commit(pebble.NoSync) }); err != nil {
 		return fmt.Errorf("checkpoint %d: committing state: %w", id, err)
 	}
 	s.lastID = id
