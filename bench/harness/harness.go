@@ -36,6 +36,9 @@ type Spec struct {
 	Backend     string        `json:"backend"`     // state.backend.type: pebble (default) or hashmap
 	Dir         string        `json:"dir"`         // work directory: checkpoints, q10's files, q13's side input
 	BatchSize   int           `json:"batch_size,omitempty"`
+	// TPS is the nexmark source's events per second of event time
+	// (first-event.rate; 0: the benchmark's 10,000,000).
+	TPS int64 `json:"tps,omitempty"`
 	// Reference runs the hand-written kernel of bench/reference instead
 	// of the engine (parallelism 1, no checkpoints).
 	Reference bool `json:"reference,omitempty"`
@@ -195,6 +198,9 @@ func Script(spec Spec) (string, error) {
 		"NEXMARK_DIR":     spec.Dir,
 		"SUBMIT_TIME":     "run",
 		"SIDE_INPUT_PATH": filepath.Join(spec.Dir, "side_input.txt"),
+	}
+	if spec.TPS > 0 {
+		vars["TPS"] = strconv.FormatInt(spec.TPS, 10)
 	}
 	if spec.Query == "q13" {
 		if err := writeSideInput(vars["SIDE_INPUT_PATH"]); err != nil {

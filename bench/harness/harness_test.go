@@ -74,6 +74,7 @@ func TestReport(t *testing.T) {
 		"| 2.50 M ",        // off: 4 M / 1.6 s
 		"| +20% ",          // overhead: 1 - 2.0/2.5
 		"| 2.00x ",         // p2 over p1, wall
+		"| 2.00 cores ",    // p2's 4 M events/s over p1's 2 M events per CPU-second
 		"| 0.50 (4.00 M) ", // reference ratio: 2 M / 4 M
 		"| 2.00 M met ",    // q1's floor is 2 M: 2.00 M meets it
 		"| FAILED: q5: boom ",
@@ -102,5 +103,27 @@ func TestSpecs(t *testing.T) {
 	}
 	if specs[1].Interval != 0 || specs[0].Interval != time.Second {
 		t.Fatalf("want a checkpointed run then its baseline: %+v", specs[:2])
+	}
+}
+
+// TestTPS: --tps sets the source's events per second of event time in
+// every run's script and leaves out the reference kernels (they run at the
+// benchmark's rate).
+func TestTPS(t *testing.T) {
+	cfg := Config{Queries: []string{"q1"}, Parallelism: []int{1}, Interval: time.Second, Reference: true, TPS: 1000, Dir: "/w"}
+	specs := cfg.Specs()
+	if len(specs) != 1 || specs[0].TPS != 1000 {
+		t.Fatalf("specs %+v", specs)
+	}
+	script, err := Script(specs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(script, "'first-event.rate' = '1000'") {
+		t.Fatalf("script lacks the rate:\n%s", script)
+	}
+	cfg.TPS = 0
+	if s, _ := Script(cfg.Specs()[0]); !strings.Contains(s, "'first-event.rate' = '10000000'") {
+		t.Fatal("the default rate is not the benchmark's 10,000,000")
 	}
 }

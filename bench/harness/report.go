@@ -21,6 +21,7 @@ type Config struct {
 	Backend     string
 	Dir         string // each run gets a fresh subdirectory
 	Reference   bool   // run the reference kernels where there is one
+	TPS         int64  // events per second of event time (0: the benchmark's)
 }
 
 // Specs lists the runs of cfg in the order they run.
@@ -38,13 +39,13 @@ func (cfg Config) Specs() []Spec {
 		dir := func() string { n++; return fmt.Sprintf("%s/run-%03d", cfg.Dir, n) }
 		for _, p := range cfg.Parallelism {
 			if cfg.Interval > 0 {
-				out = append(out, Spec{Query: q, Parallelism: p, Interval: cfg.Interval, Events: ev, Backend: cfg.Backend, Dir: dir()})
+				out = append(out, Spec{Query: q, Parallelism: p, Interval: cfg.Interval, Events: ev, Backend: cfg.Backend, TPS: cfg.TPS, Dir: dir()})
 			}
 			if cfg.Baseline || cfg.Interval <= 0 {
-				out = append(out, Spec{Query: q, Parallelism: p, Events: ev, Backend: cfg.Backend, Dir: dir()})
+				out = append(out, Spec{Query: q, Parallelism: p, Events: ev, Backend: cfg.Backend, TPS: cfg.TPS, Dir: dir()})
 			}
 		}
-		if cfg.Reference && hasReference(q) {
+		if cfg.Reference && hasReference(q) && cfg.TPS == 0 { // the kernels run at the benchmark's rate
 			out = append(out, Spec{Query: q, Parallelism: 1, Events: ev, Reference: true, Dir: dir()})
 		}
 	}
@@ -129,8 +130,8 @@ func Report(w io.Writer, results []Result) {
 		by[k] = r
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	row(tw, []string{"query", "p", "events", "events/s", "events/cpu-s", "without generator", "generator", "sys", "peak RSS", "checkpoints", "p50 / p99 ms", "last size", "off: events/cpu-s", "overhead", "p2/p1", "reference ratio", "floor", "Flink 2.0/core"})
-	row(tw, strings.Split(strings.Repeat("---,", 17)+"---", ","))
+	row(tw, []string{"query", "p", "events", "events/s", "events/cpu-s", "without generator", "generator", "sys", "peak RSS", "checkpoints", "p50 / p99 ms", "last size", "off: events/cpu-s", "overhead", "p2/p1", "p2 / p1 core", "reference ratio", "floor", "Flink 2.0/core"})
+	row(tw, strings.Split(strings.Repeat("---,", 18)+"---", ","))
 	for _, k := range order {
 		on, hasOn := by[key{k.q, k.p, true}]
 		off, hasOff := by[key{k.q, k.p, false}]
@@ -141,7 +142,7 @@ func Report(w io.Writer, results []Result) {
 		cells := []string{k.q, fmt.Sprint(k.p), si(float64(main.Spec.Events))}
 		if main.Err != "" {
 			cells = append(cells, "FAILED: "+firstLine(main.Err))
-			for len(cells) < 18 {
+			for len(cells) < 19 {
 				cells = append(cells, "")
 			}
 			row(tw, cells)
@@ -160,13 +161,20 @@ func Report(w io.Writer, results []Result) {
 		} else {
 			cells = append(cells, "", "")
 		}
-		scale := ""
+		// p2/p1: wall-clock speed-up; p2 / p1 core: events/s at p2 over
+		// events per CPU-second at p1, i.e. how many cores' worth of the
+		// p1 run's work per CPU-second p2 delivers (p1 itself uses more
+		// than one core: the source and the operators run apart).
+		scale, cores := "", ""
 		if k.p > 1 {
 			if p1, ok := by[key{k.q, 1, hasOn}]; ok && p1.Err == "" && p1.EventsPerSec() > 0 {
 				scale = fmt.Sprintf("%.2fx", main.EventsPerSec()/p1.EventsPerSec())
+				if p1.EventsPerCPU() > 0 {
+					cores = fmt.Sprintf("%.2f cores", main.EventsPerSec()/p1.EventsPerCPU())
+				}
 			}
 		}
-		cells = append(cells, scale)
+		cells = append(cells, scale, cores)
 		ratio := ""
 		if r, ok := ref[k.q]; ok && k.p == 1 && r.Err == "" && r.EventsPerCPU() > 0 {
 			ratio = fmt.Sprintf("%.2f (%s)", main.EventsPerCPU()/r.EventsPerCPU(), si(r.EventsPerCPU()))

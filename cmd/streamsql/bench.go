@@ -56,7 +56,7 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 		queries, pars, backend, dir, jsonOut, profDir string
 		interval                                      time.Duration
 		noBaseline, noReference, keep                 bool
-		events                                        int64
+		events, tps                                   int64
 		scale                                         float64
 	)
 	cmd := &cobra.Command{
@@ -67,7 +67,7 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg := harness.Config{Interval: interval, Baseline: !noBaseline, Events: events, Scale: scale,
-				Backend: backend, Reference: !noReference}
+				Backend: backend, Reference: !noReference, TPS: tps}
 			var err error
 			if cfg.Queries, err = parseQueries(queries); err != nil {
 				return usageError{err}
@@ -75,8 +75,8 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 			if cfg.Parallelism, err = parseInts(pars); err != nil {
 				return usageError{fmt.Errorf("--parallelism: %v", err)}
 			}
-			if events < 0 || scale < 0 {
-				return usageError{fmt.Errorf("--events and --scale must not be negative")}
+			if events < 0 || scale < 0 || tps < 0 {
+				return usageError{fmt.Errorf("--events, --scale and --tps must not be negative")}
 			}
 			if dir == "" {
 				if dir, err = os.MkdirTemp("", "streamsql-bench-"); err != nil {
@@ -130,6 +130,7 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 	fl.BoolVar(&noReference, "no-reference", false, "skip the reference kernels")
 	fl.Int64Var(&events, "events", 0, "events per run (`N`; default: per query, sized for 3-15 s a run)")
 	fl.Float64Var(&scale, "scale", 0, "multiply every run's events by `F`")
+	fl.Int64Var(&tps, "tps", 0, "events per second of event time (`N`, the source's first-event.rate; default the benchmark's 10,000,000: windows of seconds fire every 10 M events)")
 	fl.StringVar(&backend, "state-backend", "pebble", "state.backend.type of the jobs: pebble, rocksdb or hashmap")
 	fl.StringVar(&dir, "dir", "", "work `directory` (checkpoints, q10's output); default a temporary one, removed at the end")
 	fl.BoolVar(&keep, "keep", false, "keep each run's work directory")
