@@ -33,12 +33,20 @@ import (
 // and heap work per distinct timestamp, not per timer. A bucket is sorted
 // once when it fires. Deletes are lazy: a bucket keeps a deleted timer's
 // key until it fires, and the live set decides.
+//
+// A timer registered and removed between two snapshots was never written
+// by any snapshot, so it is not in the state (whatever becomes of the
+// checkpoints in flight): its change is taken back instead of turning into
+// a Delete. The live set remembers, per timer, the epoch (snapshot count)
+// it was registered in and where its change was listed. Session windows
+// move their timer on every row that extends a session, and windows fire
+// the timers they set since the last checkpoint.
 type Timers struct {
 	opID  string // the scope: opID + "/timers/" + name
 	maxP  int
 	track bool
 
-	live    map[string]struct{} // compact keys of registered timers
+	live    map[string]timerLife // compact keys of registered timers
 	buckets map[int64]*timerBucket
 	times   []int64 // min-heap of the buckets' timestamps
 	spare   [][]string
@@ -52,6 +60,14 @@ type Timers struct {
 
 	scratch []byte
 	prefix  [][]byte
+	epoch   uint32 // snapshots taken so far, + 1
+}
+
+// timerLife is what the live set keeps of a timer: the epoch it was
+// registered in and the index of its change in Timers.changes then.
+type timerLife struct {
+	epoch uint32
+	idx   uint32
 }
 
 type timerBucket struct {
@@ -63,7 +79,7 @@ type timerBucket struct {
 }
 
 // hasLive reports whether a live timer is in the bucket.
-func (b *timerBucket) hasLive(live map[string]struct{}) bool {
+func (b *timerBucket) hasLive(live map[string]timerLife) bool {
 	if b.live > 0 {
 		return true
 	}
@@ -83,7 +99,7 @@ func NewTimers(opID, name string, maxParallelism int, checkpointing bool) (*Time
 		return nil, fmt.Errorf("state: max parallelism %d out of range 1..%d", maxParallelism, MaxKeyGroups)
 	}
 	return &Timers{opID: opID + "/timers/" + name, maxP: maxParallelism, track: checkpointing,
-		live: map[string]struct{}{}, buckets: map[int64]*timerBucket{}, prefix: make([][]byte, maxParallelism)}, nil
+		live: map[string]timerLife{}, buckets: map[int64]*timerBucket{}, prefix: make([][]byte, maxParallelism), epoch: 1}, nil
 }
 
 const timerHdr = 12 // key group (4) + timestamp (8) before the key
@@ -113,6 +129,19 @@ func (t *Timers) note(k string) {
 	}
 }
 
+// noteRemoved lists the removal of live timer k, or takes its
+// registration back when no snapshot has seen it.
+func (t *Timers) noteRemoved(k string, life timerLife) {
+	if !t.track {
+		return
+	}
+	if life.epoch == t.epoch && int(life.idx) < len(t.changes) && t.changes[life.idx] == k {
+		t.changes[life.idx] = ""
+		return
+	}
+	t.changes = append(t.changes, k)
+}
+
 // Register sets a timer; a no-op if it is set already.
 func (t *Timers) Register(kg int, ts int64, key []byte) {
 	c := t.compact(kg, ts, key)
@@ -120,7 +149,7 @@ func (t *Timers) Register(kg int, ts int64, key []byte) {
 		return
 	}
 	k := string(c)
-	t.live[k] = struct{}{}
+	t.live[k] = timerLife{epoch: t.epoch, idx: uint32(len(t.changes))}
 	b := t.buckets[ts]
 	if b == nil {
 		b = &timerBucket{}
@@ -138,7 +167,8 @@ func (t *Timers) Register(kg int, ts int64, key []byte) {
 // Delete removes a timer if it is set.
 func (t *Timers) Delete(kg int, ts int64, key []byte) {
 	c := t.compact(kg, ts, key)
-	if _, ok := t.live[string(c)]; !ok {
+	life, ok := t.live[string(c)]
+	if !ok {
 		return
 	}
 	k := string(c)
@@ -146,7 +176,7 @@ func (t *Timers) Delete(kg int, ts int64, key []byte) {
 	if b := t.buckets[ts]; b != nil {
 		b.live--
 	}
-	t.note(k)
+	t.noteRemoved(k, life)
 }
 
 // Len is the number of timers set.
@@ -195,11 +225,12 @@ func (t *Timers) Advance(upTo int64, fire func(kg int, ts int64, key []byte) err
 		delete(t.buckets, ts)
 		slices.Sort(b.keys)
 		for _, k := range b.keys {
-			if _, ok := t.live[k]; !ok {
+			life, ok := t.live[k]
+			if !ok {
 				continue
 			}
 			delete(t.live, k)
-			t.note(k)
+			t.noteRemoved(k, life)
 			kg := int(binary.BigEndian.Uint32([]byte(k[:4])))
 			if err := fire(kg, ts, []byte(k[timerHdr:])); err != nil {
 				return err
@@ -265,6 +296,9 @@ func (t *Timers) Snapshot(id int64, w checkpoint.StateWriter) error {
 	}
 	slices.Sort(t.changes)
 	t.changes = slices.Compact(t.changes)
+	if len(t.changes) > 0 && t.changes[0] == "" { // changes taken back
+		t.changes = t.changes[1:]
+	}
 	for _, k := range t.changes {
 		kg := int(binary.BigEndian.Uint32([]byte(k[:4])))
 		t.scratch = append(append(t.scratch[:0], t.keyPrefix(kg)...), k[4:]...)
@@ -281,6 +315,7 @@ func (t *Timers) Snapshot(id int64, w checkpoint.StateWriter) error {
 	spare := t.pending[:0]
 	t.pending, t.pendingID = t.changes, id
 	t.changes = spare
+	t.epoch++
 	return nil
 }
 
@@ -315,7 +350,7 @@ func (t *Timers) Restore(r checkpoint.StateReader, start, end int) error {
 				return nil
 			}
 			ts := compactTS(c)
-			t.live[c] = struct{}{}
+			t.live[c] = timerLife{} // epoch 0: in the state
 			b := t.buckets[ts]
 			if b == nil {
 				b = &timerBucket{}

@@ -96,3 +96,29 @@ func TestTimersAbortMergesBack(t *testing.T) {
 		t.Fatal("timers tracked changes without checkpointing")
 	}
 }
+
+// A timer registered and removed between two snapshots is in no snapshot,
+// so the next one writes nothing for it; one that a snapshot saw is deleted.
+func TestTimersBornAndGoneInOneEpochWriteNothing(t *testing.T) {
+	tm, _ := NewTimers("w", "event", 4, true)
+	tm.Register(1, 10, []byte("seen"))
+	if err := tm.Snapshot(1, &recorder{s: store{}}); err != nil {
+		t.Fatal(err)
+	}
+	tm.Register(2, 20, []byte("fired"))
+	tm.Register(3, 30, []byte("moved"))
+	tm.Delete(3, 30, []byte("moved"))
+	tm.Register(3, 40, []byte("moved"))
+	if err := tm.Advance(25, func(int, int64, []byte) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{s: store{}}
+	if err := tm.Snapshot(2, rec); err != nil {
+		t.Fatal(err)
+	}
+	// seen (from checkpoint 1) fired: deleted; fired and the first moved
+	// were never written: nothing; the moved timer's new place: put.
+	if len(rec.ops) != 2 || !strings.HasPrefix(rec.ops[0], "del ") || !strings.HasPrefix(rec.ops[1], "put ") {
+		t.Fatalf("checkpoint 2 wrote %v", rec.ops)
+	}
+}
