@@ -155,7 +155,7 @@ func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
 		f, _ := newAccumulator(c, false)
 		w.accs, w.fire = append(w.accs, acc), append(w.fire, f)
 	}
-	tbl, err := state.NewTable(state.Options{OpID: s.ID, MaxParallelism: w.maxP, Checkpointing: ctx.Checkpointing}, windowCodec{w})
+	tbl, err := state.NewTable(state.Options{OpID: s.ID, MaxParallelism: w.maxP, Checkpointing: ctx.Checkpointing, ElideTransient: true}, windowCodec{w})
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,13 @@ type Options struct {
 	// TTL restores into a job with one (turning the TTL on for restored
 	// state without times starts their TTL at the restore).
 	TTL time.Duration
+	// ElideTransient: the removal of a slot allocated since the last
+	// snapshot writes no tombstone (no snapshot wrote its key, so the
+	// state cannot hold it). In memory only (a tiered table writes them).
+	// Window operators set it: their slots come and go within a
+	// checkpoint interval. Off, every removal is written (the KVs'
+	// byte-for-byte metamorphic comparisons rely on it).
+	ElideTransient bool
 
 	// Backend is state.backend.type: "" or "hashmap" (in memory),
 	// "rocksdb" or "pebble" (a KV keeps cold keys in a local Pebble DB; a
@@ -87,6 +94,12 @@ type Table struct {
 	dirty     []bool
 	dirtyList []int32
 	tombs     [][]byte // full state keys removed
+	// born: the epoch (snapshots taken + 1) each slot was allocated in,
+	// 0 for restored slots (in memory, checkpointing only). A slot
+	// allocated and removed between two snapshots was written by none,
+	// so its removal needs no tombstone.
+	born  []uint32
+	epoch uint32
 	// pending: the change set written by the checkpoint pendingID whose
 	// outcome is not known yet (0: none)
 	pendingID int64
@@ -121,7 +134,7 @@ func NewTable(o Options, codec Codec) (*Table, error) {
 	if o.MaxParallelism <= 0 || o.MaxParallelism > MaxKeyGroups {
 		return nil, fmt.Errorf("state: max parallelism %d out of range 1..%d", o.MaxParallelism, MaxKeyGroups)
 	}
-	t := &Table{o: o, codec: codec, nullSlot: -1, prefix: make([][]byte, o.MaxParallelism)}
+	t := &Table{o: o, codec: codec, nullSlot: -1, prefix: make([][]byte, o.MaxParallelism), epoch: 1}
 	if o.IntKeys {
 		t.intMap = map[int64]int32{}
 	} else {
@@ -165,6 +178,7 @@ func (t *Table) newSlot(kg int) int32 {
 		t.alive = append(t.alive, false)
 		t.kg = append(t.kg, 0)
 		t.dirty = append(t.dirty, false)
+		t.born = append(t.born, 0)
 		if !t.o.IntKeys {
 			t.keyOf = append(t.keyOf, "")
 		}
@@ -180,6 +194,7 @@ func (t *Table) newSlot(kg int) int32 {
 	}
 	t.alive[g] = true
 	t.kg[g] = uint16(kg)
+	t.born[g] = t.epoch
 	t.live++
 	return g
 }
@@ -298,7 +313,7 @@ func (t *Table) Sweep(n int, expire func(g int32)) {
 // null says it is the NULL key. Call it before clearing the slot's key in
 // the operator (the codec encodes the tombstone).
 func (t *Table) Remove(g int32, intKey int64, null bool) {
-	if t.o.Checkpointing {
+	if t.o.Checkpointing && (!t.o.ElideTransient || t.tier != nil || t.born[g] != t.epoch) {
 		t.tombs = append(t.tombs, t.fullKey(nil, g))
 	}
 	if t.tier != nil {
@@ -426,6 +441,7 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 	t.pDirty, t.dirtyList = t.dirtyList, t.pDirty[:0]
 	t.pTombs, t.tombs = t.tombs, t.tombs[:0:0]
 	t.pendingID = id
+	t.epoch++
 	return nil
 }
 
@@ -519,9 +535,10 @@ func (t *Table) Restore(r checkpoint.StateReader, start, end int, decode Decoder
 			return fmt.Errorf("restoring key group %d: %w", k, err)
 		}
 	}
-	// Nothing restored is a change.
+	// Nothing restored is a change, and all of it is in the state.
 	for _, g := range t.dirtyList {
 		t.dirty[g] = false
+		t.born[g] = 0
 	}
 	t.dirtyList = t.dirtyList[:0]
 	return nil

@@ -26,9 +26,11 @@ type model struct {
 	keys, vals []int64
 }
 
-func newModel(t *testing.T, ckpt bool) *model {
+func newModel(t *testing.T, ckpt bool) *model { return newModelOpts(t, ckpt, false) }
+
+func newModelOpts(t *testing.T, ckpt, elide bool) *model {
 	m := &model{}
-	tbl, err := NewTable(Options{OpID: "op", MaxParallelism: 4, Checkpointing: ckpt, IntKeys: true}, intCodec{&m.keys, &m.vals})
+	tbl, err := NewTable(Options{OpID: "op", MaxParallelism: 4, Checkpointing: ckpt, IntKeys: true, ElideTransient: elide}, intCodec{&m.keys, &m.vals})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,10 +105,19 @@ func same(a, b store) bool {
 // TestAbortMergesBackAndCompleteDrops: the committed store, built only
 // from the snapshots of completed checkpoints, always equals the table's
 // state at the last completed checkpoint, whatever mix of completes and
-// aborts (also notified late, after the next snapshot).
+// aborts (also notified late, after the next snapshot, and some after their
+// delta reached the working DB), with and without ElideTransient (slots
+// added and removed between two snapshots write nothing).
 func TestAbortMergesBackAndCompleteDrops(t *testing.T) {
+	for _, elide := range []bool{false, true} {
+		testAbortMergesBack(t, elide)
+	}
+}
+
+func testAbortMergesBack(t *testing.T, elide bool) {
+	elided := 0
 	for seed := int64(0); seed < 40; seed++ {
-		m := newModel(t, true)
+		m := newModelOpts(t, true, elide)
 		committed := store{}
 		var pend []struct {
 			id  int64
@@ -122,6 +133,9 @@ func TestAbortMergesBackAndCompleteDrops(t *testing.T) {
 			for i := 0; i < 20; i++ {
 				k := rnd(50)
 				if rnd(4) == 0 {
+					if g, ok := m.t.LookupInt(k); ok && m.t.born[g] == m.t.epoch {
+						elided++
+					}
 					m.del(k)
 				} else {
 					m.set(k, rnd(1000))
@@ -141,6 +155,9 @@ func TestAbortMergesBackAndCompleteDrops(t *testing.T) {
 				p := pend[0]
 				pend = pend[1:]
 				if rnd(3) == 0 {
+					if rnd(2) == 0 { // aborted after its commit step
+						replay(committed, p.rec)
+					}
 					m.t.Abort(p.id)
 					continue
 				}
@@ -148,10 +165,13 @@ func TestAbortMergesBackAndCompleteDrops(t *testing.T) {
 				replay(committed, p.rec)
 				m.t.Complete(p.id)
 				if !same(committed, p.at) {
-					t.Fatalf("seed %d: after completing checkpoint %d the committed state differs from the table's at that checkpoint", seed, p.id)
+					t.Fatalf("elide %v seed %d: after completing checkpoint %d the committed state differs from the table's at that checkpoint", elide, seed, p.id)
 				}
 			}
 		}
+	}
+	if elided == 0 {
+		t.Fatal("no slot was added and removed between two snapshots: the schedule does not exercise ElideTransient")
 	}
 }
 
