@@ -144,7 +144,7 @@ var SessionOptions = []OptionDef{
 		Description: "number of key groups (1 to 32768); the upper bound of parallelism", Check: maxParallelismCheck},
 	{Key: "pipeline.name", Default: func() string { return "" },
 		Description: "name of the next submitted job", Check: func(string) error { return nil }},
-	{Key: "execution.batch-size", Default: func() string { return "1024" },
+	{Key: "execution.batch-size", Default: func() string { return "8192" },
 		Description: "rows per Arrow record batch", Check: intAtLeast(1)},
 	{Key: "execution.batch-linger", Default: func() string { return "200 ms" },
 		Description: "flush a partial batch after this long", Check: durationCheck},

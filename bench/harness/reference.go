@@ -17,7 +17,7 @@ func hasReference(query string) bool { return slices.Contains(reference.Queries(
 func runReference(ctx context.Context, spec Spec) (Result, error) {
 	batch := spec.BatchSize
 	if batch <= 0 {
-		batch = 1024 // execution.batch-size's default
+		batch = 8192 // execution.batch-size's default
 	}
 	r, err := reference.Run(ctx, spec.Query, spec.Events, batch)
 	res := Result{Spec: spec, Wall: r.Wall, User: r.CPU, GenCPU: r.GenCPU, OutRows: r.OutRows, PeakRSS: PeakRSS()}
