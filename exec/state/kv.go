@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/streamsql/streamsql/checkpoint"
@@ -43,10 +44,9 @@ type KV struct {
 
 	// change tracking: full state keys (prefix + framed key) changed since
 	// the last snapshot, and the set of checkpoint pendingID
-	chg, pend       *btree.BTreeG[ord] // (k: full state key)
-	chgMem, pendMem keyArena
-	epoch           uint64 // an entry with mark == epoch is in chg
-	pendingID       int64
+	chg, pend chgSet
+	epoch     uint64 // an entry with mark == epoch is in chg
+	pendingID int64
 
 	prefix  [][]byte // KeyedPrefix per key group, built lazily
 	scratch []byte
@@ -151,8 +151,6 @@ func NewKV(o Options) (*KV, error) {
 		ttl:    o.TTL.Milliseconds(),
 		plen:   len(checkpoint.KeyedPrefix(o.OpID, 0)),
 		hot:    btree.NewBTreeGOptions(lessOrd, bt),
-		chg:    btree.NewBTreeGOptions(lessOrd, bt),
-		pend:   btree.NewBTreeGOptions(lessOrd, bt),
 		prefix: make([][]byte, o.MaxParallelism),
 		epoch:  1,
 	}
@@ -236,15 +234,86 @@ func (s *KV) track(e *kvEnt) {
 
 func (s *KV) trackKey(kg int, k []byte) {
 	s.scratch = append(append(s.scratch[:0], s.keyPrefix(kg)...), k...)
-	off := s.plen - 4
-	if _, ok := s.chg.Get(ordAt(s.scratch, off, nil)); !ok {
-		s.chg.Set(ordAt(s.chgMem.copy(s.scratch), off, nil))
+	s.chg.add(s.scratch, s.plen-4)
+}
+
+// chgSet is a change set: the full state keys changed in a checkpoint
+// interval, appended as they change (a key may appear more than once: a
+// deleted or evicted entry tracked again) and sorted and deduplicated when
+// read (Snapshot) or when duplicates could dominate. Appending a key is an
+// arena copy and a slice append: no ordered-index work per change.
+type chgSet struct {
+	keys []ord // k: full state key; p0, p1 from the key group on
+	mem  keyArena
+	// sorted: keys[:sorted] is sorted and free of duplicates
+	sorted int
+}
+
+// chgCompactMin is the length from which a change set with many
+// duplicates is compacted as it grows (a variable for tests).
+var chgCompactMin = 1 << 14
+
+func (c *chgSet) len() int { return len(c.keys) }
+
+func (c *chgSet) add(full []byte, off int) {
+	c.keys = append(c.keys, ordAt(c.mem.copy(full), off, nil))
+	if len(c.keys) >= chgCompactMin && len(c.keys) >= 8*c.sorted {
+		// bound the duplicates: memory stays within a few times the
+		// distinct keys of the interval
+		c.compact()
 	}
+}
+
+func cmpOrd(a, b ord) int {
+	switch {
+	case a.p0 != b.p0:
+		if a.p0 < b.p0 {
+			return -1
+		}
+		return 1
+	case a.p1 != b.p1:
+		if a.p1 < b.p1 {
+			return -1
+		}
+		return 1
+	}
+	return bytes.Compare(a.k, b.k)
+}
+
+// compact sorts the keys and drops duplicates.
+func (c *chgSet) compact() {
+	if c.sorted == len(c.keys) {
+		return
+	}
+	slices.SortFunc(c.keys, cmpOrd)
+	c.keys = slices.CompactFunc(c.keys, func(a, b ord) bool { return cmpOrd(a, b) == 0 })
+	c.sorted = len(c.keys)
+}
+
+// absorb moves o's keys into c (o is left empty); the arenas' memory stays
+// referenced by the keys.
+func (c *chgSet) absorb(o *chgSet) {
+	if len(c.keys) == 0 {
+		*c, *o = *o, chgSet{keys: c.keys[:0]}
+		return
+	}
+	c.keys = append(c.keys, o.keys...)
+	clear(o.keys)
+	o.keys, o.mem, o.sorted = o.keys[:0], keyArena{}, 0
+}
+
+// reset empties c, keeping its slice when small.
+func (c *chgSet) reset() {
+	clear(c.keys)
+	if cap(c.keys) > 1<<16 {
+		c.keys = nil
+	}
+	c.keys, c.mem, c.sorted = c.keys[:0], keyArena{}, 0
 }
 
 // remove deletes entry e (hot, or just loaded) and tracks the deletion.
 func (s *KV) remove(e *kvEnt) {
-	if s.o.Checkpointing {
+	if s.o.Checkpointing && e.mark != s.epoch { // (mark == epoch: in chg)
 		s.trackKey(int(e.kg), e.key)
 	}
 	s.hot.Delete(hotOrd(e))
@@ -253,9 +322,18 @@ func (s *KV) remove(e *kvEnt) {
 	}
 }
 
-// insert adds a new hot entry for framed key k.
-func (s *KV) insert(kg int, k []byte) *kvEnt {
-	e := &kvEnt{key: append([]byte(nil), k...), kg: uint16(kg), ref: true}
+// newEnt returns a new entry for framed key k with value v (the key and
+// the value share one allocation).
+func newEnt(kg int, k, v []byte) *kvEnt {
+	buf := make([]byte, len(k)+len(v))
+	copy(buf, k)
+	copy(buf[len(k):], v)
+	return &kvEnt{key: buf[:len(k):len(k)], val: buf[len(k):], kg: uint16(kg), ref: true}
+}
+
+// insert adds a new hot entry for framed key k with value v.
+func (s *KV) insert(kg int, k, v []byte) *kvEnt {
+	e := newEnt(kg, k, v)
 	s.hot.Set(hotOrd(e))
 	if s.cold != nil {
 		e.inCold = s.cold.used // a blind Put: the cold tier may hold the key
@@ -292,16 +370,36 @@ func (s *KV) Get(k []byte) ([]byte, bool) {
 // not in memory is not read from the cold tier: the Put shadows it.
 func (s *KV) Put(kg int, k, v []byte) {
 	e, ok := s.hotGet(k)
-	oldCap := 0
-	if ok {
-		e.ref = true
-		e.kg = uint16(kg)
-		oldCap = cap(e.val)
-	} else {
-		e = s.insert(kg, k)
+	if !ok {
+		e = s.insert(kg, k, v)
+		s.changed(e, cap(e.val)) // (insert accounted the value)
+		return
 	}
+	e.ref = true
+	e.kg = uint16(kg)
+	oldCap := cap(e.val)
 	e.val = append(e.val[:0], v...)
 	s.changed(e, oldCap)
+}
+
+// PutNew sets the value of a framed key that the caller knows has never
+// been in the KV (a key with a fresh sequence number): a blind insert, one
+// ordered-index update and no read. If the key is in memory after all,
+// it is an ordinary Put.
+func (s *KV) PutNew(kg int, k, v []byte) {
+	e := newEnt(kg, k, v)
+	if prev, replaced := s.hot.Set(hotOrd(e)); replaced {
+		s.hot.Set(prev)
+		s.Put(kg, k, v)
+		return
+	}
+	if s.cold != nil {
+		// a Delete removes a cold copy (there is none unless the caller
+		// was wrong about the key)
+		e.inCold = s.cold.used
+		s.cold.add(e)
+	}
+	s.changed(e, cap(e.val))
 }
 
 // Delete removes a framed key.
@@ -321,8 +419,7 @@ func (s *KV) Append(kg int, k, elem []byte) {
 	e := s.find(k)
 	oldCap := 0
 	if e == nil {
-		e = s.insert(kg, k)
-		e.val = []byte{}
+		e = s.insert(kg, k, nil)
 	} else {
 		e.kg = uint16(kg)
 		oldCap = cap(e.val)
@@ -433,25 +530,18 @@ func (s *KV) SetNow(ms int64) { s.now = ms }
 
 // Changed is the number of keys the next Snapshot would consider (current
 // and pending change sets).
-func (s *KV) Changed() int { return s.chg.Len() + s.pend.Len() }
+func (s *KV) Changed() int {
+	s.chg.compact()
+	s.pend.compact()
+	return s.chg.len() + s.pend.len()
+}
 
 // Tracking reports whether changes are tracked (checkpointing is on).
 func (s *KV) Tracking() bool { return s.o.Checkpointing }
 
 // mergePending moves the pending change set back into the current one.
 func (s *KV) mergePending() {
-	if s.chg.Len() == 0 {
-		s.chg, s.pend = s.pend, s.chg
-		s.chgMem, s.pendMem = s.pendMem, s.chgMem
-	} else {
-		it := s.pend.Iter()
-		for ok := it.First(); ok; ok = it.Next() {
-			s.chg.Set(it.Item()) // its memory stays referenced by chg
-		}
-		it.Release()
-		s.pend.Clear()
-	}
-	s.pendMem = keyArena{}
+	s.chg.absorb(&s.pend)
 	s.pendingID = 0
 	s.epoch++ // marks of the current epoch are a subset: recheck by lookup
 }
@@ -477,21 +567,17 @@ type fetched struct {
 // seeks, neighbouring keys sharing blocks), into s.fetched by change-set
 // position.
 func (s *KV) fetchCold() error {
-	n := s.chg.Len()
+	n := s.chg.len()
 	if cap(s.fetched) < n {
 		s.fetched = make([]fetched, n)
 	}
 	s.fetched = s.fetched[:n]
 	s.coldPos = s.coldPos[:0]
-	it := s.chg.Iter()
-	pos := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		if _, hot := s.hotGet(it.Item().k[s.plen:]); !hot {
-			s.coldPos = append(s.coldPos, coldRef{pos: pos, full: it.Item().k})
+	for pos, o := range s.chg.keys {
+		if _, hot := s.hotGet(o.k[s.plen:]); !hot {
+			s.coldPos = append(s.coldPos, coldRef{pos: pos, full: o.k})
 		}
-		pos++
 	}
-	it.Release()
 	plen := s.plen
 	sort.Slice(s.coldPos, func(i, j int) bool {
 		return bytes.Compare(s.coldPos[i].full[plen:], s.coldPos[j].full[plen:]) < 0
@@ -539,16 +625,14 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 	if s.pendingID != 0 {
 		s.mergePending()
 	}
+	s.chg.compact()
 	if s.coldUsed() {
 		if err := s.fetchCold(); err != nil {
 			return err
 		}
 	}
-	it := s.chg.Iter()
-	defer it.Release()
-	pos := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		full := it.Item().k
+	for pos, o := range s.chg.keys {
+		full := o.k
 		kg := int(binary.BigEndian.Uint32(full[s.plen-4 : s.plen]))
 		var v []byte
 		var live bool
@@ -563,7 +647,6 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 			r := s.fetched[pos]
 			v, live = s.fetchArena[r.off:r.off+r.n], r.live
 		}
-		pos++
 		if err == nil {
 			if live {
 				err = w.Put(full, v)
@@ -577,8 +660,7 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 	}
 	s.releaseFetch()
 	s.chg, s.pend = s.pend, s.chg
-	s.chgMem, s.pendMem = s.pendMem, s.chgMem
-	s.chgMem = keyArena{}
+	s.chg.reset()
 	s.pendingID = id
 	s.epoch++
 	return nil
@@ -588,8 +670,7 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 // set is dropped if id covers it.
 func (s *KV) Complete(id int64) {
 	if s.pendingID != 0 && id >= s.pendingID {
-		s.pend.Clear()
-		s.pendMem = keyArena{}
+		s.pend.reset()
 		s.pendingID = 0
 	}
 }
@@ -625,10 +706,11 @@ func (s *KV) Restore(r checkpoint.StateReader, start, end int) error {
 			}
 			e, ok := s.hotGet(k)
 			if !ok {
-				e = s.insert(kg, k)
+				e = s.insert(kg, k, val)
+			} else {
+				e.val = append(e.val[:0], val...)
 			}
 			e.kg, e.last = uint16(kg), last
-			e.val = append(e.val[:0], val...)
 			return nil
 		})
 		if err != nil {

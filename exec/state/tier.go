@@ -365,7 +365,7 @@ func (c *coldTier) load(s *KV, k []byte) *kvEnt {
 // maybeEvict evicts hot entries (CLOCK: second chance) while memory is
 // over budget, down to 7/8 of it, writing back the stale ones in one batch.
 func (c *coldTier) maybeEvict(s *KV) {
-	chgBytes := int64(s.chg.Len()+s.pend.Len()) * int64(chgOverhead+s.plen+16)
+	chgBytes := int64(s.chg.len()+s.pend.len()) * int64(chgOverhead+s.plen+16)
 	if c.hotBytes+chgBytes <= c.budget || len(c.clock) == 0 {
 		return
 	}
