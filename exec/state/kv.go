@@ -77,7 +77,10 @@ type kvEnt struct {
 	// stale: the cold copy is absent or older (written back on eviction);
 	// inCold: the cold tier may hold a copy (a Delete must remove it).
 	stale, inCold, ref bool
-	pos                int32 // index in the cold tier's clock
+	// dead: no longer in the hot index (deleted or evicted); a change set
+	// may still hold it
+	dead bool
+	pos  int32 // index in the cold tier's clock
 }
 
 // ord is an item of the ordered indexes: the key, its first 16 bytes (from
@@ -229,25 +232,36 @@ func (s *KV) track(e *kvEnt) {
 		return
 	}
 	e.mark = s.epoch
-	s.trackKey(int(e.kg), e.key)
+	s.trackKey(int(e.kg), e)
 }
 
-func (s *KV) trackKey(kg int, k []byte) {
-	s.scratch = append(append(s.scratch[:0], s.keyPrefix(kg)...), k...)
-	s.chg.add(s.scratch, s.plen-4)
+func (s *KV) trackKey(kg int, e *kvEnt) {
+	s.chg.add(chgOrd(kg, e))
 }
 
-// chgSet is a change set: the full state keys changed in a checkpoint
-// interval, appended as they change (a key may appear more than once: a
-// deleted or evicted entry tracked again) and sorted and deduplicated when
-// read (Snapshot) or when duplicates could dominate. Appending a key is an
-// arena copy and a slice append: no ordered-index work per change.
+// chgSet is a change set: the entries whose keys changed in a checkpoint
+// interval, appended as they change, and sorted by state key (key group,
+// framed key) and deduplicated when read (Snapshot) or when duplicates
+// could dominate. A key may appear more than once (a deleted or evicted
+// entry's key tracked again through a new entry); at most one of its
+// entries is live (in the hot index), and that one holds the current
+// value. Without a live entry the key's value is the cold tier's, or the
+// key is gone. Appending is a slice append: no key copy, no ordered-index
+// work per change, no lookup at the barrier.
 type chgSet struct {
-	keys []ord // k: full state key; p0, p1 from the key group on
-	mem  keyArena
+	keys []ord // k: the entry's framed key; p0: key group and 4 key bytes, p1: 8 more
 	// sorted: keys[:sorted] is sorted and free of duplicates
 	sorted int
 }
+
+// chgOrd is the change-set item of entry e in key group kg.
+func chgOrd(kg int, e *kvEnt) ord {
+	var w [12]byte
+	copy(w[:], e.key)
+	return ord{p0: uint64(kg)<<32 | uint64(binary.BigEndian.Uint32(w[:4])), p1: binary.BigEndian.Uint64(w[4:]), k: e.key, e: e}
+}
+
+func (o ord) kg() int { return int(o.p0 >> 32) }
 
 // chgCompactMin is the length from which a change set with many
 // duplicates is compacted as it grows (a variable for tests).
@@ -255,8 +269,8 @@ var chgCompactMin = 1 << 14
 
 func (c *chgSet) len() int { return len(c.keys) }
 
-func (c *chgSet) add(full []byte, off int) {
-	c.keys = append(c.keys, ordAt(c.mem.copy(full), off, nil))
+func (c *chgSet) add(o ord) {
+	c.keys = append(c.keys, o)
 	if len(c.keys) >= chgCompactMin && len(c.keys) >= 8*c.sorted {
 		// bound the duplicates: memory stays within a few times the
 		// distinct keys of the interval
@@ -280,26 +294,40 @@ func cmpOrd(a, b ord) int {
 	return bytes.Compare(a.k, b.k)
 }
 
-// compact sorts the keys and drops duplicates.
+// compact sorts the keys and keeps one item per key: its live entry if it
+// has one.
 func (c *chgSet) compact() {
 	if c.sorted == len(c.keys) {
 		return
 	}
 	slices.SortFunc(c.keys, cmpOrd)
-	c.keys = slices.CompactFunc(c.keys, func(a, b ord) bool { return cmpOrd(a, b) == 0 })
-	c.sorted = len(c.keys)
+	out := 0
+	for i := 0; i < len(c.keys); {
+		j := i + 1
+		keep := c.keys[i]
+		for j < len(c.keys) && cmpOrd(c.keys[j], keep) == 0 {
+			if !c.keys[j].e.dead {
+				keep = c.keys[j]
+			}
+			j++
+		}
+		c.keys[out] = keep
+		out++
+		i = j
+	}
+	clear(c.keys[out:])
+	c.keys = c.keys[:out]
+	c.sorted = out
 }
 
-// absorb moves o's keys into c (o is left empty); the arenas' memory stays
-// referenced by the keys.
+// absorb moves o's keys into c (o is left empty).
 func (c *chgSet) absorb(o *chgSet) {
 	if len(c.keys) == 0 {
 		*c, *o = *o, chgSet{keys: c.keys[:0]}
 		return
 	}
 	c.keys = append(c.keys, o.keys...)
-	clear(o.keys)
-	o.keys, o.mem, o.sorted = o.keys[:0], keyArena{}, 0
+	o.reset()
 }
 
 // reset empties c, keeping its slice when small.
@@ -308,15 +336,16 @@ func (c *chgSet) reset() {
 	if cap(c.keys) > 1<<16 {
 		c.keys = nil
 	}
-	c.keys, c.mem, c.sorted = c.keys[:0], keyArena{}, 0
+	c.keys, c.sorted = c.keys[:0], 0
 }
 
 // remove deletes entry e (hot, or just loaded) and tracks the deletion.
 func (s *KV) remove(e *kvEnt) {
 	if s.o.Checkpointing && e.mark != s.epoch { // (mark == epoch: in chg)
-		s.trackKey(int(e.kg), e.key)
+		s.trackKey(int(e.kg), e)
 	}
 	s.hot.Delete(hotOrd(e))
+	e.dead = true
 	if s.cold != nil {
 		s.cold.drop(e)
 	}
@@ -556,16 +585,16 @@ func (s *KV) appendStored(dst []byte, last int64, val []byte) []byte {
 }
 
 // fetched is the stored value of the change set's i-th key, read from the
-// cold tier by fetchCold (only for keys not in memory).
+// cold tier by fetchCold (only for keys without a live entry).
 type fetched struct {
 	off, n int
 	live   bool
 }
 
-// fetchCold reads the current values of the changed keys that are not in
-// memory, in framed-key order (the cold tier's order: one forward pass of
-// seeks, neighbouring keys sharing blocks), into s.fetched by change-set
-// position.
+// fetchCold reads the current values of the changed keys that have no
+// live entry, in framed-key order (the cold tier's order: one forward
+// pass of seeks, neighbouring keys sharing blocks), into s.fetched by
+// change-set position.
 func (s *KV) fetchCold() error {
 	n := s.chg.len()
 	if cap(s.fetched) < n {
@@ -574,23 +603,21 @@ func (s *KV) fetchCold() error {
 	s.fetched = s.fetched[:n]
 	s.coldPos = s.coldPos[:0]
 	for pos, o := range s.chg.keys {
-		if _, hot := s.hotGet(o.k[s.plen:]); !hot {
-			s.coldPos = append(s.coldPos, coldRef{pos: pos, full: o.k})
+		if o.e.dead {
+			s.coldPos = append(s.coldPos, coldRef{pos: pos, kg: o.kg(), key: o.k})
 		}
 	}
-	plen := s.plen
 	sort.Slice(s.coldPos, func(i, j int) bool {
-		return bytes.Compare(s.coldPos[i].full[plen:], s.coldPos[j].full[plen:]) < 0
+		return bytes.Compare(s.coldPos[i].key, s.coldPos[j].key) < 0
 	})
 	defer s.cold.endSeeks()
 	s.fetchArena = s.fetchArena[:0]
 	for _, c := range s.coldPos {
-		kg := int(binary.BigEndian.Uint32(c.full[plen-4 : plen]))
-		ckg, last, val, found, err := s.cold.seek(c.full[plen:])
+		ckg, last, val, found, err := s.cold.seek(c.key)
 		if err != nil {
 			return err
 		}
-		f := fetched{off: len(s.fetchArena), live: found && ckg == kg}
+		f := fetched{off: len(s.fetchArena), live: found && ckg == c.kg}
 		if f.live {
 			s.fetchArena = s.appendStored(s.fetchArena, last, val)
 		}
@@ -610,8 +637,8 @@ func (s *KV) releaseFetch() {
 }
 
 type coldRef struct {
-	pos  int
-	full []byte
+	pos, kg int
+	key     []byte // framed
 }
 
 // Snapshot writes the changes of checkpoint id to w, sorted by key: a Put
@@ -626,19 +653,20 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 		s.mergePending()
 	}
 	s.chg.compact()
-	if s.coldUsed() {
+	cold := s.coldUsed()
+	if cold {
 		if err := s.fetchCold(); err != nil {
 			return err
 		}
 	}
 	for pos, o := range s.chg.keys {
-		full := o.k
-		kg := int(binary.BigEndian.Uint32(full[s.plen-4 : s.plen]))
+		kg := o.kg()
+		s.scratch = append(append(s.scratch[:0], s.keyPrefix(kg)...), o.k...)
+		full := s.scratch
 		var v []byte
 		var live bool
-		var err error
-		if e, hot := s.hotGet(full[s.plen:]); hot || !s.coldUsed() {
-			v, live = s.vbuf[:0], hot && int(e.kg) == kg
+		if e := o.e; !e.dead || !cold {
+			v, live = s.vbuf[:0], !e.dead && int(e.kg) == kg
 			if live {
 				v = s.appendStored(v, e.last, e.val)
 			}
@@ -647,12 +675,11 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 			r := s.fetched[pos]
 			v, live = s.fetchArena[r.off:r.off+r.n], r.live
 		}
-		if err == nil {
-			if live {
-				err = w.Put(full, v)
-			} else {
-				err = w.Delete(full)
-			}
+		var err error
+		if live {
+			err = w.Put(full, v)
+		} else {
+			err = w.Delete(full)
 		}
 		if err != nil {
 			return err

@@ -395,6 +395,7 @@ func (c *coldTier) maybeEvict(s *KV) {
 			}
 		}
 		s.hot.Delete(hotOrd(e))
+		e.dead = true
 		c.unclock(e)
 		c.st.Evictions++
 	}
