@@ -157,6 +157,7 @@ func NewKV(o Options) (*KV, error) {
 		prefix: make([][]byte, o.MaxParallelism),
 		epoch:  1,
 	}
+	kv.it.keep = true
 	if o.TTL > 0 && kv.ttl == 0 {
 		kv.ttl = 1
 	}
@@ -176,7 +177,7 @@ func (s *KV) Close() error {
 	if s.cold == nil {
 		return nil
 	}
-	s.it.Close()
+	s.it.release()
 	err := s.cold.close()
 	s.cold = nil
 	return err
