@@ -93,7 +93,7 @@ type coldTier struct {
 	used     bool          // anything was written to Pebble
 	// gen counts writes to Pebble: a kept iterator (Iter.keep) older than
 	// the last write no longer sees the DB and is replaced
-	gen uint64
+	gen      uint64
 	seekIt   *pebble.Iterator
 	evb      *pebble.Batch // write-backs, reused
 	enc, val []byte
