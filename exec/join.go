@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -29,13 +30,26 @@ func init() {
 //
 //	join key contains a unique key: Key(side, joinKey)              -> value
 //	unique key:                     Key(side, joinKey, uniqueKey)   -> value
-//	no unique key:                  Key(side, joinKey, encodedRow)  -> value
+//	no unique key:                  Key(side, joinKey, encodedRow, seq) -> value
 //
 // value = format byte, varint count (multiplicity of the row; 1 unless no
 // unique key), varint numOfAssociations (matches of the row on the other
 // side; kept for outer sides only, 0 otherwise), then the encoded row (not
 // for the no-unique-key layout, whose row is the map key). Rows are encoded
 // as encodeKeyColumns encodes keys (all columns).
+//
+// No unique key: Flink keeps row -> count, so every insert reads the count
+// first (a point read that misses memory once the state is larger than
+// it). Here every added copy of a row is an entry of its own, keyed by the
+// row and a sequence number never used before for the operator's keys (a
+// uvarint frame), with count 1: an insert is a blind write (KV.PutNew). A
+// retraction removes one entry of its row (a scan of the row's prefix).
+// Sequence numbers are unique per join key: a join key lives in one key
+// group, so in one subtask, and a subtask restored from a checkpoint
+// continues after the highest number in the key groups it restored
+// (seqReader). Entries without the sequence frame (whose count may exceed
+// 1) are read and retracted as well: the key is a prefix-free row frame
+// followed by anything.
 //
 // A batch of one side is processed in three passes: (1) encode the join
 // keys, rows and key groups of the whole batch and look up, once per
@@ -86,6 +100,12 @@ type streamJoin struct {
 	outIn, outCand          []int32
 	kbuf, vbuf              []byte
 	cur                     []int
+	// seq: the next sequence number of the no-unique-key layout; seqBuf
+	// its encoding, reused
+	seq    uint64
+	seqBuf []byte
+	// retractOwn's scan result, reused
+	delKey []byte
 }
 
 // joinSideState is the static description of one side.
@@ -121,7 +141,7 @@ func newJoin(s *planner.JoinOp, ctx *OpContext) (*streamJoin, error) {
 	if len(s.Left.Keys) != len(s.Right.Keys) {
 		return nil, fmt.Errorf("join %s: %d left keys but %d right keys", s.ID, len(s.Left.Keys), len(s.Right.Keys))
 	}
-	j := &streamJoin{spec: s, ctx: ctx, mem: ctx.Mem, maxP: max(ctx.KeyGroups.MaxParallelism, 1), groups: map[uint64]int32{}, maxPairs: 1 << 16}
+	j := &streamJoin{spec: s, ctx: ctx, mem: ctx.Mem, maxP: max(ctx.KeyGroups.MaxParallelism, 1), groups: map[uint64]int32{}, maxPairs: 1 << 16, seq: 1}
 	if j.mem == nil {
 		j.mem = memory.DefaultAllocator
 	}
@@ -230,7 +250,46 @@ func (j *streamJoin) Restore(r checkpoint.StateReader) error {
 	if kg.End <= kg.Start {
 		kg.Start, kg.End = 0, j.maxP
 	}
-	return j.kv.Restore(r, kg.Start, kg.End)
+	return j.kv.Restore(seqReader{r, j}, kg.Start, kg.End)
+}
+
+// seqReader passes a checkpoint's keys through and advances the join's
+// next sequence number past every one it sees.
+type seqReader struct {
+	r checkpoint.StateReader
+	j *streamJoin
+}
+
+func (s seqReader) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	return s.r.Scan(prefix, func(key, value []byte) error {
+		if len(key) >= len(prefix) {
+			if q, ok := joinKeySeq(key[len(prefix):]); ok && q >= s.j.seq {
+				s.j.seq = q + 1
+			}
+		}
+		return fn(key, value)
+	})
+}
+
+// joinKeySeq is the sequence number of a framed no-unique-key state key
+// (false: the key has no sequence frame).
+func joinKeySeq(k []byte) (uint64, bool) {
+	for f := 0; f < 3; f++ { // namespace, join key, row
+		n, w := binary.Uvarint(k)
+		if w <= 0 || n > uint64(len(k)-w) {
+			return 0, false
+		}
+		k = k[w+int(n):]
+	}
+	n, w := binary.Uvarint(k)
+	if w <= 0 || n != uint64(len(k)-w) {
+		return 0, false
+	}
+	q, qw := binary.Uvarint(k[w:])
+	if qw <= 0 || qw != int(n) {
+		return 0, false
+	}
+	return q, true
 }
 
 // ProcessBatch joins a batch of side input (0 left, 1 right) against the
@@ -664,14 +723,13 @@ func (j *streamJoin) addOwn(s *joinSideState, i int, assoc int64) {
 		j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i), j.ukBuf[j.ukOffs[i]:j.ukOffs[i+1]])
 		j.vbuf = appendJoinValue(j.vbuf, 1, assoc, j.row(i))
 	default:
-		j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i), j.row(i))
-		cnt := int64(1)
-		if v, ok := j.kv.Get(j.kbuf); ok {
-			if c, _, _, ok := parseJoinValue(v); ok {
-				cnt = c + 1
-			}
-		}
-		j.vbuf = appendJoinValue(j.vbuf, cnt, assoc, nil)
+		// a copy of its own under a fresh sequence number: no read
+		j.seqBuf = binary.AppendUvarint(j.seqBuf[:0], j.seq)
+		j.seq++
+		j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i), j.row(i), j.seqBuf)
+		j.vbuf = appendJoinValue(j.vbuf, 1, assoc, nil)
+		j.kv.PutNew(j.kg(i), j.kbuf, j.vbuf)
+		return
 	}
 	j.kv.Put(j.kg(i), j.kbuf, j.vbuf)
 }
@@ -687,20 +745,29 @@ func (j *streamJoin) retractOwn(s *joinSideState, i int) {
 	case layoutUnique:
 		j.kv.Delete(state.Key(j.kbuf, s.ns, j.jk(i), j.ukBuf[j.ukOffs[i]:j.ukOffs[i+1]]))
 	default:
+		// one copy of the row: the first entry with the row's prefix
 		j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i), j.row(i))
-		v, ok := j.kv.Get(j.kbuf)
-		if !ok {
+		found := false
+		var c, a int64
+		_ = j.kv.Scan(j.kbuf, func(k, v []byte) error {
+			j.delKey = append(j.delKey[:0], k...)
+			c, a, _, found = parseJoinValue(v)
+			return errStopScan
+		})
+		if !found {
 			return // retraction of an absent (or expired) row: ignored, as Flink
 		}
-		c, a, _, ok := parseJoinValue(v)
-		if ok && c > 1 {
+		if c > 1 { // an entry of a count-keeping checkpoint
 			j.vbuf = appendJoinValue(j.vbuf, c-1, a, nil)
-			j.kv.Put(j.kg(i), j.kbuf, j.vbuf)
+			j.kv.Put(j.kg(i), j.delKey, j.vbuf)
 			return
 		}
-		j.kv.Delete(j.kbuf)
+		j.kv.Delete(j.delKey)
 	}
 }
+
+// errStopScan ends a Scan after its first key.
+var errStopScan = errors.New("join: scan stopped")
 
 // writeBack stores the candidates whose association counts changed.
 func (j *streamJoin) writeBack(s *joinSideState) {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/streamsql/streamsql/checkpoint"
@@ -43,10 +44,9 @@ type KV struct {
 
 	// change tracking: full state keys (prefix + framed key) changed since
 	// the last snapshot, and the set of checkpoint pendingID
-	chg, pend       *btree.BTreeG[ord] // (k: full state key)
-	chgMem, pendMem keyArena
-	epoch           uint64 // an entry with mark == epoch is in chg
-	pendingID       int64
+	chg, pend chgSet
+	epoch     uint64 // an entry with mark == epoch is in chg
+	pendingID int64
 
 	prefix  [][]byte // KeyedPrefix per key group, built lazily
 	scratch []byte
@@ -77,7 +77,10 @@ type kvEnt struct {
 	// stale: the cold copy is absent or older (written back on eviction);
 	// inCold: the cold tier may hold a copy (a Delete must remove it).
 	stale, inCold, ref bool
-	pos                int32 // index in the cold tier's clock
+	// dead: no longer in the hot index (deleted or evicted); a change set
+	// may still hold it
+	dead bool
+	pos  int32 // index in the cold tier's clock
 }
 
 // ord is an item of the ordered indexes: the key, its first 16 bytes (from
@@ -151,11 +154,10 @@ func NewKV(o Options) (*KV, error) {
 		ttl:    o.TTL.Milliseconds(),
 		plen:   len(checkpoint.KeyedPrefix(o.OpID, 0)),
 		hot:    btree.NewBTreeGOptions(lessOrd, bt),
-		chg:    btree.NewBTreeGOptions(lessOrd, bt),
-		pend:   btree.NewBTreeGOptions(lessOrd, bt),
 		prefix: make([][]byte, o.MaxParallelism),
 		epoch:  1,
 	}
+	kv.it.keep = true
 	if o.TTL > 0 && kv.ttl == 0 {
 		kv.ttl = 1
 	}
@@ -175,7 +177,7 @@ func (s *KV) Close() error {
 	if s.cold == nil {
 		return nil
 	}
-	s.it.Close()
+	s.it.release()
 	err := s.cold.close()
 	s.cold = nil
 	return err
@@ -231,31 +233,137 @@ func (s *KV) track(e *kvEnt) {
 		return
 	}
 	e.mark = s.epoch
-	s.trackKey(int(e.kg), e.key)
+	s.trackKey(int(e.kg), e)
 }
 
-func (s *KV) trackKey(kg int, k []byte) {
-	s.scratch = append(append(s.scratch[:0], s.keyPrefix(kg)...), k...)
-	off := s.plen - 4
-	if _, ok := s.chg.Get(ordAt(s.scratch, off, nil)); !ok {
-		s.chg.Set(ordAt(s.chgMem.copy(s.scratch), off, nil))
+func (s *KV) trackKey(kg int, e *kvEnt) {
+	s.chg.add(chgOrd(kg, e))
+}
+
+// chgSet is a change set: the entries whose keys changed in a checkpoint
+// interval, appended as they change, and sorted by state key (key group,
+// framed key) and deduplicated when read (Snapshot) or when duplicates
+// could dominate. A key may appear more than once (a deleted or evicted
+// entry's key tracked again through a new entry); at most one of its
+// entries is live (in the hot index), and that one holds the current
+// value. Without a live entry the key's value is the cold tier's, or the
+// key is gone. Appending is a slice append: no key copy, no ordered-index
+// work per change, no lookup at the barrier.
+type chgSet struct {
+	keys []ord // k: the entry's framed key; p0: key group and 4 key bytes, p1: 8 more
+	// sorted: keys[:sorted] is sorted and free of duplicates
+	sorted int
+}
+
+// chgOrd is the change-set item of entry e in key group kg.
+func chgOrd(kg int, e *kvEnt) ord {
+	var w [12]byte
+	copy(w[:], e.key)
+	return ord{p0: uint64(kg)<<32 | uint64(binary.BigEndian.Uint32(w[:4])), p1: binary.BigEndian.Uint64(w[4:]), k: e.key, e: e}
+}
+
+func (o ord) kg() int { return int(o.p0 >> 32) }
+
+// chgCompactMin is the length from which a change set with many
+// duplicates is compacted as it grows (a variable for tests).
+var chgCompactMin = 1 << 14
+
+func (c *chgSet) len() int { return len(c.keys) }
+
+func (c *chgSet) add(o ord) {
+	c.keys = append(c.keys, o)
+	if len(c.keys) >= chgCompactMin && len(c.keys) >= 8*c.sorted {
+		// bound the duplicates: memory stays within a few times the
+		// distinct keys of the interval
+		c.compact()
 	}
+}
+
+func cmpOrd(a, b ord) int {
+	switch {
+	case a.p0 != b.p0:
+		if a.p0 < b.p0 {
+			return -1
+		}
+		return 1
+	case a.p1 != b.p1:
+		if a.p1 < b.p1 {
+			return -1
+		}
+		return 1
+	}
+	return bytes.Compare(a.k, b.k)
+}
+
+// compact sorts the keys and keeps one item per key: its live entry if it
+// has one.
+func (c *chgSet) compact() {
+	if c.sorted == len(c.keys) {
+		return
+	}
+	slices.SortFunc(c.keys, cmpOrd)
+	out := 0
+	for i := 0; i < len(c.keys); {
+		j := i + 1
+		keep := c.keys[i]
+		for j < len(c.keys) && cmpOrd(c.keys[j], keep) == 0 {
+			if !c.keys[j].e.dead {
+				keep = c.keys[j]
+			}
+			j++
+		}
+		c.keys[out] = keep
+		out++
+		i = j
+	}
+	clear(c.keys[out:])
+	c.keys = c.keys[:out]
+	c.sorted = out
+}
+
+// absorb moves o's keys into c (o is left empty).
+func (c *chgSet) absorb(o *chgSet) {
+	if len(c.keys) == 0 {
+		*c, *o = *o, chgSet{keys: c.keys[:0]}
+		return
+	}
+	c.keys = append(c.keys, o.keys...)
+	o.reset()
+}
+
+// reset empties c, keeping its slice when small.
+func (c *chgSet) reset() {
+	clear(c.keys)
+	if cap(c.keys) > 1<<16 {
+		c.keys = nil
+	}
+	c.keys, c.sorted = c.keys[:0], 0
 }
 
 // remove deletes entry e (hot, or just loaded) and tracks the deletion.
 func (s *KV) remove(e *kvEnt) {
-	if s.o.Checkpointing {
-		s.trackKey(int(e.kg), e.key)
+	if s.o.Checkpointing && e.mark != s.epoch { // (mark == epoch: in chg)
+		s.trackKey(int(e.kg), e)
 	}
 	s.hot.Delete(hotOrd(e))
+	e.dead = true
 	if s.cold != nil {
 		s.cold.drop(e)
 	}
 }
 
-// insert adds a new hot entry for framed key k.
-func (s *KV) insert(kg int, k []byte) *kvEnt {
-	e := &kvEnt{key: append([]byte(nil), k...), kg: uint16(kg), ref: true}
+// newEnt returns a new entry for framed key k with value v (the key and
+// the value share one allocation).
+func newEnt(kg int, k, v []byte) *kvEnt {
+	buf := make([]byte, len(k)+len(v))
+	copy(buf, k)
+	copy(buf[len(k):], v)
+	return &kvEnt{key: buf[:len(k):len(k)], val: buf[len(k):], kg: uint16(kg), ref: true}
+}
+
+// insert adds a new hot entry for framed key k with value v.
+func (s *KV) insert(kg int, k, v []byte) *kvEnt {
+	e := newEnt(kg, k, v)
 	s.hot.Set(hotOrd(e))
 	if s.cold != nil {
 		e.inCold = s.cold.used // a blind Put: the cold tier may hold the key
@@ -292,16 +400,36 @@ func (s *KV) Get(k []byte) ([]byte, bool) {
 // not in memory is not read from the cold tier: the Put shadows it.
 func (s *KV) Put(kg int, k, v []byte) {
 	e, ok := s.hotGet(k)
-	oldCap := 0
-	if ok {
-		e.ref = true
-		e.kg = uint16(kg)
-		oldCap = cap(e.val)
-	} else {
-		e = s.insert(kg, k)
+	if !ok {
+		e = s.insert(kg, k, v)
+		s.changed(e, cap(e.val)) // (insert accounted the value)
+		return
 	}
+	e.ref = true
+	e.kg = uint16(kg)
+	oldCap := cap(e.val)
 	e.val = append(e.val[:0], v...)
 	s.changed(e, oldCap)
+}
+
+// PutNew sets the value of a framed key that the caller knows has never
+// been in the KV (a key with a fresh sequence number): a blind insert, one
+// ordered-index update and no read. If the key is in memory after all,
+// it is an ordinary Put.
+func (s *KV) PutNew(kg int, k, v []byte) {
+	e := newEnt(kg, k, v)
+	if prev, replaced := s.hot.Set(hotOrd(e)); replaced {
+		s.hot.Set(prev)
+		s.Put(kg, k, v)
+		return
+	}
+	if s.cold != nil {
+		// a Delete removes a cold copy (there is none unless the caller
+		// was wrong about the key)
+		e.inCold = s.cold.used
+		s.cold.add(e)
+	}
+	s.changed(e, cap(e.val))
 }
 
 // Delete removes a framed key.
@@ -321,8 +449,7 @@ func (s *KV) Append(kg int, k, elem []byte) {
 	e := s.find(k)
 	oldCap := 0
 	if e == nil {
-		e = s.insert(kg, k)
-		e.val = []byte{}
+		e = s.insert(kg, k, nil)
 	} else {
 		e.kg = uint16(kg)
 		oldCap = cap(e.val)
@@ -433,25 +560,18 @@ func (s *KV) SetNow(ms int64) { s.now = ms }
 
 // Changed is the number of keys the next Snapshot would consider (current
 // and pending change sets).
-func (s *KV) Changed() int { return s.chg.Len() + s.pend.Len() }
+func (s *KV) Changed() int {
+	s.chg.compact()
+	s.pend.compact()
+	return s.chg.len() + s.pend.len()
+}
 
 // Tracking reports whether changes are tracked (checkpointing is on).
 func (s *KV) Tracking() bool { return s.o.Checkpointing }
 
 // mergePending moves the pending change set back into the current one.
 func (s *KV) mergePending() {
-	if s.chg.Len() == 0 {
-		s.chg, s.pend = s.pend, s.chg
-		s.chgMem, s.pendMem = s.pendMem, s.chgMem
-	} else {
-		it := s.pend.Iter()
-		for ok := it.First(); ok; ok = it.Next() {
-			s.chg.Set(it.Item()) // its memory stays referenced by chg
-		}
-		it.Release()
-		s.pend.Clear()
-	}
-	s.pendMem = keyArena{}
+	s.chg.absorb(&s.pend)
 	s.pendingID = 0
 	s.epoch++ // marks of the current epoch are a subset: recheck by lookup
 }
@@ -466,45 +586,39 @@ func (s *KV) appendStored(dst []byte, last int64, val []byte) []byte {
 }
 
 // fetched is the stored value of the change set's i-th key, read from the
-// cold tier by fetchCold (only for keys not in memory).
+// cold tier by fetchCold (only for keys without a live entry).
 type fetched struct {
 	off, n int
 	live   bool
 }
 
-// fetchCold reads the current values of the changed keys that are not in
-// memory, in framed-key order (the cold tier's order: one forward pass of
-// seeks, neighbouring keys sharing blocks), into s.fetched by change-set
-// position.
+// fetchCold reads the current values of the changed keys that have no
+// live entry, in framed-key order (the cold tier's order: one forward
+// pass of seeks, neighbouring keys sharing blocks), into s.fetched by
+// change-set position.
 func (s *KV) fetchCold() error {
-	n := s.chg.Len()
+	n := s.chg.len()
 	if cap(s.fetched) < n {
 		s.fetched = make([]fetched, n)
 	}
 	s.fetched = s.fetched[:n]
 	s.coldPos = s.coldPos[:0]
-	it := s.chg.Iter()
-	pos := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		if _, hot := s.hotGet(it.Item().k[s.plen:]); !hot {
-			s.coldPos = append(s.coldPos, coldRef{pos: pos, full: it.Item().k})
+	for pos, o := range s.chg.keys {
+		if o.e.dead {
+			s.coldPos = append(s.coldPos, coldRef{pos: pos, kg: o.kg(), key: o.k})
 		}
-		pos++
 	}
-	it.Release()
-	plen := s.plen
 	sort.Slice(s.coldPos, func(i, j int) bool {
-		return bytes.Compare(s.coldPos[i].full[plen:], s.coldPos[j].full[plen:]) < 0
+		return bytes.Compare(s.coldPos[i].key, s.coldPos[j].key) < 0
 	})
 	defer s.cold.endSeeks()
 	s.fetchArena = s.fetchArena[:0]
 	for _, c := range s.coldPos {
-		kg := int(binary.BigEndian.Uint32(c.full[plen-4 : plen]))
-		ckg, last, val, found, err := s.cold.seek(c.full[plen:])
+		ckg, last, val, found, err := s.cold.seek(c.key)
 		if err != nil {
 			return err
 		}
-		f := fetched{off: len(s.fetchArena), live: found && ckg == kg}
+		f := fetched{off: len(s.fetchArena), live: found && ckg == c.kg}
 		if f.live {
 			s.fetchArena = s.appendStored(s.fetchArena, last, val)
 		}
@@ -524,8 +638,8 @@ func (s *KV) releaseFetch() {
 }
 
 type coldRef struct {
-	pos  int
-	full []byte
+	pos, kg int
+	key     []byte // framed
 }
 
 // Snapshot writes the changes of checkpoint id to w, sorted by key: a Put
@@ -539,22 +653,21 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 	if s.pendingID != 0 {
 		s.mergePending()
 	}
-	if s.coldUsed() {
+	s.chg.compact()
+	cold := s.coldUsed()
+	if cold {
 		if err := s.fetchCold(); err != nil {
 			return err
 		}
 	}
-	it := s.chg.Iter()
-	defer it.Release()
-	pos := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		full := it.Item().k
-		kg := int(binary.BigEndian.Uint32(full[s.plen-4 : s.plen]))
+	for pos, o := range s.chg.keys {
+		kg := o.kg()
+		s.scratch = append(append(s.scratch[:0], s.keyPrefix(kg)...), o.k...)
+		full := s.scratch
 		var v []byte
 		var live bool
-		var err error
-		if e, hot := s.hotGet(full[s.plen:]); hot || !s.coldUsed() {
-			v, live = s.vbuf[:0], hot && int(e.kg) == kg
+		if e := o.e; !e.dead || !cold {
+			v, live = s.vbuf[:0], !e.dead && int(e.kg) == kg
 			if live {
 				v = s.appendStored(v, e.last, e.val)
 			}
@@ -563,13 +676,11 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 			r := s.fetched[pos]
 			v, live = s.fetchArena[r.off:r.off+r.n], r.live
 		}
-		pos++
-		if err == nil {
-			if live {
-				err = w.Put(full, v)
-			} else {
-				err = w.Delete(full)
-			}
+		var err error
+		if live {
+			err = w.Put(full, v)
+		} else {
+			err = w.Delete(full)
 		}
 		if err != nil {
 			return err
@@ -577,8 +688,7 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 	}
 	s.releaseFetch()
 	s.chg, s.pend = s.pend, s.chg
-	s.chgMem, s.pendMem = s.pendMem, s.chgMem
-	s.chgMem = keyArena{}
+	s.chg.reset()
 	s.pendingID = id
 	s.epoch++
 	return nil
@@ -588,8 +698,7 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 // set is dropped if id covers it.
 func (s *KV) Complete(id int64) {
 	if s.pendingID != 0 && id >= s.pendingID {
-		s.pend.Clear()
-		s.pendMem = keyArena{}
+		s.pend.reset()
 		s.pendingID = 0
 	}
 }
@@ -625,10 +734,11 @@ func (s *KV) Restore(r checkpoint.StateReader, start, end int) error {
 			}
 			e, ok := s.hotGet(k)
 			if !ok {
-				e = s.insert(kg, k)
+				e = s.insert(kg, k, val)
+			} else {
+				e.val = append(e.val[:0], val...)
 			}
 			e.kg, e.last = uint16(kg), last
-			e.val = append(e.val[:0], val...)
 			return nil
 		})
 		if err != nil {

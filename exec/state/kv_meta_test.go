@@ -19,6 +19,7 @@ import (
 type kvAPI interface {
 	Get(k []byte) ([]byte, bool)
 	Put(kg int, k, v []byte)
+	PutNew(kg int, k, v []byte)
 	Delete(k []byte)
 	Append(kg int, k, elem []byte)
 	List(k []byte, fn func(elem []byte) error) error
@@ -148,6 +149,17 @@ func TestKVMetamorphic(t *testing.T) {
 	}
 }
 
+// TestKVMetamorphicCompactingChanges is TestKVMetamorphic with change sets
+// compacted (sorted, deduplicated, a live entry kept) as they grow past 4
+// keys, not only at the barrier.
+func TestKVMetamorphicCompactingChanges(t *testing.T) {
+	defer func(n int) { chgCompactMin = n }(chgCompactMin)
+	chgCompactMin = 4
+	for seed := int64(101); seed <= 108; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { metaSeed(t, seed) })
+	}
+}
+
 func metaSeed(t *testing.T, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
 	maxP := 1 + rng.Intn(8)
@@ -181,11 +193,25 @@ func metaSeed(t *testing.T, seed int64) {
 	committed := store{}
 	var completed []int64
 	swept := 0 // keys Sweep removed
+	fresh := 0 // keys PutNew used
 	for step := 0; step < 3000; step++ {
 		switch p := rng.Intn(100); {
 		case p < 30:
 			k, kg := key()
 			v := val()
+			if rng.Intn(3) == 0 {
+				// a blind insert of a key never used before (the join's
+				// sequence-numbered rows)
+				fresh++
+				ns := nss[rng.Intn(len(nss))]
+				uk := []byte(fmt.Sprintf("u%03d", rng.Intn(nkeys)))
+				k = Key(nil, ns, uk, []byte(fmt.Sprintf("n%d", fresh)))
+				kg = int(xxhash.Sum64(uk) % uint64(maxP))
+				for _, kv := range r.all() {
+					kv.PutNew(kg, k, v)
+				}
+				break
+			}
 			for _, kv := range r.all() {
 				kv.Put(kg, k, v)
 			}

@@ -76,6 +76,9 @@ func (s *refKV) Delete(k []byte) {
 	}
 }
 
+// PutNew is Put (the reference does not distinguish new keys).
+func (s *refKV) PutNew(kg int, k, v []byte) { s.Put(kg, k, v) }
+
 // Append adds an element to the list state of a framed key.
 func (s *refKV) Append(kg int, k, elem []byte) {
 	g, ok := s.live(k)

@@ -91,6 +91,9 @@ type coldTier struct {
 	hand     int
 	batch    *pebble.Batch // restore writes
 	used     bool          // anything was written to Pebble
+	// gen counts writes to Pebble: a kept iterator (Iter.keep) older than
+	// the last write no longer sees the DB and is replaced
+	gen      uint64
 	seekIt   *pebble.Iterator
 	evb      *pebble.Batch // write-backs, reused
 	enc, val []byte
@@ -266,6 +269,7 @@ func (c *coldTier) drop(e *kvEnt) {
 		c.unclock(e)
 	}
 	if e.inCold {
+		c.gen++
 		if err := c.db.Delete(e.key, pebble.NoSync); err != nil {
 			panic(fmt.Sprintf("state spill DB: delete: %v", err))
 		}
@@ -365,7 +369,7 @@ func (c *coldTier) load(s *KV, k []byte) *kvEnt {
 // maybeEvict evicts hot entries (CLOCK: second chance) while memory is
 // over budget, down to 7/8 of it, writing back the stale ones in one batch.
 func (c *coldTier) maybeEvict(s *KV) {
-	chgBytes := int64(s.chg.Len()+s.pend.Len()) * int64(chgOverhead+s.plen+16)
+	chgBytes := int64(s.chg.len()+s.pend.len()) * int64(chgOverhead+s.plen+16)
 	if c.hotBytes+chgBytes <= c.budget || len(c.clock) == 0 {
 		return
 	}
@@ -395,6 +399,7 @@ func (c *coldTier) maybeEvict(s *KV) {
 			}
 		}
 		s.hot.Delete(hotOrd(e))
+		e.dead = true
 		c.unclock(e)
 		c.st.Evictions++
 	}
@@ -409,6 +414,7 @@ func (c *coldTier) commitEvictions() {
 	if c.evb.Empty() {
 		return
 	}
+	c.gen++
 	if err := c.evb.Commit(pebble.NoSync); err != nil {
 		panic(fmt.Sprintf("state spill DB: %v", err))
 	}
@@ -434,6 +440,7 @@ func (c *coldTier) flush() error {
 	if c.batch == nil {
 		return nil
 	}
+	c.gen++
 	err := c.batch.Commit(pebble.NoSync)
 	c.batch.Close()
 	c.batch = nil
@@ -460,6 +467,24 @@ type Iter struct {
 	noTTL    bool  // expired keys too
 	from     bool  // seekFrom: every key from lo on, not a prefix
 	last     int64 // the current entry's last update
+	// keep: Close keeps the Pebble iterator for the next Seek while the
+	// cold tier is not written (ciGen: its gen when opened); the KV's own
+	// iterator (Scan, Sweep) does, so a probe per join key costs no
+	// Pebble iterator construction. release closes it.
+	keep  bool
+	ciGen uint64
+}
+
+// release closes the iterator and any kept Pebble iterator.
+func (it *Iter) release() error {
+	err := it.Close()
+	if it.ci != nil {
+		if cerr := it.ci.Close(); err == nil {
+			err = cerr
+		}
+		it.ci = nil
+	}
+	return err
 }
 
 // NewIter returns an iterator over s (call Seek, then Next until false,
@@ -491,17 +516,31 @@ func (it *Iter) seek(prefix []byte, from bool) {
 	it.hOK = it.ht.Seek(ordAt(it.lo, 0, nil))
 	it.hOK = it.hOK && it.inRange(it.ht.Item().k)
 	it.advH, it.advC = false, false
-	if s.coldUsed() {
-		o := pebble.IterOptions{LowerBound: it.lo}
-		if hi != nil {
-			o.UpperBound = hi
-		}
-		ci, err := s.cold.db.NewIter(&o)
-		if err != nil {
+	if it.ci != nil && (!s.coldUsed() || it.ciGen != s.cold.gen) {
+		if err := it.ci.Close(); err != nil {
+			it.ci = nil
 			it.err = err
 			return
 		}
-		it.ci = ci
+		it.ci = nil
+	}
+	if s.coldUsed() {
+		if it.ci != nil {
+			it.ci.SetBounds(it.lo, hi) // a kept iterator: the DB did not change
+		} else {
+			o := pebble.IterOptions{LowerBound: it.lo}
+			if hi != nil {
+				o.UpperBound = hi
+			}
+			ci, err := s.cold.db.NewIter(&o)
+			if err != nil {
+				it.err = err
+				return
+			}
+			it.ci, it.ciGen = ci, s.cold.gen
+		}
+		ci := it.ci
+		it.cOK = false
 		if n, ok := framedPrefix(it.lo); ok && n == len(it.lo) && !from {
 			// a key's map state: the bloom filters skip tables without it
 			it.cOK = ci.SeekPrefixGE(it.lo)
@@ -589,12 +628,15 @@ func (it *Iter) Close() error {
 	it.hOK, it.cOK = false, false
 	err := it.err
 	it.err = nil
+	it.key, it.val = nil, nil
+	if it.keep && err == nil {
+		return nil // the Pebble iterator stays for the next Seek
+	}
 	if it.ci != nil {
 		if cerr := it.ci.Close(); err == nil {
 			err = cerr
 		}
 		it.ci = nil
 	}
-	it.key, it.val = nil, nil
 	return err
 }
