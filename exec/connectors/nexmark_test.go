@@ -592,3 +592,82 @@ func TestNexmarkPriceFormula(t *testing.T) {
 		t.Fatalf("%d of 2,000,000 prices differ", diff)
 	}
 }
+
+// TestNexmarkFastPrice: nexPriceOf (a table and a polynomial, math.Exp
+// near a rounding boundary) is round(math.Exp(x) * 100) exactly: on the
+// events' draws, and on draws placed next to the half-integers where
+// the two could part (each price's boundary, the grid points of u around
+// it), where the slow path must be taken.
+func TestNexmarkFastPrice(t *testing.T) {
+	exact := func(x float64) int64 { return int64(math.Round(math.Exp(x) * 100)) }
+	diff := 0
+	check := func(x float64) {
+		if got, want := nexPriceOf(x), exact(x); got != want {
+			diff++
+			if diff < 5 {
+				t.Errorf("x %v: price %d, math.Exp gives %d", x, got, want)
+			}
+		}
+	}
+	draws := 5_000_000
+	if testing.Short() {
+		draws = 500_000
+	}
+	for n := 0; n < draws; n++ {
+		r := newNexRand(11, int64(n))
+		check(r.float() * (6 * math.Ln10))
+	}
+	// u = k / 2^53 next to the u whose price is exactly m + 0.5
+	r := newNexRand(3, 0)
+	slow := 0
+	for i := 0; i < 200_000; i++ {
+		m := 100 + r.intn(99_999_900)
+		if i%4 == 0 {
+			m = 100 + r.intn(10_000) // dense at the low end, where u's grid is coarse against the prices
+		}
+		u := math.Log((float64(m)+0.5)/100) / (6 * math.Ln10)
+		k := int64(u * (1 << 53))
+		for d := int64(-60); d <= 60; d += 4 {
+			x := float64(k+d) / (1 << 53) * (6 * math.Ln10)
+			if x < 0 {
+				continue
+			}
+			check(x)
+			z := nexExp100(x)
+			if math.Abs(z-math.Floor(z)-0.5) <= z*nexExpTol {
+				slow++
+			}
+		}
+	}
+	if diff > 0 {
+		t.Fatalf("%d prices differ", diff)
+	}
+	if slow == 0 {
+		t.Fatal("no input took math.Exp's path: the boundary cases were not reached")
+	}
+	t.Logf("%d boundary inputs took math.Exp's path", slow)
+}
+
+func BenchmarkNexmarkPrice(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		f    func(float64) int64
+	}{
+		{"exp", func(x float64) int64 { return int64(math.Round(math.Exp(x) * 100)) }},
+		{"fast", nexPriceOf},
+		{"draw only", func(x float64) int64 { return int64(x) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			r := newNexRand(1, 0)
+			var s int64
+			cpu0 := processCPU()
+			for i := 0; i < b.N; i++ {
+				s += c.f(r.float() * (6 * math.Ln10))
+			}
+			b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			if s == 42 {
+				b.Log(s)
+			}
+		})
+	}
+}
