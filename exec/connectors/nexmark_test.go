@@ -385,6 +385,8 @@ func BenchmarkNexmarkSource(b *testing.B) {
 	}{
 		{"all", nil},
 		{"tumble", []exec.ColumnUse{{Used: true}, {Used: true, Fields: field(pTime)}, {Used: true, Fields: field(aTime)}, {Used: true, Fields: field(bPrice, bTime)}}},
+		// Nexmark q0 and q1: every bid field but channel and url
+		{"q1", []exec.ColumnUse{{Used: true}, {}, {}, {Used: true, Fields: field(bAuction, bBidder, bPrice, bTime, bExtra)}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			mem := memory.NewGoAllocator()
