@@ -2,13 +2,13 @@ package connectors
 
 import (
 	"sync"
+	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/exec"
-	"github.com/streamsql/streamsql/internal/memtest"
 )
 
 // The fields of each ROW, by position in NexmarkSchema.
@@ -500,6 +500,13 @@ type bufPool struct {
 
 const bufPoolKeep = 64
 
+// poisonRecycled: this is a test binary (go test): buffers coming back to
+// a bufPool are poisoned with recycledPoison (internal/memtest.Poison,
+// which exec may not import).
+var poisonRecycled = testing.Testing()
+
+const recycledPoison = 0xA5
+
 func (p *bufPool) Allocate(size int) []byte {
 	p.mu.Lock()
 	if l := p.free[size]; len(l) > 0 {
@@ -519,14 +526,17 @@ func (p *bufPool) Reallocate(size int, b []byte) []byte {
 	return nb
 }
 
-// Free takes back a buffer whose last reference was released. Under
-// tests that allocate through internal/memtest's poisoning allocator it
-// is overwritten with memtest.Poison first, as freed memory is there: an
-// operator that kept a view of a batch it released reads poison (or the
-// next batch's values), not the old ones.
+// Free takes back a buffer whose last reference was released. In a test
+// binary it is overwritten with poison first, as internal/memtest's
+// poisoning allocator does with freed memory: an operator that kept a
+// view of a batch it released reads poison (or the next batch's values),
+// not the old ones, whichever allocator the test gave the job.
 func (p *bufPool) Free(b []byte) {
-	if memtest.Active() {
-		memtest.PoisonBytes(b)
+	if poisonRecycled {
+		all := b[:cap(b)]
+		for i := range all {
+			all[i] = recycledPoison
+		}
 	}
 	p.mu.Lock()
 	if l := p.free[len(b)]; !p.closed && len(l) < bufPoolKeep {

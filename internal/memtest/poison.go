@@ -1,11 +1,7 @@
 // Package memtest holds allocators for tests.
 package memtest
 
-import (
-	"sync/atomic"
-
-	"github.com/apache/arrow/go/v17/arrow/memory"
-)
+import "github.com/apache/arrow/go/v17/arrow/memory"
 
 // Poison is the byte Poisoning writes over freed memory.
 const Poison = 0xA5
@@ -19,33 +15,15 @@ type Poisoning struct {
 	memory.Allocator
 }
 
-// active: a poisoning allocator was made in this process (a test).
-var active atomic.Bool
-
 // NewPoisoning wraps a.
-func NewPoisoning(a memory.Allocator) *Poisoning {
-	active.Store(true)
-	return &Poisoning{Allocator: a}
-}
+func NewPoisoning(a memory.Allocator) *Poisoning { return &Poisoning{Allocator: a} }
 
-// Active reports whether this process made a poisoning allocator (it is a
-// test that wants freed memory poisoned). Code that recycles released
-// buffers itself, without freeing them to its allocator (a source's
-// buffer pool), poisons them too when it is set, so that a view kept of
-// a released batch reads poison there as well.
-func Active() bool { return active.Load() }
-
-// PoisonBytes overwrites the whole capacity of b with Poison.
-func PoisonBytes(b []byte) {
+// Free implements memory.Allocator.
+func (p *Poisoning) Free(b []byte) {
 	b = b[:cap(b)]
 	for i := range b {
 		b[i] = Poison
 	}
-}
-
-// Free implements memory.Allocator.
-func (p *Poisoning) Free(b []byte) {
-	PoisonBytes(b)
 	p.Allocator.Free(b)
 }
 
