@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/bitutil"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
@@ -514,6 +516,10 @@ func (c *changes) emit(rows *rowStore, out Collector) error {
 	}
 	cols := make([]arrow.Array, 0, len(rows.cols)+1)
 	for _, ks := range rows.cols {
+		if sk, ok := ks.(*typedKeys[string]); ok {
+			cols = append(cols, gatherStrings(c.mem, sk, c.ids))
+			continue
+		}
 		cols = append(cols, ks.gather(c.ids, c.mem))
 	}
 	if !c.withRank {
@@ -529,4 +535,57 @@ func (c *changes) emit(rows *rowStore, out Collector) error {
 	ops := append([]RowKind(nil), c.ops...)
 	c.ids, c.ops, c.ranks = c.ids[:0], c.ops[:0], c.ranks[:0]
 	return out.Collect(Batch{Rec: rec, Ops: ops})
+}
+
+// gatherStrings builds the string array of the values of k at ids (as
+// k.gather) into buffers of their exact sizes: the bytes are counted
+// first, so the data buffer is allocated once instead of growing by
+// doubling (the emitted rows of the TopN and the deduplication carry the
+// bids' strings).
+func gatherStrings(mem memory.Allocator, k *typedKeys[string], ids []int32) arrow.Array {
+	n, total, nulls := len(ids), 0, 0
+	for _, id := range ids {
+		if k.valid[id] {
+			total += len(k.vals[id])
+		} else {
+			nulls++
+		}
+	}
+	if total > math.MaxInt32 || k.dt.ID() != arrow.STRING {
+		return k.gather(ids, mem) // the builder reports the overflow
+	}
+	offBuf := memory.NewResizableBuffer(mem)
+	offBuf.Resize((n + 1) * 4)
+	offs := arrow.Int32Traits.CastFromBytes(offBuf.Bytes())[:n+1]
+	dataBuf := memory.NewResizableBuffer(mem)
+	dataBuf.Resize(total)
+	data := dataBuf.Bytes()
+	var validBuf *memory.Buffer
+	var bits []byte
+	if nulls > 0 {
+		validBuf = memory.NewResizableBuffer(mem)
+		validBuf.Resize(int(bitutil.BytesForBits(int64(n))))
+		bits = validBuf.Bytes()
+		clear(bits)
+	}
+	w := 0
+	offs[0] = 0
+	for j, id := range ids {
+		if k.valid[id] {
+			w += copy(data[w:], k.vals[id])
+			if bits != nil {
+				bitutil.SetBit(bits, j)
+			}
+		}
+		offs[j+1] = int32(w)
+	}
+	d := array.NewData(k.dt, n, []*memory.Buffer{validBuf, offBuf, dataBuf}, nil, nulls, 0)
+	if validBuf != nil {
+		validBuf.Release()
+	}
+	offBuf.Release()
+	dataBuf.Release()
+	a := array.MakeFromData(d)
+	d.Release()
+	return a
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -384,12 +385,14 @@ func BenchmarkNexmarkSource(b *testing.B) {
 	}{
 		{"all", nil},
 		{"tumble", []exec.ColumnUse{{Used: true}, {Used: true, Fields: field(pTime)}, {Used: true, Fields: field(aTime)}, {Used: true, Fields: field(bPrice, bTime)}}},
+		// Nexmark q0 and q1: every bid field but channel and url
+		{"q1", []exec.ColumnUse{{Used: true}, {}, {}, {Used: true, Fields: field(bAuction, bBidder, bPrice, bTime, bExtra)}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			mem := memory.NewGoAllocator()
 			const events = 2_000_000
 			tb := nexTable("events.num", fmt.Sprint(events))
-			start := time.Now()
+			start, cpu0 := time.Now(), processCPU()
 			for i := 0; i < b.N; i++ {
 				sc := &exec.SourceContext{Parallelism: 1, Mem: mem, BatchSize: 1024, Schema: tb.Schema, Columns: c.use, SkippedRecords: new(atomic.Int64)}
 				src, err := NewSource(tb, sc)
@@ -401,11 +404,23 @@ func BenchmarkNexmarkSource(b *testing.B) {
 				}
 				src.Close()
 			}
-			el := time.Since(start)
+			el, cpu := time.Since(start), processCPU()-cpu0
 			b.ReportMetric(float64(events)*float64(b.N)/el.Seconds(), "events/s")
+			// per CPU-second of the process (GC included): less disturbed
+			// by other work on the machine than wall time
+			b.ReportMetric(float64(events)*float64(b.N)/cpu.Seconds(), "events/cpu-s")
 			b.ReportMetric(float64(el.Nanoseconds())/float64(events)/float64(b.N), "ns/event")
 		})
 	}
+}
+
+// processCPU is the user+system CPU time of the process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestNexmarkOptionErrors: options the source cannot honour are refused at
@@ -577,5 +592,84 @@ func TestNexmarkPriceFormula(t *testing.T) {
 	}
 	if diff > 0 {
 		t.Fatalf("%d of 2,000,000 prices differ", diff)
+	}
+}
+
+// TestNexmarkFastPrice: nexPriceOf (a table and a polynomial, math.Exp
+// near a rounding boundary) is round(math.Exp(x) * 100) exactly: on the
+// events' draws, and on draws placed next to the half-integers where
+// the two could part (each price's boundary, the grid points of u around
+// it), where the slow path must be taken.
+func TestNexmarkFastPrice(t *testing.T) {
+	exact := func(x float64) int64 { return int64(math.Round(math.Exp(x) * 100)) }
+	diff := 0
+	check := func(x float64) {
+		if got, want := nexPriceOf(x), exact(x); got != want {
+			diff++
+			if diff < 5 {
+				t.Errorf("x %v: price %d, math.Exp gives %d", x, got, want)
+			}
+		}
+	}
+	draws := 5_000_000
+	if testing.Short() {
+		draws = 500_000
+	}
+	for n := 0; n < draws; n++ {
+		r := newNexRand(11, int64(n))
+		check(r.float() * (6 * math.Ln10))
+	}
+	// u = k / 2^53 next to the u whose price is exactly m + 0.5
+	r := newNexRand(3, 0)
+	slow := 0
+	for i := 0; i < 200_000; i++ {
+		m := 100 + r.intn(99_999_900)
+		if i%4 == 0 {
+			m = 100 + r.intn(10_000) // dense at the low end, where u's grid is coarse against the prices
+		}
+		u := math.Log((float64(m)+0.5)/100) / (6 * math.Ln10)
+		k := int64(u * (1 << 53))
+		for d := int64(-60); d <= 60; d += 4 {
+			x := float64(k+d) / (1 << 53) * (6 * math.Ln10)
+			if x < 0 {
+				continue
+			}
+			check(x)
+			z := nexExp100(x)
+			if math.Abs(z-math.Floor(z)-0.5) <= z*nexExpTol {
+				slow++
+			}
+		}
+	}
+	if diff > 0 {
+		t.Fatalf("%d prices differ", diff)
+	}
+	if slow == 0 {
+		t.Fatal("no input took math.Exp's path: the boundary cases were not reached")
+	}
+	t.Logf("%d boundary inputs took math.Exp's path", slow)
+}
+
+func BenchmarkNexmarkPrice(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		f    func(float64) int64
+	}{
+		{"exp", func(x float64) int64 { return int64(math.Round(math.Exp(x) * 100)) }},
+		{"fast", nexPriceOf},
+		{"draw only", func(x float64) int64 { return int64(x) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			r := newNexRand(1, 0)
+			var s int64
+			cpu0 := processCPU()
+			for i := 0; i < b.N; i++ {
+				s += c.f(r.float() * (6 * math.Ln10))
+			}
+			b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			if s == 42 {
+				b.Log(s)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"sync"
+	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -51,13 +52,14 @@ type nexRow struct {
 	// field but id and dateTime).
 	anyRandom bool
 
+	pool   *bufPool // the batch's
 	valid  *memory.Buffer
 	bits   []byte
 	nulls  int
-	ints   []nexInts              // by field; vals nil unless read and integer
-	strs   []*array.StringBuilder // by field; nil unless read and a string
-	intIdx []int                  // the read integer fields
-	strIdx []int                  // the read string fields
+	ints   []nexInts // by field; vals nil unless read and integer
+	strs   []nexStrs // by field; used unless read and a string
+	intIdx []int     // the read integer fields
+	strIdx []int     // the read string fields
 }
 
 // nexInts is an int64 or timestamp field written in place.
@@ -105,12 +107,13 @@ func newNexBatch(mem memory.Allocator, batch int, use []exec.ColumnUse, plan []n
 	for r := range b.rows {
 		row := &b.rows[r]
 		row.typ = NexmarkSchema.Field(1 + r).Type.(*arrow.StructType)
+		row.pool = b.pool
 		u := gen[1+r]
 		row.used = u.Used
 		n := row.typ.NumFields()
 		row.fields = make([]bool, n)
 		row.ints = make([]nexInts, n)
-		row.strs = make([]*array.StringBuilder, n)
+		row.strs = make([]nexStrs, n)
 		if !row.used {
 			continue
 		}
@@ -127,7 +130,7 @@ func newNexBatch(mem memory.Allocator, batch int, use []exec.ColumnUse, plan []n
 				row.anyRandom = true
 			}
 			if row.typ.Field(f).Type.ID() == arrow.STRING {
-				row.strs[f] = array.NewStringBuilder(mem)
+				row.strs[f].used = true
 				row.strIdx = append(row.strIdx, f)
 			} else {
 				row.intIdx = append(row.intIdx, f)
@@ -171,10 +174,7 @@ func (b *nexBatch) start(n int, c *nexConfig) {
 			row.ints[f] = nexInts{buf: buf, vals: arrow.Int64Traits.CastFromBytes(buf.Bytes())[:n]}
 		}
 		for _, f := range row.strIdx {
-			row.strs[f].Reserve(n)
-			if d := nexStringBytes(r, f, n, c); d > 0 {
-				row.strs[f].ReserveData(d)
-			}
+			row.strs[f].start(b.pool, n, nexStringBytes(r, f, n, c))
 		}
 	}
 }
@@ -219,7 +219,7 @@ func (row *nexRow) other(i int) {
 		row.ints[f].vals[i] = 0
 	}
 	for _, f := range row.strIdx {
-		row.strs[f].AppendNull()
+		row.strs[f].null()
 	}
 }
 
@@ -231,13 +231,13 @@ func (row *nexRow) setInt(f, i int, v int64) {
 
 func (row *nexRow) setStr(f int, s []byte) {
 	if row.fields[f] {
-		row.strs[f].BinaryBuilder.Append(s)
+		row.strs[f].appendBytes(row.pool, s)
 	}
 }
 
 func (row *nexRow) setString(f int, s string) {
 	if row.fields[f] {
-		row.strs[f].Append(s)
+		row.strs[f].appendString(row.pool, s)
 	}
 }
 
@@ -367,16 +367,24 @@ func (b *nexBatch) bid(c *nexConfig, t *nexTables, n, ts int64, row *nexRow, i i
 	if !(row.fields[bChannel] || row.fields[bURL] || row.fields[bExtra]) {
 		return
 	}
-	var channel, url string
+	// The channel is drawn whatever is read (the extra's draws follow);
+	// the tables (10,000 entries each: a cache miss) are read only for
+	// a field generated.
 	if r.intn(2) > 0 {
 		k := r.intn(nexHotChannels)
-		channel, url = nexHotNames[k], t.hotURLs[k]
+		row.setString(bChannel, nexHotNames[k])
+		if row.fields[bURL] {
+			row.setString(bURL, t.hotURLs[k])
+		}
 	} else {
 		k := r.intn(nexChannels)
-		channel, url = t.channels[k], t.channelURLs[k]
+		if row.fields[bChannel] {
+			row.setString(bChannel, t.channels[k])
+		}
+		if row.fields[bURL] {
+			row.setString(bURL, t.channelURLs[k])
+		}
 	}
-	row.setString(bChannel, channel)
-	row.setString(bURL, url)
 	if row.fields[bExtra] {
 		row.setStr(bExtra, nexExtra(t.pool, &r, 32, c.bidSize))
 	}
@@ -441,8 +449,10 @@ func (b *nexBatch) rowArray(r, n int) arrow.Array {
 			d.Release()
 			row.ints[f].buf.Release()
 			row.ints[f] = nexInts{}
-		case row.strs[f] != nil:
-			a = row.strs[f].NewArray()
+		case row.strs[f].used:
+			d := row.strs[f].finish(row.typ.Field(f).Type, n, row.valid, row.nulls)
+			a = array.MakeFromData(d)
+			d.Release()
 		default:
 			a = b.nullArray(&cache[1+f], row.typ.Field(f).Type, n)
 		}
@@ -490,6 +500,13 @@ type bufPool struct {
 
 const bufPoolKeep = 64
 
+// poisonRecycled: this is a test binary (go test): buffers coming back to
+// a bufPool are poisoned with recycledPoison (internal/memtest.Poison,
+// which exec may not import).
+var poisonRecycled = testing.Testing()
+
+const recycledPoison = 0xA5
+
 func (p *bufPool) Allocate(size int) []byte {
 	p.mu.Lock()
 	if l := p.free[size]; len(l) > 0 {
@@ -502,9 +519,25 @@ func (p *bufPool) Allocate(size int) []byte {
 	return p.parent.Allocate(size)
 }
 
-func (p *bufPool) Reallocate(size int, b []byte) []byte { return p.parent.Reallocate(size, b) }
+func (p *bufPool) Reallocate(size int, b []byte) []byte {
+	nb := p.Allocate(size)
+	copy(nb, b)
+	p.Free(b)
+	return nb
+}
 
+// Free takes back a buffer whose last reference was released. In a test
+// binary it is overwritten with poison first, as internal/memtest's
+// poisoning allocator does with freed memory: an operator that kept a
+// view of a batch it released reads poison (or the next batch's values),
+// not the old ones, whichever allocator the test gave the job.
 func (p *bufPool) Free(b []byte) {
+	if poisonRecycled {
+		all := b[:cap(b)]
+		for i := range all {
+			all[i] = recycledPoison
+		}
+	}
 	p.mu.Lock()
 	if l := p.free[len(b)]; !p.closed && len(l) < bufPoolKeep {
 		p.free[len(b)] = append(l, b)
@@ -549,10 +582,8 @@ func (b *nexBatch) release() {
 				row.ints[f] = nexInts{}
 			}
 		}
-		for _, s := range row.strs {
-			if s != nil {
-				s.Release()
-			}
+		for f := range row.strs {
+			row.strs[f].release()
 		}
 		if row.valid != nil {
 			row.valid.Release()
