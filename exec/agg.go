@@ -3,6 +3,7 @@ package exec
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -10,7 +11,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
-	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/planner"
 )
@@ -48,6 +48,8 @@ type groupAgg struct {
 
 	// per-batch scratch
 	before, after, take, pairsOld, pairsNew []int32
+	outSlots, dead                          []int32
+	ops                                     []RowKind
 	pairPos                                 []int
 	changed                                 []bool
 	gids                                    []int32
@@ -424,8 +426,12 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 			before = append(before, g)
 		}
 	}
-	oldRec := a.results(before)
-	defer oldRec.Release()
+	a.before = before
+	// Stage the old results (aggout.go): staged index oi is before[oi].
+	for _, acc := range a.accs {
+		acc.staged().reset()
+		acc.stage(before)
+	}
 
 	if b.Ops == nil {
 		for _, g := range a.gids {
@@ -454,15 +460,18 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 			after = append(after, g)
 		}
 	}
-	newRec := a.results(after)
-	defer newRec.Release()
+	a.after = after
+	// Stage the new results: staged index len(before)+ni is after[ni].
+	for _, acc := range a.accs {
+		acc.stage(after)
+	}
 
 	// Pair old and new results per touched slot.
 	oi, ni := 0, 0
-	var take []int32
-	var ops []RowKind
-	var pairsOld, pairsNew []int32 // for change detection
-	var pairPos []int              // position in take of the -U of each pair
+	take, slots, ops := a.take[:0], a.outSlots[:0], a.ops[:0]
+	pairsOld, pairsNew, pairPos := a.pairsOld[:0], a.pairsNew[:0], a.pairPos[:0]
+	dead := a.dead[:0]
+	nb := int32(len(before))
 	for _, g := range a.touched {
 		wasAlive := oi < len(before) && before[oi] == g
 		isAlive := ni < len(after) && after[ni] == g
@@ -470,14 +479,17 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 		case wasAlive && isAlive:
 			pairPos = append(pairPos, len(take))
 			pairsOld = append(pairsOld, int32(oi))
-			pairsNew = append(pairsNew, int32(ni))
-			take = append(take, int32(oi), int32(len(before)+ni))
+			pairsNew = append(pairsNew, nb+int32(ni))
+			take = append(take, int32(oi), nb+int32(ni))
+			slots = append(slots, g, g)
 			ops = append(ops, UpdateBefore, UpdateAfter)
 		case wasAlive:
 			take = append(take, int32(oi))
+			slots = append(slots, g)
 			ops = append(ops, Delete)
 		case isAlive:
-			take = append(take, int32(len(before)+ni))
+			take = append(take, nb+int32(ni))
+			slots = append(slots, g)
 			ops = append(ops, Insert)
 		}
 		if wasAlive {
@@ -487,19 +499,19 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 			ni++
 		}
 		if !isAlive {
-			a.dropSlot(g)
+			dead = append(dead, g)
 		}
 	}
+	a.take, a.outSlots, a.ops, a.pairsOld, a.pairsNew, a.pairPos, a.dead = take, slots, ops, pairsOld, pairsNew, pairPos, dead
 	// Drop unchanged -U/+U pairs (Flink emits nothing when the result is equal).
-	a.take, a.pairsOld, a.pairsNew, a.pairPos = take, pairsOld, pairsNew, pairPos
 	if len(pairPos) > 0 {
 		changed := a.changed[:0]
 		for range pairPos {
 			changed = append(changed, false)
 		}
 		a.changed = changed
-		for c := len(a.spec.Keys); c < int(oldRec.NumCols()); c++ {
-			diffRows(oldRec.Column(c), newRec.Column(c), pairsOld, pairsNew, changed)
+		for _, acc := range a.accs {
+			acc.staged().diff(pairsOld, pairsNew, changed)
 		}
 		// Compact in place, skipping unchanged pairs.
 		w, k := 0, 0
@@ -512,18 +524,34 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 					continue
 				}
 			}
-			take[w], ops[w] = take[i], ops[i]
+			take[w], slots[w], ops[w] = take[i], slots[i], ops[i]
 			w++
 		}
-		take, ops = take[:w], ops[:w]
+		take, slots, ops = take[:w], slots[:w], ops[:w]
 	}
-	if len(take) == 0 {
+	var outRec arrow.Record
+	if len(take) > 0 {
+		// The keys are read before the dead slots are dropped.
+		cols := make([]arrow.Array, 0, len(a.keys)+len(a.accs))
+		for _, k := range a.keys {
+			cols = append(cols, k.take(slots, a.mem))
+		}
+		for _, acc := range a.accs {
+			cols = append(cols, acc.staged().take(take, a.mem))
+		}
+		outRec = array.NewRecord(a.schema, cols, int64(len(take)))
+		for _, c := range cols {
+			c.Release()
+		}
+	}
+	for _, g := range dead {
+		a.dropSlot(g)
+	}
+	if outRec == nil {
 		return nil
 	}
-	both := concatRecords(a.mem, a.schema, oldRec, newRec)
-	defer both.Release()
-	outRec := expr.TakeRecord(both, take, a.mem)
-	return out.Collect(Batch{Rec: outRec, Ops: ops})
+	// The downstream operator owns ops: a fresh slice per emitted batch.
+	return out.Collect(Batch{Rec: outRec, Ops: slices.Clone(ops)})
 }
 
 func (a *groupAgg) dropSlot(g int32) {
@@ -544,91 +572,12 @@ func (a *groupAgg) dropSlot(g int32) {
 	}
 }
 
-// results builds keys + finalized aggregates of the given slots.
-func (a *groupAgg) results(slots []int32) arrow.Record {
-	cols := make([]arrow.Array, 0, len(a.keys)+len(a.accs))
-	for _, k := range a.keys {
-		cols = append(cols, k.gather(slots, a.mem))
-	}
-	for _, acc := range a.accs {
-		cols = append(cols, acc.result(slots, a.mem))
-	}
-	rec := array.NewRecord(a.schema, cols, int64(len(slots)))
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec
-}
-
-func concatRecords(mem memory.Allocator, schema *arrow.Schema, x, y arrow.Record) arrow.Record {
-	cols := make([]arrow.Array, x.NumCols())
-	for i := range cols {
-		c, err := array.Concatenate([]arrow.Array{x.Column(i), y.Column(i)}, mem)
-		if err != nil {
-			panic(err) // same types by construction
-		}
-		cols[i] = c
-	}
-	rec := array.NewRecord(schema, cols, x.NumRows()+y.NumRows())
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec
-}
-
-// diffRows sets changed[k] when old[oi[k]] and new[ni[k]] differ.
-func diffRows(old, nw arrow.Array, oi, ni []int32, changed []bool) {
-	for k := range oi {
-		if changed[k] {
-			continue
-		}
-		i, j := int(oi[k]), int(ni[k])
-		on, nn := old.IsNull(i), nw.IsNull(j)
-		if on || nn {
-			changed[k] = on != nn
-			continue
-		}
-		switch o := old.(type) {
-		case *array.Int32:
-			changed[k] = o.Value(i) != nw.(*array.Int32).Value(j)
-		case *array.Int64:
-			changed[k] = o.Value(i) != nw.(*array.Int64).Value(j)
-		case *array.Float64:
-			x, y := o.Value(i), nw.(*array.Float64).Value(j)
-			changed[k] = x != y && !(x != x && y != y) // NaN equals NaN here, as in GROUP BY
-		case *array.Decimal128:
-			changed[k] = o.Value(i) != nw.(*array.Decimal128).Value(j)
-		case *array.String:
-			changed[k] = o.Value(i) != nw.(*array.String).Value(j)
-		case *array.Timestamp:
-			changed[k] = o.Value(i) != nw.(*array.Timestamp).Value(j)
-		case *array.Int8:
-			changed[k] = o.Value(i) != nw.(*array.Int8).Value(j)
-		case *array.Int16:
-			changed[k] = o.Value(i) != nw.(*array.Int16).Value(j)
-		case *array.Float32:
-			x, y := o.Value(i), nw.(*array.Float32).Value(j)
-			changed[k] = x != y && !(x != x && y != y)
-		case *array.Date32:
-			changed[k] = o.Value(i) != nw.(*array.Date32).Value(j)
-		case *array.Time32:
-			changed[k] = o.Value(i) != nw.(*array.Time32).Value(j)
-		case *array.Duration:
-			changed[k] = o.Value(i) != nw.(*array.Duration).Value(j)
-		case *array.MonthInterval:
-			changed[k] = o.Value(i) != nw.(*array.MonthInterval).Value(j)
-		case *array.Boolean:
-			changed[k] = o.Value(i) != nw.(*array.Boolean).Value(j)
-		default:
-			changed[k] = true
-		}
-	}
-}
-
 // keyStore keeps one key column's value per slot.
 type keyStore interface {
 	put(g int32, col arrow.Array, row int)
 	gather(slots []int32, mem memory.Allocator) arrow.Array
+	// take builds the column of the keys of slots (one copy).
+	take(slots []int32, mem memory.Allocator) arrow.Array
 	appendEncoded(dst []byte, g int32) []byte
 	decode(src []byte, g int32) (int, error)
 	// slotBytes estimates slot g's memory; clear releases it (a tiered
@@ -669,6 +618,10 @@ func (k *typedKeys[T]) gather(slots []int32, mem memory.Allocator) arrow.Array {
 		k.sv = append(k.sv, k.valid[g])
 	}
 	return buildArray(mem, k.dt, k.scratch, k.sv)
+}
+
+func (k *typedKeys[T]) take(slots []int32, mem memory.Allocator) arrow.Array {
+	return takeCol(k.vals, k.valid, slots, k.dt, mem)
 }
 
 func (k *typedKeys[T]) int64At(g int32) int64 {
