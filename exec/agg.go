@@ -131,6 +131,26 @@ func (a *groupAgg) putKeys(g int32, rec arrow.Record, row int) {
 	}
 }
 
+// putKeysEncoded is putKeys for a bytes-keyed table: a string key value
+// is kept as a substring of enc, the table's copy of the encoded key (see
+// encodeKeyColumns), so that a group's string key is held once.
+func (a *groupAgg) putKeysEncoded(g int32, rec arrow.Record, row int, enc string) {
+	p := 0
+	for i, k := range a.spec.Keys {
+		col := rec.Column(k)
+		if sk, ok := a.keys[i].(*typedKeys[string]); ok {
+			if _, isStr := col.(*array.String); isStr {
+				l := int(uint32(enc[p+1]) | uint32(enc[p+2])<<8 | uint32(enc[p+3])<<16 | uint32(enc[p+4])<<24)
+				sk.set(g, enc[p+5:p+5+l], enc[p] == 1)
+				p += 5 + l
+				continue
+			}
+		}
+		a.keys[i].put(g, col, row)
+		p += 1 + fixedWidth(col.DataType())
+	}
+}
+
 func (a *groupAgg) lookup(rec arrow.Record) {
 	n := int(rec.NumRows())
 	if cap(a.gids) < n {
@@ -159,7 +179,7 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 		}
 		if !ok {
 			g = a.tbl.InsertBytes(k, a.keyGroupOf(rec, i))
-			a.putKeys(g, rec, i)
+			a.putKeysEncoded(g, rec, i, a.tbl.Key(g))
 		}
 		a.gids[i] = g
 	}
@@ -610,6 +630,20 @@ func (k *typedKeys[T]) put(g int32, col arrow.Array, row int) {
 	k.vals[g] = cloneScalar(valueAt[T](col, row))
 }
 
+// set stores v (kept as is: not cloned) as slot g's key.
+func (k *typedKeys[T]) set(g int32, v T, valid bool) {
+	for int(g) >= len(k.vals) {
+		var zero T
+		k.vals = append(k.vals, zero)
+		k.valid = append(k.valid, false)
+	}
+	if !valid {
+		var zero T
+		v = zero
+	}
+	k.vals[g], k.valid[g] = v, valid
+}
+
 func (k *typedKeys[T]) gather(slots []int32, mem memory.Allocator) arrow.Array {
 	k.scratch = k.scratch[:0]
 	k.sv = k.sv[:0]
@@ -636,40 +670,49 @@ func (k *typedKeys[T]) int64At(g int32) int64 {
 	return 0
 }
 
-// valueAt reads one value (not for hot loops).
+// valueAt reads one value (not for hot loops), without boxing it.
 func valueAt[T scalar](col arrow.Array, row int) T {
-	var v any
-	switch a := col.(type) {
-	case *array.Int8:
-		v = int32(a.Value(row))
-	case *array.Int16:
-		v = int32(a.Value(row))
-	case *array.Float32:
-		v = float64(a.Value(row))
-	case *array.Date32:
-		v = int32(a.Value(row))
-	case *array.Time32:
-		v = int32(a.Value(row))
-	case *array.MonthInterval:
-		v = int32(a.Value(row))
-	case *array.Duration:
-		v = int64(a.Value(row))
-	case *array.Int32:
-		v = a.Value(row)
-	case *array.Int64:
-		v = a.Value(row)
-	case *array.Float64:
-		v = a.Value(row)
-	case *array.Timestamp:
-		v = a.Value(row)
-	case *array.Decimal128:
-		v = a.Value(row)
-	case *array.String:
-		v = a.Value(row)
-	case *array.Boolean:
-		v = a.Value(row)
+	var out T
+	switch p := any(&out).(type) {
+	case *int32:
+		switch a := col.(type) {
+		case *array.Int32:
+			*p = a.Value(row)
+		case *array.Int8:
+			*p = int32(a.Value(row))
+		case *array.Int16:
+			*p = int32(a.Value(row))
+		case *array.Date32:
+			*p = int32(a.Value(row))
+		case *array.Time32:
+			*p = int32(a.Value(row))
+		case *array.MonthInterval:
+			*p = int32(a.Value(row))
+		}
+	case *int64:
+		switch a := col.(type) {
+		case *array.Int64:
+			*p = a.Value(row)
+		case *array.Duration:
+			*p = int64(a.Value(row))
+		}
+	case *float64:
+		switch a := col.(type) {
+		case *array.Float64:
+			*p = a.Value(row)
+		case *array.Float32:
+			*p = float64(a.Value(row))
+		}
+	case *arrow.Timestamp:
+		*p = col.(*array.Timestamp).Value(row)
+	case *decimal128.Num:
+		*p = col.(*array.Decimal128).Value(row)
+	case *string:
+		*p = col.(*array.String).Value(row)
+	case *bool:
+		*p = col.(*array.Boolean).Value(row)
 	}
-	return v.(T)
+	return out
 }
 
 func newKeyStore(t catalog.Type) (keyStore, error) {
