@@ -30,6 +30,10 @@ type accumulator interface {
 	// aggregate) to slot g: window panes combine into windows
 	// (accummerge.go).
 	mergeFrom(g int32, src accumulator, s int32)
+	// stage appends the results of slots to the staged results (aggout.go);
+	// staged returns them.
+	stage(slots []int32)
+	staged() stagedCol
 }
 
 func sign(ops []RowKind, i int) int64 {
@@ -89,6 +93,16 @@ type countAcc struct {
 	nonNull bool
 	n       []int64
 	scratch []int64
+	st      staged[int64]
+}
+
+func (a *countAcc) staged() stagedCol { return &a.st }
+func (a *countAcc) stage(slots []int32) {
+	a.st.dt = arrow.PrimitiveTypes.Int64
+	for _, g := range slots {
+		a.st.vals = append(a.st.vals, a.n[g])
+		a.st.valid = append(a.st.valid, true)
+	}
 }
 
 func (a *countAcc) grow(n int) {
@@ -134,6 +148,50 @@ type sumAcc[I int32 | int64 | float64, S int64 | float64] struct {
 	iOut []int32
 	fOut []float64
 	i64  []int64
+	st32 staged[int32]
+	st64 staged[int64]
+	stf  staged[float64]
+}
+
+func (a *sumAcc[I, S]) staged() stagedCol {
+	switch a.out.Kind {
+	case catalog.KindInt:
+		return &a.st32
+	case catalog.KindBigInt:
+		return &a.st64
+	}
+	return &a.stf
+}
+
+func (a *sumAcc[I, S]) stage(slots []int32) {
+	switch a.out.Kind {
+	case catalog.KindInt:
+		a.st32.dt = a.out.ArrowType()
+		stageSums(a, &a.st32, slots)
+	case catalog.KindBigInt:
+		a.st64.dt = a.out.ArrowType()
+		stageSums(a, &a.st64, slots)
+	default:
+		a.stf.dt = a.out.ArrowType()
+		stageSums(a, &a.stf, slots)
+	}
+}
+
+// stageSums stages SUM or AVG results converted to the output type O.
+func stageSums[I int32 | int64 | float64, S int64 | float64, O int32 | int64 | float64](a *sumAcc[I, S], st *staged[O], slots []int32) {
+	for _, g := range slots {
+		nn := a.nn[g]
+		if nn <= 0 {
+			st.add(0, false)
+			continue
+		}
+		v := a.sum[g]
+		if a.avg {
+			v /= S(nn)
+		}
+		st.vals = append(st.vals, O(v))
+		st.valid = append(st.valid, true)
+	}
 }
 
 func (a *sumAcc[I, S]) grow(n int) {
@@ -208,6 +266,22 @@ type decSumAcc struct {
 	nn      []int64
 	sv      []bool
 	res     []decimal128.Num
+	st      staged[decimal128.Num]
+}
+
+func (a *decSumAcc) staged() stagedCol { return &a.st }
+func (a *decSumAcc) stage(slots []int32) {
+	a.st.dt = a.out.ArrowType()
+	for _, g := range slots {
+		v := a.sum[g]
+		if a.out.Scale != a.in.Scale {
+			v = v.IncreaseScaleBy(int32(a.out.Scale - a.in.Scale))
+		}
+		if a.avg && a.nn[g] > 0 {
+			v = divHalfUp(v, a.nn[g])
+		}
+		a.st.add(v, a.nn[g] > 0)
+	}
 }
 
 func (a *decSumAcc) grow(n int) {
@@ -266,6 +340,15 @@ type minMax[T scalar] struct {
 	scratch []T
 	sv      []bool
 	in      []T
+	st      staged[T]
+}
+
+func (a *minMax[T]) staged() stagedCol { return &a.st }
+func (a *minMax[T]) stage(slots []int32) {
+	a.st.dt = a.dt
+	for _, g := range slots {
+		a.st.add(a.val[g], a.has[g])
+	}
 }
 
 func newMinMax[T scalar](dt arrow.DataType, isMax, retract bool, less func(a, b T) bool) *minMax[T] {
@@ -368,6 +451,16 @@ type distinctCount[T scalar] struct {
 	sets    []multiset[T]
 	scratch []int64
 	in      []T
+	st      staged[int64]
+}
+
+func (a *distinctCount[T]) staged() stagedCol { return &a.st }
+func (a *distinctCount[T]) stage(slots []int32) {
+	a.st.dt = arrow.PrimitiveTypes.Int64
+	for _, g := range slots {
+		a.st.vals = append(a.st.vals, int64(a.sets[g].len()))
+		a.st.valid = append(a.st.valid, true)
+	}
 }
 
 func newDistinctCount(t catalog.Type) (accumulator, error) {

@@ -3,6 +3,7 @@ package exec
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -10,7 +11,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
-	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/planner"
 )
@@ -48,6 +48,8 @@ type groupAgg struct {
 
 	// per-batch scratch
 	before, after, take, pairsOld, pairsNew []int32
+	outSlots, dead                          []int32
+	ops                                     []RowKind
 	pairPos                                 []int
 	changed                                 []bool
 	gids                                    []int32
@@ -129,6 +131,26 @@ func (a *groupAgg) putKeys(g int32, rec arrow.Record, row int) {
 	}
 }
 
+// putKeysEncoded is putKeys for a bytes-keyed table: a string key value
+// is kept as a substring of enc, the table's copy of the encoded key (see
+// encodeKeyColumns), so that a group's string key is held once.
+func (a *groupAgg) putKeysEncoded(g int32, rec arrow.Record, row int, enc string) {
+	p := 0
+	for i, k := range a.spec.Keys {
+		col := rec.Column(k)
+		if sk, ok := a.keys[i].(*typedKeys[string]); ok {
+			if _, isStr := col.(*array.String); isStr {
+				l := int(uint32(enc[p+1]) | uint32(enc[p+2])<<8 | uint32(enc[p+3])<<16 | uint32(enc[p+4])<<24)
+				sk.set(g, enc[p+5:p+5+l], enc[p] == 1)
+				p += 5 + l
+				continue
+			}
+		}
+		a.keys[i].put(g, col, row)
+		p += 1 + fixedWidth(col.DataType())
+	}
+}
+
 func (a *groupAgg) lookup(rec arrow.Record) {
 	n := int(rec.NumRows())
 	if cap(a.gids) < n {
@@ -157,7 +179,7 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 		}
 		if !ok {
 			g = a.tbl.InsertBytes(k, a.keyGroupOf(rec, i))
-			a.putKeys(g, rec, i)
+			a.putKeysEncoded(g, rec, i, a.tbl.Key(g))
 		}
 		a.gids[i] = g
 	}
@@ -424,8 +446,12 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 			before = append(before, g)
 		}
 	}
-	oldRec := a.results(before)
-	defer oldRec.Release()
+	a.before = before
+	// Stage the old results (aggout.go): staged index oi is before[oi].
+	for _, acc := range a.accs {
+		acc.staged().reset()
+		acc.stage(before)
+	}
 
 	if b.Ops == nil {
 		for _, g := range a.gids {
@@ -454,15 +480,18 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 			after = append(after, g)
 		}
 	}
-	newRec := a.results(after)
-	defer newRec.Release()
+	a.after = after
+	// Stage the new results: staged index len(before)+ni is after[ni].
+	for _, acc := range a.accs {
+		acc.stage(after)
+	}
 
 	// Pair old and new results per touched slot.
 	oi, ni := 0, 0
-	var take []int32
-	var ops []RowKind
-	var pairsOld, pairsNew []int32 // for change detection
-	var pairPos []int              // position in take of the -U of each pair
+	take, slots, ops := a.take[:0], a.outSlots[:0], a.ops[:0]
+	pairsOld, pairsNew, pairPos := a.pairsOld[:0], a.pairsNew[:0], a.pairPos[:0]
+	dead := a.dead[:0]
+	nb := int32(len(before))
 	for _, g := range a.touched {
 		wasAlive := oi < len(before) && before[oi] == g
 		isAlive := ni < len(after) && after[ni] == g
@@ -470,14 +499,17 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 		case wasAlive && isAlive:
 			pairPos = append(pairPos, len(take))
 			pairsOld = append(pairsOld, int32(oi))
-			pairsNew = append(pairsNew, int32(ni))
-			take = append(take, int32(oi), int32(len(before)+ni))
+			pairsNew = append(pairsNew, nb+int32(ni))
+			take = append(take, int32(oi), nb+int32(ni))
+			slots = append(slots, g, g)
 			ops = append(ops, UpdateBefore, UpdateAfter)
 		case wasAlive:
 			take = append(take, int32(oi))
+			slots = append(slots, g)
 			ops = append(ops, Delete)
 		case isAlive:
-			take = append(take, int32(len(before)+ni))
+			take = append(take, nb+int32(ni))
+			slots = append(slots, g)
 			ops = append(ops, Insert)
 		}
 		if wasAlive {
@@ -487,19 +519,19 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 			ni++
 		}
 		if !isAlive {
-			a.dropSlot(g)
+			dead = append(dead, g)
 		}
 	}
+	a.take, a.outSlots, a.ops, a.pairsOld, a.pairsNew, a.pairPos, a.dead = take, slots, ops, pairsOld, pairsNew, pairPos, dead
 	// Drop unchanged -U/+U pairs (Flink emits nothing when the result is equal).
-	a.take, a.pairsOld, a.pairsNew, a.pairPos = take, pairsOld, pairsNew, pairPos
 	if len(pairPos) > 0 {
 		changed := a.changed[:0]
 		for range pairPos {
 			changed = append(changed, false)
 		}
 		a.changed = changed
-		for c := len(a.spec.Keys); c < int(oldRec.NumCols()); c++ {
-			diffRows(oldRec.Column(c), newRec.Column(c), pairsOld, pairsNew, changed)
+		for _, acc := range a.accs {
+			acc.staged().diff(pairsOld, pairsNew, changed)
 		}
 		// Compact in place, skipping unchanged pairs.
 		w, k := 0, 0
@@ -512,18 +544,34 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 					continue
 				}
 			}
-			take[w], ops[w] = take[i], ops[i]
+			take[w], slots[w], ops[w] = take[i], slots[i], ops[i]
 			w++
 		}
-		take, ops = take[:w], ops[:w]
+		take, slots, ops = take[:w], slots[:w], ops[:w]
 	}
-	if len(take) == 0 {
+	var outRec arrow.Record
+	if len(take) > 0 {
+		// The keys are read before the dead slots are dropped.
+		cols := make([]arrow.Array, 0, len(a.keys)+len(a.accs))
+		for _, k := range a.keys {
+			cols = append(cols, k.take(slots, a.mem))
+		}
+		for _, acc := range a.accs {
+			cols = append(cols, acc.staged().take(take, a.mem))
+		}
+		outRec = array.NewRecord(a.schema, cols, int64(len(take)))
+		for _, c := range cols {
+			c.Release()
+		}
+	}
+	for _, g := range dead {
+		a.dropSlot(g)
+	}
+	if outRec == nil {
 		return nil
 	}
-	both := concatRecords(a.mem, a.schema, oldRec, newRec)
-	defer both.Release()
-	outRec := expr.TakeRecord(both, take, a.mem)
-	return out.Collect(Batch{Rec: outRec, Ops: ops})
+	// The downstream operator owns ops: a fresh slice per emitted batch.
+	return out.Collect(Batch{Rec: outRec, Ops: slices.Clone(ops)})
 }
 
 func (a *groupAgg) dropSlot(g int32) {
@@ -544,91 +592,12 @@ func (a *groupAgg) dropSlot(g int32) {
 	}
 }
 
-// results builds keys + finalized aggregates of the given slots.
-func (a *groupAgg) results(slots []int32) arrow.Record {
-	cols := make([]arrow.Array, 0, len(a.keys)+len(a.accs))
-	for _, k := range a.keys {
-		cols = append(cols, k.gather(slots, a.mem))
-	}
-	for _, acc := range a.accs {
-		cols = append(cols, acc.result(slots, a.mem))
-	}
-	rec := array.NewRecord(a.schema, cols, int64(len(slots)))
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec
-}
-
-func concatRecords(mem memory.Allocator, schema *arrow.Schema, x, y arrow.Record) arrow.Record {
-	cols := make([]arrow.Array, x.NumCols())
-	for i := range cols {
-		c, err := array.Concatenate([]arrow.Array{x.Column(i), y.Column(i)}, mem)
-		if err != nil {
-			panic(err) // same types by construction
-		}
-		cols[i] = c
-	}
-	rec := array.NewRecord(schema, cols, x.NumRows()+y.NumRows())
-	for _, c := range cols {
-		c.Release()
-	}
-	return rec
-}
-
-// diffRows sets changed[k] when old[oi[k]] and new[ni[k]] differ.
-func diffRows(old, nw arrow.Array, oi, ni []int32, changed []bool) {
-	for k := range oi {
-		if changed[k] {
-			continue
-		}
-		i, j := int(oi[k]), int(ni[k])
-		on, nn := old.IsNull(i), nw.IsNull(j)
-		if on || nn {
-			changed[k] = on != nn
-			continue
-		}
-		switch o := old.(type) {
-		case *array.Int32:
-			changed[k] = o.Value(i) != nw.(*array.Int32).Value(j)
-		case *array.Int64:
-			changed[k] = o.Value(i) != nw.(*array.Int64).Value(j)
-		case *array.Float64:
-			x, y := o.Value(i), nw.(*array.Float64).Value(j)
-			changed[k] = x != y && !(x != x && y != y) // NaN equals NaN here, as in GROUP BY
-		case *array.Decimal128:
-			changed[k] = o.Value(i) != nw.(*array.Decimal128).Value(j)
-		case *array.String:
-			changed[k] = o.Value(i) != nw.(*array.String).Value(j)
-		case *array.Timestamp:
-			changed[k] = o.Value(i) != nw.(*array.Timestamp).Value(j)
-		case *array.Int8:
-			changed[k] = o.Value(i) != nw.(*array.Int8).Value(j)
-		case *array.Int16:
-			changed[k] = o.Value(i) != nw.(*array.Int16).Value(j)
-		case *array.Float32:
-			x, y := o.Value(i), nw.(*array.Float32).Value(j)
-			changed[k] = x != y && !(x != x && y != y)
-		case *array.Date32:
-			changed[k] = o.Value(i) != nw.(*array.Date32).Value(j)
-		case *array.Time32:
-			changed[k] = o.Value(i) != nw.(*array.Time32).Value(j)
-		case *array.Duration:
-			changed[k] = o.Value(i) != nw.(*array.Duration).Value(j)
-		case *array.MonthInterval:
-			changed[k] = o.Value(i) != nw.(*array.MonthInterval).Value(j)
-		case *array.Boolean:
-			changed[k] = o.Value(i) != nw.(*array.Boolean).Value(j)
-		default:
-			changed[k] = true
-		}
-	}
-}
-
 // keyStore keeps one key column's value per slot.
 type keyStore interface {
 	put(g int32, col arrow.Array, row int)
 	gather(slots []int32, mem memory.Allocator) arrow.Array
+	// take builds the column of the keys of slots (one copy).
+	take(slots []int32, mem memory.Allocator) arrow.Array
 	appendEncoded(dst []byte, g int32) []byte
 	decode(src []byte, g int32) (int, error)
 	// slotBytes estimates slot g's memory; clear releases it (a tiered
@@ -661,6 +630,20 @@ func (k *typedKeys[T]) put(g int32, col arrow.Array, row int) {
 	k.vals[g] = cloneScalar(valueAt[T](col, row))
 }
 
+// set stores v (kept as is: not cloned) as slot g's key.
+func (k *typedKeys[T]) set(g int32, v T, valid bool) {
+	for int(g) >= len(k.vals) {
+		var zero T
+		k.vals = append(k.vals, zero)
+		k.valid = append(k.valid, false)
+	}
+	if !valid {
+		var zero T
+		v = zero
+	}
+	k.vals[g], k.valid[g] = v, valid
+}
+
 func (k *typedKeys[T]) gather(slots []int32, mem memory.Allocator) arrow.Array {
 	k.scratch = k.scratch[:0]
 	k.sv = k.sv[:0]
@@ -669,6 +652,10 @@ func (k *typedKeys[T]) gather(slots []int32, mem memory.Allocator) arrow.Array {
 		k.sv = append(k.sv, k.valid[g])
 	}
 	return buildArray(mem, k.dt, k.scratch, k.sv)
+}
+
+func (k *typedKeys[T]) take(slots []int32, mem memory.Allocator) arrow.Array {
+	return takeCol(k.vals, k.valid, slots, k.dt, mem)
 }
 
 func (k *typedKeys[T]) int64At(g int32) int64 {
@@ -683,40 +670,49 @@ func (k *typedKeys[T]) int64At(g int32) int64 {
 	return 0
 }
 
-// valueAt reads one value (not for hot loops).
+// valueAt reads one value (not for hot loops), without boxing it.
 func valueAt[T scalar](col arrow.Array, row int) T {
-	var v any
-	switch a := col.(type) {
-	case *array.Int8:
-		v = int32(a.Value(row))
-	case *array.Int16:
-		v = int32(a.Value(row))
-	case *array.Float32:
-		v = float64(a.Value(row))
-	case *array.Date32:
-		v = int32(a.Value(row))
-	case *array.Time32:
-		v = int32(a.Value(row))
-	case *array.MonthInterval:
-		v = int32(a.Value(row))
-	case *array.Duration:
-		v = int64(a.Value(row))
-	case *array.Int32:
-		v = a.Value(row)
-	case *array.Int64:
-		v = a.Value(row)
-	case *array.Float64:
-		v = a.Value(row)
-	case *array.Timestamp:
-		v = a.Value(row)
-	case *array.Decimal128:
-		v = a.Value(row)
-	case *array.String:
-		v = a.Value(row)
-	case *array.Boolean:
-		v = a.Value(row)
+	var out T
+	switch p := any(&out).(type) {
+	case *int32:
+		switch a := col.(type) {
+		case *array.Int32:
+			*p = a.Value(row)
+		case *array.Int8:
+			*p = int32(a.Value(row))
+		case *array.Int16:
+			*p = int32(a.Value(row))
+		case *array.Date32:
+			*p = int32(a.Value(row))
+		case *array.Time32:
+			*p = int32(a.Value(row))
+		case *array.MonthInterval:
+			*p = int32(a.Value(row))
+		}
+	case *int64:
+		switch a := col.(type) {
+		case *array.Int64:
+			*p = a.Value(row)
+		case *array.Duration:
+			*p = int64(a.Value(row))
+		}
+	case *float64:
+		switch a := col.(type) {
+		case *array.Float64:
+			*p = a.Value(row)
+		case *array.Float32:
+			*p = float64(a.Value(row))
+		}
+	case *arrow.Timestamp:
+		*p = col.(*array.Timestamp).Value(row)
+	case *decimal128.Num:
+		*p = col.(*array.Decimal128).Value(row)
+	case *string:
+		*p = col.(*array.String).Value(row)
+	case *bool:
+		*p = col.(*array.Boolean).Value(row)
 	}
-	return v.(T)
+	return out
 }
 
 func newKeyStore(t catalog.Type) (keyStore, error) {

@@ -2,10 +2,12 @@ package exec
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -286,6 +288,20 @@ func (a *decSumAcc) decode(src []byte, g int32) (int, error) {
 // gives equal bytes whatever Go's map order.
 func appendMultiset[T scalar](dst []byte, m *multiset[T]) []byte {
 	dst = binary.AppendUvarint(dst, uint64(m.len()))
+	switch mm := any(m).(type) {
+	case *multiset[int64]:
+		return appendMultiset64(dst, mm)
+	case *multiset[arrow.Timestamp]:
+		return appendMultiset64(dst, mm)
+	case *multiset[int32]:
+		return appendMultiset32(dst, mm)
+	}
+	return appendMultisetEncoded(dst, m)
+}
+
+// appendMultisetEncoded appends m's entries (not its length) sorted by
+// their encodings.
+func appendMultisetEncoded[T scalar](dst []byte, m *multiset[T]) []byte {
 	// Encodings go into one scratch buffer (not one allocation per entry)
 	// and are written sorted, so equal multisets give equal bytes.
 	type ent struct {
@@ -307,11 +323,54 @@ func appendMultiset[T scalar](dst []byte, m *multiset[T]) []byte {
 	return dst
 }
 
+// appendMultiset64 is appendMultiset of 8-byte integers: the same bytes
+// (values little-endian, sorted as their encodings compare: by the
+// byte-reversed value), without encoding every value to compare it.
+func appendMultiset64[V int64 | arrow.Timestamp](dst []byte, m *multiset[V]) []byte {
+	type ent struct {
+		k uint64 // the value byte-reversed: its encoding's order
+		c int64
+	}
+	ents := make([]ent, 0, m.len())
+	for v, i := range m.idx {
+		ents = append(ents, ent{bits.ReverseBytes64(uint64(v)), m.cnt[i]})
+	}
+	slices.SortFunc(ents, func(a, b ent) int { return cmp.Compare(a.k, b.k) })
+	for _, e := range ents {
+		dst = binary.BigEndian.AppendUint64(dst, e.k) // = little-endian of the value
+		dst = binary.AppendVarint(dst, e.c)
+	}
+	return dst
+}
+
+// appendMultiset32 is appendMultiset64 of 4-byte integers.
+func appendMultiset32[V int32](dst []byte, m *multiset[V]) []byte {
+	type ent struct {
+		k uint32
+		c int64
+	}
+	ents := make([]ent, 0, m.len())
+	for v, i := range m.idx {
+		ents = append(ents, ent{bits.ReverseBytes32(uint32(v)), m.cnt[i]})
+	}
+	slices.SortFunc(ents, func(a, b ent) int { return cmp.Compare(a.k, b.k) })
+	for _, e := range ents {
+		dst = binary.BigEndian.AppendUint32(dst, e.k)
+		dst = binary.AppendVarint(dst, e.c)
+	}
+	return dst
+}
+
 func readMultiset[T scalar](src []byte) (multiset[T], int, error) {
 	var m multiset[T]
 	cnt, n := binary.Uvarint(src)
 	if n <= 0 || cnt > uint64(len(src)) {
 		return m, 0, errCorrupt
+	}
+	if cnt > 0 {
+		// sized once: a large multiset is not rehashed while read
+		m.idx = make(map[T]int32, cnt)
+		m.cnt = make([]int64, 0, cnt)
 	}
 	for i := uint64(0); i < cnt; i++ {
 		v, k, err := readScalar[T](src[n:])

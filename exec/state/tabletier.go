@@ -91,8 +91,9 @@ type tableTier struct {
 
 	wb         *pebble.Batch // write-backs and sweep deletions, reused
 	kbuf, vbuf []byte
-	sweepAt    []byte // the cold sweep's cursor (nil: from the start)
-	err        error  // sticky: a failed cold read or decode
+	sweepAt    []byte     // the cold sweep's cursor (nil: from the start)
+	filter     coldFilter // the keys written to Pebble (coldfilter.go)
+	err        error      // sticky: a failed cold read or decode
 	closed     bool
 	st         TierStats
 }
@@ -369,6 +370,15 @@ func (tt *tableTier) load(t *Table, pk []byte, iv int64, null bool) (int32, bool
 	if !tt.used || tt.err != nil {
 		return -1, false
 	}
+	if tt.filter.full() && (tt.wb == nil || tt.wb.Empty()) {
+		if err := tt.rebuildFilter(); err != nil {
+			tt.err = fmt.Errorf("state spill DB: %w", err)
+			return -1, false
+		}
+	}
+	if !tt.filter.mayHold(pk) {
+		return -1, false // never written to the cold tier (coldfilter.go)
+	}
 	v, closer, err := tt.cold.db.Get(pk)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return -1, false
@@ -541,6 +551,7 @@ func (tt *tableTier) evict(t *Table, g int32) error {
 			return fmt.Errorf("state spill DB: %w", err)
 		}
 		tt.used = true
+		tt.filter.add(pk)
 		tt.st.WriteBacks++
 	}
 	if t.o.Checkpointing && (t.dirty[g] || tt.pflag[g]) {
@@ -721,6 +732,7 @@ func (tt *tableTier) restore(t *Table, r checkpoint.StateReader, start, end int,
 				return err
 			}
 			tt.used = true
+			tt.filter.add(pk)
 			if tt.wb.Len() >= evictBatch {
 				return tt.commit()
 			}
