@@ -321,7 +321,11 @@ func jobFile(t *testing.T, dir, input string, kc killCase) (path, root, out stri
 		extra = ", 'csv.ignore-parse-errors' = 'true'"
 	}
 	q := func(s string) string { return strings.ReplaceAll(s, "'", "''") }
+	// Batches of 1024 rows (not the default 8192): the kill schedule
+	// below is sized for the job's speed at that batch size, and smaller
+	// batches put more barriers between more batches.
 	sqlText := fmt.Sprintf(`SET 'execution.checkpointing.interval' = '100 ms';
+SET 'execution.batch-size' = '1024';
 SET 'execution.checkpointing.mode' = '%s';
 SET 'state.checkpoints.dir' = '%s';
 CREATE TABLE src (k STRING, v BIGINT) WITH ('connector' = 'filesystem', 'path' = '%s', 'format' = 'csv'%s);
