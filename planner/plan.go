@@ -120,16 +120,22 @@ func sharedOf(rels []*rel, reuse map[string]*Task) map[string]*Task {
 	for _, r := range rels {
 		walk(r)
 	}
-	var shared map[string]*Task
-	for k, n := range readers {
+	return repeated(readers)
+}
+
+// repeated returns the keys counted more than once, each with no task yet
+// (nil: none).
+func repeated(count map[string]int) map[string]*Task {
+	var out map[string]*Task
+	for k, n := range count {
 		if n > 1 {
-			if shared == nil {
-				shared = map[string]*Task{}
+			if out == nil {
+				out = map[string]*Task{}
 			}
-			shared[k] = nil
+			out[k] = nil
 		}
 	}
-	return shared
+	return out
 }
 
 // scanKey identifies what a scan reads: the table and its options (an

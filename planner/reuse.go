@@ -43,16 +43,7 @@ func reuseOf(rels []*rel) map[string]*Task {
 	for _, r := range rels {
 		walk(r)
 	}
-	var out map[string]*Task
-	for d, n := range count {
-		if n > 1 {
-			if out == nil {
-				out = map[string]*Task{}
-			}
-			out[d] = nil
-		}
-	}
-	return out
+	return repeated(count)
 }
 
 // shareDigest is r's digest when r is an aggregation that may be shared,
