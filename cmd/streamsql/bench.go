@@ -128,7 +128,7 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 	fl.DurationVar(&interval, "checkpoint-interval", time.Second, "checkpoint interval of the checkpointed runs (0: checkpoints off only)")
 	fl.BoolVar(&noBaseline, "no-baseline", false, "skip the runs with checkpoints off")
 	fl.BoolVar(&noReference, "no-reference", false, "skip the reference kernels")
-	fl.Int64Var(&events, "events", 0, "events per run (`N`; default: per query, sized for 3-15 s a run)")
+	fl.Int64Var(&events, "events", 0, "events per run (`N`; default: per query, sized for 20-40 s a query: four runs)")
 	fl.Float64Var(&scale, "scale", 0, "multiply every run's events by `F`")
 	fl.Int64Var(&tps, "tps", 0, "events per second of event time (`N`, the source's first-event.rate; default the benchmark's 10,000,000: windows of seconds fire every 10 M events)")
 	fl.StringVar(&backend, "state-backend", "pebble", "state.backend.type of the jobs: pebble, rocksdb or hashmap")
