@@ -150,6 +150,13 @@ func (t *Timers) Register(kg int, ts int64, key []byte) {
 	}
 	k := string(c)
 	t.live[k] = timerLife{epoch: t.epoch, idx: uint32(len(t.changes))}
+	t.addToBucket(ts, k)
+	t.note(k)
+}
+
+// addToBucket lists live timer k in the bucket of ts, made (and its time
+// pushed) if there is none.
+func (t *Timers) addToBucket(ts int64, k string) {
 	b := t.buckets[ts]
 	if b == nil {
 		b = &timerBucket{}
@@ -161,7 +168,6 @@ func (t *Timers) Register(kg int, ts int64, key []byte) {
 	}
 	b.keys = append(b.keys, k)
 	b.live++
-	t.note(k)
 }
 
 // Delete removes a timer if it is set.
@@ -349,16 +355,8 @@ func (t *Timers) Restore(r checkpoint.StateReader, start, end int) error {
 			if _, ok := t.live[c]; ok {
 				return nil
 			}
-			ts := compactTS(c)
 			t.live[c] = timerLife{} // epoch 0: in the state
-			b := t.buckets[ts]
-			if b == nil {
-				b = &timerBucket{}
-				t.buckets[ts] = b
-				t.pushTime(ts)
-			}
-			b.keys = append(b.keys, c)
-			b.live++
+			t.addToBucket(compactTS(c), c)
 			return nil
 		})
 		if err != nil {
