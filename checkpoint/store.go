@@ -50,8 +50,10 @@ type Store struct {
 	// mu guards the working DB, lastID and closed.
 	mu         sync.RWMutex
 	db         *pebble.DB
-	lastID     int64 // last committed checkpoint id (0: none)
-	lastSyncMS int64 // duration of that commit
+	popts      *pebble.Options // db's options (sstable writer options for Commit)
+	merge      deltaMerge      // Commit's merge of the buffers' runs, reused
+	lastID     int64           // last committed checkpoint id (0: none)
+	lastSyncMS int64           // duration of that commit
 	closed     bool
 	broken     error // why the working DB was abandoned (see guard)
 
@@ -277,7 +279,8 @@ func (s *Store) installWorking(srcJobDir string, b *metaBody) error {
 			}
 		}
 	}
-	db, err := pebble.Open(s.dbDir, s.pebbleOptions())
+	popts := s.pebbleOptions().EnsureDefaults()
+	db, err := pebble.Open(s.dbDir, popts)
 	if err != nil {
 		if b != nil {
 			return fmt.Errorf("checkpoint %d: opening restored state: %w", b.ID, err)
@@ -305,7 +308,7 @@ func (s *Store) installWorking(srcJobDir string, b *metaBody) error {
 			}
 		}
 	}
-	s.db = db
+	s.db, s.popts = db, popts
 	s.broken = nil
 	return nil
 }
@@ -347,18 +350,17 @@ func (s *Store) removeSnaps() {
 	}
 }
 
-// commitChunk is the size of Commit's batches.
-const commitChunk = 4 << 20
-
 // Commit is the synchronous part of checkpoint id: it applies all buffers
-// (Put/Delete in the order written per buffer, buffers in slice order) and
-// then the checkpoint id itself, in batches of about commitChunk bytes,
-// the last one synced. After it returns, the working DB holds the state of
-// id. ids must grow. The buffers are reset on success. Keys must not be
-// empty or start with 0x00 (reserved). A failed Commit may leave part of
-// the buffers applied (see the comment inside); the working DB then still
-// says the previous id, and RestoreLatest always rebuilds it from the
-// persisted checkpoint.
+// (for a key written more than once, the last write in buffer order, then
+// write order, wins) together with the checkpoint id itself, as one
+// sstable ingested into the working DB (ingest.go), not synced (the working
+// DB is scratch: Persist makes the state durable). After it returns, the
+// working DB holds the state of id. ids must grow. The buffers are reset on
+// success. Keys must not be empty or start with 0x00 (reserved). A failed
+// Commit applies nothing: the working DB still holds the previous id, the
+// operators keep the checkpoint's changes pending (as for a checkpoint
+// aborted after StepCommitted) and the next checkpoint writes those keys
+// again with their current values.
 func (s *Store) Commit(id int64, bufs []*Buffer) error {
 	start := time.Now()
 	s.noteID(id)
@@ -370,54 +372,8 @@ func (s *Store) Commit(id int64, bufs []*Buffer) error {
 	if id <= s.lastID {
 		return fmt.Errorf("checkpoint %d: ids must grow (last committed is %d)", id, s.lastID)
 	}
-	// The writes go in batches of about commitChunk bytes (not one batch
-	// of the whole delta, a second copy of it in memory), the last one
-	// with the checkpoint id; none is synced (the working DB has no WAL:
-	// Persist makes the state durable). A failure in between leaves part of the delta in the
-	// working DB with the old checkpoint id: the same state as a commit
-	// whose checkpoint is then aborted (StepCommitted). Either way the
-	// operators keep the aborted checkpoint's changes pending and the next
-	// checkpoint writes those keys again with their current values.
-	batch := s.db.NewBatch()
-	defer func() { batch.Close() }()
-	flush := func() error {
-		if err := s.guard(true, func() error { return batch.Commit(pebble.NoSync) }); err != nil {
-			return fmt.Errorf("checkpoint %d: committing state: %w", id, err)
-		}
-		batch.Close()
-		batch = s.db.NewBatch()
-		return nil
-	}
-	for i, b := range bufs {
-		if b == nil {
-			continue
-		}
-		err := b.each(func(del bool, k, v []byte) error {
-			if len(k) == 0 || k[0] == tagInternal {
-				return fmt.Errorf("checkpoint %d: buffer %d: state key %q is empty or in the reserved subspace 0x00", id, i, k)
-			}
-			var err error
-			if del {
-				err = batch.Delete(k, nil)
-			} else {
-				err = batch.Set(k, v, nil)
-			}
-			if err == nil && batch.Len() >= commitChunk {
-				err = flush()
-			}
-			return err
-		})
-		if err != nil {
-			return err
-		}
-	}
-	var idb [8]byte
-	binary.BigEndian.PutUint64(idb[:], uint64(id))
-	if err := batch.Set(keyCheckpointID, idb[:], nil); err != nil {
+	if err := s.ingestDelta(id, bufs); err != nil {
 		return err
-	}
-	if err := s.guard(true, func() error { return batch.Commit(pebble.NoSync) }); err != nil {
-		return fmt.Errorf("checkpoint %d: committing state: %w", id, err)
 	}
 	s.lastID = id
 	s.lastSyncMS = time.Since(start).Milliseconds()

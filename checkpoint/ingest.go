@@ -1,0 +1,193 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+
+	"github.com/cockroachdb/pebble/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/sstable"
+)
+
+// Commit writes a checkpoint's delta as one sstable and ingests it into
+// the working DB, rather than inserting every write into the memtable: an
+// insert into Pebble's skiplist costs a search of it per key, and the
+// memtable is then flushed as an sstable anyway (Persist flushes before it
+// links a checkpoint). Writing the sorted delta straight into a table file
+// does the flush's work once, without the skiplist, and the ingestion is
+// atomic: either the whole checkpoint (with its id) is in the working DB or
+// none of it.
+//
+// The buffers hold sorted runs (an operator writes its keys in order; a
+// subtask's buffer holds the runs of its chained operators and sources one
+// after another, and subtasks own disjoint key groups), so the delta is put
+// in key order by merging the runs: O(n log runs), with a last write of a
+// key (in buffer order, then write order) winning, as the batch did.
+
+// deltaRun is a sorted run of one buffer's ops: ops[i:end] of buffer b.
+type deltaRun struct {
+	b      *Buffer
+	i, end int
+}
+
+func (r *deltaRun) key() []byte {
+	op := r.b.ops[r.i]
+	c := r.b.chunks[op.chunk]
+	return c[op.off : op.off+op.kLen]
+}
+
+// deltaMerge yields the writes of a list of runs in key order, one per
+// key (the write of the latest run, and the latest in a run, wins).
+type deltaMerge struct {
+	runs []deltaRun
+	heap []int // indexes into runs; ordered by (key, run index)
+}
+
+func (m *deltaMerge) less(a, b int) bool {
+	c := bytes.Compare(m.runs[a].key(), m.runs[b].key())
+	return c < 0 || (c == 0 && a < b)
+}
+
+func (m *deltaMerge) down(i int) {
+	h := m.heap
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		j := l
+		if r := l + 1; r < len(h) && m.less(h[r], h[l]) {
+			j = r
+		}
+		if !m.less(h[j], h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+// init splits the buffers into sorted runs (a key smaller than the one
+// before it starts a new run; equal keys stay in one run, in write order)
+// and builds the heap.
+func (m *deltaMerge) init(bufs []*Buffer) {
+	m.runs = m.runs[:0]
+	for _, b := range bufs {
+		if b == nil || len(b.ops) == 0 {
+			continue
+		}
+		start := 0
+		var prev []byte
+		for i, op := range b.ops {
+			c := b.chunks[op.chunk]
+			k := c[op.off : op.off+op.kLen]
+			if i > start && bytes.Compare(k, prev) < 0 {
+				m.runs = append(m.runs, deltaRun{b: b, i: start, end: i})
+				start = i
+			}
+			prev = k
+		}
+		m.runs = append(m.runs, deltaRun{b: b, i: start, end: len(b.ops)})
+	}
+	m.heap = m.heap[:0]
+	for i := range m.runs {
+		m.heap = append(m.heap, i)
+	}
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
+}
+
+// next returns the next key in order and its last write; ok is false at
+// the end. key and value alias the buffers.
+func (m *deltaMerge) next() (key, value []byte, del, ok bool) {
+	if len(m.heap) == 0 {
+		return nil, nil, false, false
+	}
+	first := true
+	for len(m.heap) > 0 {
+		r := &m.runs[m.heap[0]]
+		k := r.key()
+		if !first && !bytes.Equal(k, key) {
+			break
+		}
+		first = false
+		op := r.b.ops[r.i]
+		c := r.b.chunks[op.chunk]
+		ke := op.off + op.kLen
+		key = c[op.off:ke:ke]
+		del = op.vLen == delOp
+		value = nil
+		if !del {
+			ve := ke + op.vLen
+			value = c[ke:ve:ve]
+		}
+		r.i++
+		if r.i == r.end {
+			last := len(m.heap) - 1
+			m.heap[0] = m.heap[last]
+			m.heap = m.heap[:last]
+		}
+		if len(m.heap) > 0 {
+			m.down(0)
+		}
+	}
+	return key, value, del, true
+}
+
+// ingestDelta writes the merged buffers and the checkpoint id as an
+// sstable in taskowned/ and ingests it (Pebble links it into the working
+// DB and removes the original). Caller holds mu.
+func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
+	fs := s.fs
+	path := fs.PathJoin(s.ownedDir, "ingest-"+strconv.FormatInt(id, 10)+".sst")
+	f, err := fs.Create(path)
+	if err != nil {
+		return fmt.Errorf("checkpoint %d: creating %s: %w", id, path, err)
+	}
+	wo := s.popts.MakeWriterOptions(0, s.db.FormatMajorVersion().MaxTableFormat())
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo)
+	closed := false
+	fail := func(err error) error {
+		if !closed {
+			_ = w.Close()
+		}
+		_ = fs.Remove(path)
+		return err
+	}
+	var idb [8]byte
+	binary.BigEndian.PutUint64(idb[:], uint64(id))
+	if err := w.Set(keyCheckpointID, idb[:]); err != nil {
+		return fail(fmt.Errorf("checkpoint %d: writing %s: %w", id, path, err))
+	}
+	m := &s.merge
+	m.init(bufs)
+	for {
+		k, v, del, ok := m.next()
+		if !ok {
+			break
+		}
+		if len(k) == 0 || k[0] == tagInternal {
+			return fail(fmt.Errorf("checkpoint %d: state key %q is empty or in the reserved subspace 0x00", id, k))
+		}
+		if del {
+			err = w.Delete(k)
+		} else {
+			err = w.Set(k, v)
+		}
+		if err != nil {
+			return fail(fmt.Errorf("checkpoint %d: writing %s: %w", id, path, err))
+		}
+	}
+	m.runs, m.heap = m.runs[:0], m.heap[:0]
+	closed = true
+	if err := w.Close(); err != nil {
+		return fail(fmt.Errorf("checkpoint %d: writing %s: %w", id, path, err))
+	}
+	if err := s.guard(true, func() error { return s.db.Ingest([]string{path}) }); err != nil {
+		_ = fs.Remove(path)
+		return fmt.Errorf("checkpoint %d: committing state: %w", id, err)
+	}
+	return nil
+}
