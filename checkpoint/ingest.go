@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/sstable"
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // Commit writes a checkpoint's delta as one sstable and ingests it into
@@ -136,18 +137,31 @@ func (m *deltaMerge) next() (key, value []byte, del, ok bool) {
 	return key, value, del, true
 }
 
+// ingestPrefix names Commit's table files in taskowned/ until the ingest
+// moves them into the working DB (leftovers of a crash are removed with
+// the snapshots, removeSnaps).
+const ingestPrefix = "ingest-"
+
+// noSync is a file whose Sync does nothing (see ingestDelta).
+type noSync struct{ vfs.File }
+
+func (noSync) Sync() error { return nil }
+
 // ingestDelta writes the merged buffers and the checkpoint id as an
 // sstable in taskowned/ and ingests it (Pebble links it into the working
 // DB and removes the original). Caller holds mu.
 func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 	fs := s.fs
-	path := fs.PathJoin(s.ownedDir, "ingest-"+strconv.FormatInt(id, 10)+".sst")
+	path := fs.PathJoin(s.ownedDir, ingestPrefix+strconv.FormatInt(id, 10)+".sst")
 	f, err := fs.Create(path)
 	if err != nil {
 		return fmt.Errorf("checkpoint %d: creating %s: %w", id, path, err)
 	}
 	wo := s.popts.MakeWriterOptions(0, s.db.FormatMajorVersion().MaxTableFormat())
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo)
+	// Not synced here: Commit is the synchronous part of a checkpoint and
+	// the working DB is scratch; Persist syncs every new table file before
+	// it moves it into shared/.
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(noSync{f}), wo)
 	closed := false
 	fail := func(err error) error {
 		if !closed {

@@ -127,6 +127,11 @@ func (s *Store) Persist(id int64, kind Kind, meta map[string]string) (Info, erro
 				size += r.Size
 				continue
 			}
+			// Commit's ingested tables are not synced when written
+			// (ingest.go): a table enters shared/ durable.
+			if err := syncFile(fs, src); err != nil {
+				return fail("syncing %s: %w", src, err)
+			}
 			sz, crc, err := checksumFile(fs, src)
 			if err != nil {
 				return fail("%w", err)

@@ -335,14 +335,15 @@ func readLastID(db *pebble.DB) (int64, error) {
 	return int64(binary.BigEndian.Uint64(v)), nil
 }
 
-// removeSnaps removes leftover temporary Pebble checkpoints in taskowned/.
+// removeSnaps removes leftover temporary Pebble checkpoints and Commit's
+// table files in taskowned/.
 func (s *Store) removeSnaps() {
 	names, err := s.fs.List(s.ownedDir)
 	if err != nil {
 		return
 	}
 	for _, n := range names {
-		if strings.HasPrefix(n, snapPrefix) {
+		if strings.HasPrefix(n, snapPrefix) || strings.HasPrefix(n, ingestPrefix) {
 			if err := s.fs.RemoveAll(s.fs.PathJoin(s.ownedDir, n)); err != nil {
 				s.o.logf("checkpoint: removing %s: %v", n, err)
 			}

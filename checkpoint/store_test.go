@@ -620,3 +620,36 @@ func TestCommitMergesRuns(t *testing.T) {
 	defer r.Close()
 	assertState(t, "restored checkpoint 3", r.Reader(), m)
 }
+
+// TestOpenRemovesLeftoverIngestFiles: a table file that Commit wrote but
+// never ingested (the process died in between) is removed by the next
+// Open, with the leftover snapshots; the checkpoints stay.
+func TestOpenRemovesLeftoverIngestFiles(t *testing.T) {
+	fs := vfs.NewMem()
+	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 2, FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := model{}
+	if err := s.Commit(1, []*Buffer{change(m, rand.New(rand.NewSource(3)), 1, 50, 200)}); err != nil {
+		t.Fatal(err)
+	}
+	mustPersist(t, s, 1)
+	s.Close()
+	left := fs.PathJoin("/ck", jobA, taskownedDirName, ingestPrefix+"2.sst")
+	f, err := fs.Create(left)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("half a table"))
+	f.Close()
+	r, _, err := Restore(Options{Dir: "/ck", JobID: jobA, NumRetained: 2, FS: fs}, fs.PathJoin("/ck", jobA))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := fs.Stat(left); err == nil {
+		t.Fatalf("%s survived a restore", left)
+	}
+	assertState(t, "restored", r.Reader(), m)
+}
