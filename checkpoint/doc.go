@@ -27,13 +27,14 @@
 // savepoint may not be written inside it).
 //
 // Invariants:
-//   - A checkpoint is a transaction: Commit applies all writes of checkpoint n
-//     in batches of about 4 MiB and n itself in the last one, to a working DB
-//     without a WAL, never synced: it is never reopened (a commit
-//     that fails halfway leaves the previous n in the working DB, and the
-//     operators write the failed checkpoint's keys again in the next one; the
-//     working DB is only ever persisted after a whole commit, and restores
-//     rebuild it from a persisted checkpoint); Persist makes a durable copy and
+//   - A checkpoint is a transaction: Commit writes all writes of checkpoint n
+//     and n itself as one sstable (the buffers' sorted runs merged, the last
+//     write of a key winning) and ingests it into a working DB without a
+//     WAL, never synced: it is never reopened. The ingest is atomic: a commit
+//     that fails leaves the previous n in the working DB, and the operators
+//     write the failed checkpoint's keys again in the next one; restores
+//     rebuild the working DB from a persisted checkpoint. Persist syncs every
+//     new table file, makes a durable copy and
 //     writes chk-<n>/_metadata LAST (temp file, fsync, rename, fsync of the
 //     directory). A chk directory without a valid _metadata is garbage: it is
 //     never restored and is removed by the next Persist.
