@@ -47,6 +47,14 @@ type KV struct {
 	chg, pend chgSet
 	epoch     uint64 // an entry with mark == epoch is in chg
 	pendingID int64
+	// merged: chg holds a pending set merged back (its entries' marks are
+	// of an older epoch), so the live entries of chg are not exactly the
+	// hot entries marked with epoch (see sortChanges)
+	merged bool
+	// kgCount: sortChanges's counts per key group, reused; scanSorts counts
+	// the snapshots that took the scan (tests)
+	kgCount   []int
+	scanSorts int
 
 	prefix  [][]byte // KeyedPrefix per key group, built lazily
 	scratch []byte
@@ -253,6 +261,8 @@ type chgSet struct {
 	keys []ord // k: the entry's framed key; p0: key group and 4 key bytes, p1: 8 more
 	// sorted: keys[:sorted] is sorted and free of duplicates
 	sorted int
+	// next: the length at which add compacts (0: chgCompactMin)
+	next int
 }
 
 // chgOrd is the change-set item of entry e in key group kg.
@@ -272,10 +282,19 @@ func (c *chgSet) len() int { return len(c.keys) }
 
 func (c *chgSet) add(o ord) {
 	c.keys = append(c.keys, o)
-	if len(c.keys) >= chgCompactMin && len(c.keys) >= 8*c.sorted {
+	if len(c.keys) >= max(c.next, chgCompactMin) {
 		// bound the duplicates: memory stays within a few times the
 		// distinct keys of the interval
+		before := len(c.keys)
 		c.compact()
+		// the next compaction when the set is 8 times larger; 64 times
+		// when this one found few duplicates (blind inserts of fresh keys,
+		// a join side's rows, have none: sorting them early is wasted)
+		grow := 8
+		if (before-len(c.keys))*8 < before {
+			grow = 64
+		}
+		c.next = grow * len(c.keys)
 	}
 }
 
@@ -296,12 +315,32 @@ func cmpOrd(a, b ord) int {
 }
 
 // compact sorts the keys and keeps one item per key: its live entry if it
-// has one.
+// has one. Only the keys added since the last compaction are sorted; they
+// are then merged with the sorted rest.
 func (c *chgSet) compact() {
 	if c.sorted == len(c.keys) {
 		return
 	}
-	slices.SortFunc(c.keys, cmpOrd)
+	tail := c.keys[c.sorted:]
+	slices.SortFunc(tail, cmpOrd)
+	if c.sorted > 0 {
+		head := c.keys[:c.sorted]
+		merged := make([]ord, 0, len(c.keys))
+		i, j := 0, 0
+		for i < len(head) && j < len(tail) {
+			if cmpOrd(tail[j], head[i]) < 0 {
+				merged = append(merged, tail[j])
+				j++
+			} else {
+				merged = append(merged, head[i])
+				i++
+			}
+		}
+		merged = append(merged, head[i:]...)
+		merged = append(merged, tail[j:]...)
+		clear(c.keys)
+		c.keys = merged
+	}
 	out := 0
 	for i := 0; i < len(c.keys); {
 		j := i + 1
@@ -337,7 +376,7 @@ func (c *chgSet) reset() {
 	if cap(c.keys) > 1<<16 {
 		c.keys = nil
 	}
-	c.keys, c.sorted = c.keys[:0], 0
+	c.keys, c.sorted, c.next = c.keys[:0], 0, 0
 }
 
 // remove deletes entry e (hot, or just loaded) and tracks the deletion.
@@ -572,6 +611,7 @@ func (s *KV) Tracking() bool { return s.o.Checkpointing }
 // mergePending moves the pending change set back into the current one.
 func (s *KV) mergePending() {
 	s.chg.absorb(&s.pend)
+	s.merged = true
 	s.pendingID = 0
 	s.epoch++ // marks of the current epoch are a subset: recheck by lookup
 }
@@ -653,7 +693,7 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 	if s.pendingID != 0 {
 		s.mergePending()
 	}
-	s.chg.compact()
+	s.sortChanges()
 	cold := s.coldUsed()
 	if cold {
 		if err := s.fetchCold(); err != nil {
@@ -689,9 +729,92 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 	s.releaseFetch()
 	s.chg, s.pend = s.pend, s.chg
 	s.chg.reset()
+	s.merged = false
 	s.pendingID = id
 	s.epoch++
 	return nil
+}
+
+// chgScanMin is the change set size from which sortChanges may scan the
+// hot index instead of sorting (a variable for tests).
+var chgScanMin = 4096
+
+// sortChanges puts the change set in snapshot order (key group, framed
+// key), one item per key, a live entry preferred. When the set is a large
+// share of the hot entries (a join side's new rows: thousands of fresh
+// keys per interval, whose framed keys share long prefixes and make
+// comparisons expensive) it scans the hot index, already in framed-key
+// order, for the entries marked in this epoch (exactly the live entries of
+// the set, unless a pending set was merged back) and buckets them by key
+// group; only the set's dead entries (deleted or evicted) are sorted and
+// merged in. Otherwise it sorts the set (chgSet.compact).
+func (s *KV) sortChanges() {
+	c := &s.chg
+	n := c.len()
+	if s.merged || n == c.sorted || n < chgScanMin || n*32 < s.hot.Len() {
+		c.compact()
+		return
+	}
+	s.scanSorts++
+	var dead []ord
+	for _, o := range c.keys {
+		if o.e.dead {
+			dead = append(dead, o)
+		}
+	}
+	slices.SortFunc(dead, cmpOrd)
+	if len(s.kgCount) != len(s.prefix)+1 {
+		s.kgCount = make([]int, len(s.prefix)+1)
+	}
+	counts := s.kgCount
+	clear(counts)
+	live := 0
+	s.hot.Scan(func(it ord) bool {
+		if it.e.mark == s.epoch {
+			counts[int(it.e.kg)+1]++
+			live++
+		}
+		return true
+	})
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	byKG := make([]ord, live)
+	s.hot.Scan(func(it ord) bool {
+		if e := it.e; e.mark == s.epoch {
+			byKG[counts[e.kg]] = chgOrd(int(e.kg), e)
+			counts[e.kg]++
+		}
+		return true
+	})
+	out := make([]ord, 0, live+len(dead))
+	i, j := 0, 0
+	for i < len(byKG) || j < len(dead) {
+		var o ord
+		switch {
+		case j == len(dead):
+			o = byKG[i]
+			i++
+		case i == len(byKG):
+			o = dead[j]
+			j++
+		case cmpOrd(dead[j], byKG[i]) < 0:
+			o = dead[j]
+			j++
+		default:
+			o = byKG[i]
+			i++
+		}
+		if k := len(out) - 1; k >= 0 && cmpOrd(out[k], o) == 0 {
+			if !o.e.dead {
+				out[k] = o // the live entry of the key
+			}
+			continue
+		}
+		out = append(out, o)
+	}
+	clear(c.keys)
+	c.keys, c.sorted = out, len(out)
 }
 
 // Complete is called when checkpoint id is committed: the pending change

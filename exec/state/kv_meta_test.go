@@ -79,6 +79,8 @@ type metaRun struct {
 	spills []string
 	// evictions etc. summed over every tier instance of the run
 	st TierStats
+	// snapshots that scanned the hot index (sortChanges), every instance
+	scanSorts int
 }
 
 func (r *metaRun) all() []kvAPI { return []kvAPI{r.ref, r.mem, r.tier} }
@@ -103,6 +105,7 @@ func (r *metaRun) open() {
 }
 
 func (r *metaRun) closeTier() {
+	r.scanSorts += r.mem.scanSorts + r.tier.scanSorts
 	st := r.tier.Stats()
 	r.st.Evictions += st.Evictions
 	r.st.WriteBacks += st.WriteBacks
@@ -149,6 +152,21 @@ func TestKVMetamorphic(t *testing.T) {
 	}
 }
 
+// TestKVMetamorphicScanSortedChanges is TestKVMetamorphic with every
+// snapshot allowed to put its change set in order by scanning the hot
+// index (sortChanges) rather than sorting it; it requires that some did.
+func TestKVMetamorphicScanSortedChanges(t *testing.T) {
+	defer func(n int) { chgScanMin = n }(chgScanMin)
+	chgScanMin = 0
+	for seed := int64(201); seed <= 208; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			if n := metaSeed(t, seed); n == 0 {
+				t.Fatal("no snapshot scanned the hot index")
+			}
+		})
+	}
+}
+
 // TestKVMetamorphicCompactingChanges is TestKVMetamorphic with change sets
 // compacted (sorted, deduplicated, a live entry kept) as they grow past 4
 // keys, not only at the barrier.
@@ -160,7 +178,7 @@ func TestKVMetamorphicCompactingChanges(t *testing.T) {
 	}
 }
 
-func metaSeed(t *testing.T, seed int64) {
+func metaSeed(t *testing.T, seed int64) (scanSorts int) {
 	rng := rand.New(rand.NewSource(seed))
 	maxP := 1 + rng.Intn(8)
 	o := Options{OpID: "join", MaxParallelism: maxP, Checkpointing: true}
@@ -358,5 +376,6 @@ func metaSeed(t *testing.T, seed int64) {
 	if o.TTL > 0 && swept == 0 {
 		t.Fatal("Sweep never removed an expired key")
 	}
-	t.Logf("seed %d: %d checkpoints completed, %d keys swept, tier %+v", seed, len(completed), swept, r.st)
+	t.Logf("seed %d: %d checkpoints completed, %d keys swept, %d snapshots scanned the hot index, tier %+v", seed, len(completed), swept, r.scanSorts, r.st)
+	return r.scanSorts
 }
