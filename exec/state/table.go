@@ -2,9 +2,10 @@ package state
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/streamsql/streamsql/checkpoint"
@@ -127,6 +128,10 @@ type entry struct {
 	del        bool
 	kOff, kLen int
 	vOff, vLen int
+	// p0, p1: 16 bytes of the key from its key group on (the operator
+	// prefix before it is every key's), so most comparisons of a sort
+	// touch no key bytes
+	p0, p1 uint64
 }
 
 // NewTable returns an empty table.
@@ -407,12 +412,28 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		}
 	}
 	key := func(e entry) []byte { return t.arena[e.kOff : e.kOff+e.kLen] }
-	sort.Slice(t.ents, func(i, j int) bool {
-		c := bytes.Compare(key(t.ents[i]), key(t.ents[j]))
-		if c != 0 {
-			return c < 0
+	off := len(t.keyPrefix(0)) - 4 // the key group's 4 bytes
+	for i := range t.ents {
+		o := ordAt(key(t.ents[i]), off, nil)
+		t.ents[i].p0, t.ents[i].p1 = o.p0, o.p1
+	}
+	slices.SortFunc(t.ents, func(a, b entry) int {
+		switch {
+		case a.p0 != b.p0:
+			return cmp.Compare(a.p0, b.p0)
+		case a.p1 != b.p1:
+			return cmp.Compare(a.p1, b.p1)
 		}
-		return !t.ents[i].del && t.ents[j].del // a Put before a Delete of the same key
+		if c := bytes.Compare(key(a), key(b)); c != 0 {
+			return c
+		}
+		switch {
+		case a.del == b.del:
+			return 0
+		case !a.del:
+			return -1 // a Put before a Delete of the same key
+		}
+		return 1
 	})
 	var last []byte
 	for i, e := range t.ents {
