@@ -227,6 +227,7 @@ func (s *schedule) String() string {
 		planWindow:     "src+watermark(t - 5 s) -> HASH(k) -> HOP(1 s, 2 s) window agg(k)+sink",
 		planWindowRank: "src+watermark(t - 5 s)+TUMBLE(1 s) -> HASH(k) -> window top 2(k)+sink",
 		planJoin:       "src -> {HASH(k) -> agg(k) -> HASH(k) -> join right, HASH(k) -> join left}; join(k)+sink",
+		planSharedAgg:  "src -> HASH(k) -> agg(k) -> {FORWARD -> sink a, FORWARD -> sink b}",
 	}[s.plan]
 	mode := "aligned"
 	if s.unaligned {
@@ -267,6 +268,13 @@ const (
 	// their key (an updating right side with a unique key), the sink
 	// chained to the join (joinSchedPlan).
 	planJoin
+	// planSharedAgg: one aggregation read by two sinks behind forward
+	// edges, the shape of an aggregation that sub-plan reuse plans once
+	// for two readers (planner/reuse.go: a statement set, a CTE read
+	// twice; see sharedAggPlan); the committed output holds every row
+	// twice.
+	planSharedAgg
+	numSchedPlans
 )
 
 func (p schedPlan) build(par int) *planner.Physical {
@@ -283,8 +291,27 @@ func (p schedPlan) build(par int) *planner.Physical {
 		return windowRankSchedPlan(par)
 	case planJoin:
 		return joinSchedPlan(par)
+	case planSharedAgg:
+		return sharedAggPlan(par)
 	}
 	return ckAggPlan(par)
+}
+
+// sharedAggPlan is planSharedAgg's job: ckAggPlan's aggregation with two
+// output edges, each a forward edge to a sink task of its own at the
+// aggregation's parallelism (the sinks are not chained: a task chains at
+// most one consumer).
+func sharedAggPlan(par int) *planner.Physical {
+	p := ckAggPlan(par)
+	src, agg, sinkA := p.Tasks[0], p.Tasks[1], p.Tasks[2]
+	sinkA.Name, sinkA.Parallelism = "sink-a", par
+	sinkA.Sink.Table, sinkA.Sink.ID = &catalog.Table{Name: "a"}, "sink-a"
+	sinkB := &planner.Task{Name: "sink-b", Parallelism: par,
+		Sink: &planner.SinkSpec{Schema: sinkA.Sink.Schema, Mode: sinkA.Sink.Mode, Table: &catalog.Table{Name: "b"}, ID: "sink-b"}}
+	ea := &planner.Edge{From: agg, To: sinkA, Kind: planner.Forward, Mode: planner.Retract}
+	eb := &planner.Edge{From: agg, To: sinkB, Kind: planner.Forward, Mode: planner.Retract}
+	agg.Outputs, sinkA.Inputs, sinkB.Inputs = []*planner.Edge{ea, eb}, []*planner.Edge{ea}, []*planner.Edge{eb}
+	return &planner.Physical{Tasks: []*planner.Task{src, agg, sinkA, sinkB}, Edges: []*planner.Edge{p.Edges[0], ea, eb}}
 }
 
 // schedBuckets is the number of second-level groups of planTwoLevel (a
@@ -304,7 +331,7 @@ func (p schedPlan) want() []string {
 		return joinSchedWant()
 	}
 	rows := expectedCounts(schedRows, schedKeys).sorted()
-	if p == planFanOut { // both sinks write every row
+	if p == planFanOut || p == planSharedAgg { // both sinks write every row
 		twice := make([]string, 0, 2*len(rows))
 		for _, r := range rows {
 			twice = append(twice, r, r)
@@ -411,7 +438,7 @@ func twoLevelPlan(par int) *planner.Physical {
 // certainly exists (so that a restart restores and a restore fault fires).
 func genSchedule(seed uint64) *schedule {
 	r := rand.New(rand.NewPCG(seed, 0x5eed5eed))
-	s := &schedule{seed: seed, plan: schedPlan(r.IntN(7)), par: 1 + r.IntN(3),
+	s := &schedule{seed: seed, plan: schedPlan(r.IntN(int(numSchedPlans))), par: 1 + r.IntN(3),
 		maxPar: []int{7, 16, 16, 32, 128}[r.IntN(5)], chanCap: 1 + r.IntN(4), retain: 1 + r.IntN(3),
 		unaligned: r.IntN(3) == 0}
 	par := s.par
@@ -423,6 +450,8 @@ func genSchedule(seed uint64) *schedule {
 			return 3 * par
 		case planFanOut:
 			return 2*par + 2
+		case planSharedAgg:
+			return 4 * par
 		}
 		return 2*par + 1
 	}
@@ -1164,7 +1193,7 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 			},
 			NewSink: func(tb *catalog.Table, sc *SinkContext) (Sink, error) {
 				sub := sc.Subtask
-				if tb.Name == "b" { // planFanOut's second sink: its own transactions
+				if tb.Name == "b" { // the second sink (planFanOut, planSharedAgg): its own transactions
 					sub += 100
 				}
 				return &schedSink{rtxnSink: rtxnSink{txnSink{sys: r.sys, subtask: sub}}, r: r}, nil
