@@ -39,8 +39,10 @@ func FilterRecord(rec arrow.Record, mask *array.Boolean, mem memory.Allocator) (
 // into a new record with the same schema. Every index must be in range.
 func TakeRecord(rec arrow.Record, idx []int32, mem memory.Allocator) arrow.Record {
 	cols := make([]arrow.Array, rec.NumCols())
+	runs := runsOf(idx)
 	for i := range cols {
-		cols[i] = takeArray(rec.Column(i), idx, mem)
+		c := rec.Column(i)
+		cols[i] = gatherWith(c.DataType(), []arrow.Array{c}, nil, idx, runs, mem)
 	}
 	out := array.NewRecord(rec.Schema(), cols, int64(len(idx)))
 	for _, c := range cols {
@@ -57,9 +59,11 @@ func takeColumns(rec arrow.Record, cols []bool, idx []int32, mem memory.Allocato
 		return TakeRecord(rec, idx, mem)
 	}
 	out := make([]arrow.Array, rec.NumCols())
+	runs := runsOf(idx)
 	for i := range out {
 		if i < len(cols) && cols[i] {
-			out[i] = takeArray(rec.Column(i), idx, mem)
+			c := rec.Column(i)
+			out[i] = gatherWith(c.DataType(), []arrow.Array{c}, nil, idx, runs, mem)
 		} else {
 			out[i] = array.NewSlice(rec.Column(i), 0, int64(len(idx)))
 		}
@@ -80,6 +84,16 @@ func takeArray(a arrow.Array, idx []int32, mem memory.Allocator) arrow.Array {
 // srcs[which[i]][rows[i]] (which == nil means source 0) and a negative
 // rows[i] gives NULL. All sources have type dt.
 func gather(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32, mem memory.Allocator) arrow.Array {
+	var runs []rowRun
+	if which == nil && len(srcs) == 1 {
+		runs = runsOf(rows)
+	}
+	return gatherWith(dt, srcs, which, rows, runs, mem)
+}
+
+// gatherWith is gather with the runs of rows (runsOf; nil: none), used
+// only with one source and no which.
+func gatherWith(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32, runs []rowRun, mem memory.Allocator) arrow.Array {
 	n := len(rows)
 	// Validity first: shared by every type.
 	type srcBits struct {
@@ -96,11 +110,17 @@ func gather(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32,
 			needValidity = true
 		}
 	}
-	for _, r := range rows {
-		if r < 0 {
-			needValidity = true
-			break
+	if runs == nil {
+		for _, r := range rows {
+			if r < 0 {
+				needValidity = true
+				break
+			}
 		}
+	} else if needValidity && !sb[0].allNull && allValid(sb[0].bits, sb[0].off, runs) {
+		// the rows taken are all valid (a filter's rows of one kind of
+		// event, whose fields are NULL only in the other kinds' rows)
+		needValidity = false
 	}
 	var vbuf *memory.Buffer
 	if needValidity {
@@ -118,15 +138,15 @@ func gather(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32,
 	}
 	switch dt.ID() {
 	case arrow.INT8:
-		return gatherFixed[int8](dt, srcs, which, rows, vbuf, mem)
+		return gatherFixed[int8](dt, srcs, which, rows, vbuf, mem, runs)
 	case arrow.INT16:
-		return gatherFixed[int16](dt, srcs, which, rows, vbuf, mem)
+		return gatherFixed[int16](dt, srcs, which, rows, vbuf, mem, runs)
 	case arrow.FLOAT32:
-		return gatherFixed[float32](dt, srcs, which, rows, vbuf, mem)
+		return gatherFixed[float32](dt, srcs, which, rows, vbuf, mem, runs)
 	case arrow.INT32, arrow.DATE32, arrow.TIME32, arrow.INTERVAL_MONTHS:
-		return gatherFixed[int32](dt, srcs, which, rows, vbuf, mem)
+		return gatherFixed[int32](dt, srcs, which, rows, vbuf, mem, runs)
 	case arrow.INT64, arrow.DURATION:
-		return gatherFixed[int64](dt, srcs, which, rows, vbuf, mem)
+		return gatherFixed[int64](dt, srcs, which, rows, vbuf, mem, runs)
 	case arrow.STRUCT:
 		st := dt.(*arrow.StructType)
 		kids := make([]arrow.ArrayData, st.NumFields())
@@ -155,11 +175,11 @@ func gather(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32,
 		d.Release()
 		return a
 	case arrow.FLOAT64:
-		return gatherFixed[float64](dt, srcs, which, rows, vbuf, mem)
+		return gatherFixed[float64](dt, srcs, which, rows, vbuf, mem, runs)
 	case arrow.TIMESTAMP:
-		return gatherFixed[arrow.Timestamp](dt, srcs, which, rows, vbuf, mem)
+		return gatherFixed[arrow.Timestamp](dt, srcs, which, rows, vbuf, mem, runs)
 	case arrow.DECIMAL128:
-		return gatherFixed[decimal128.Num](dt, srcs, which, rows, vbuf, mem)
+		return gatherFixed[decimal128.Num](dt, srcs, which, rows, vbuf, mem, runs)
 	case arrow.BOOL:
 		buf, out := allocBits(mem, n)
 		type bsrc struct {
@@ -184,6 +204,9 @@ func gather(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32,
 		}
 		return makeArray(dt, n, vbuf, buf)
 	case arrow.STRING:
+		if runs != nil {
+			return gatherStringRuns(srcs[0].(*array.String), runs, n, vbuf, mem)
+		}
 		ss := make([]*array.String, len(srcs))
 		total := 0
 		for k, s := range srcs {
@@ -224,8 +247,80 @@ func gather(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32,
 	panic(fmt.Sprintf("expr: cannot gather values of type %s", dt))
 }
 
-func gatherFixed[T any](dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32, vbuf *memory.Buffer, mem memory.Allocator) arrow.Array {
+// rowRun is a run of neighbouring rows: output rows [at, at+k) are input
+// rows [r, r+k).
+type rowRun struct{ at, r, k int32 }
+
+// runsOf returns the maximal runs of rows when they are long enough on
+// average (8 rows) to be copied a run at a time: a filter's selection of
+// one kind of event from a source's batch. It returns nil for rows with a
+// negative row (a NULL) and for scattered rows.
+func runsOf(rows []int32) []rowRun {
+	if len(rows) < 8 {
+		return nil
+	}
+	var runs []rowRun
+	for i := 0; i < len(rows); {
+		r := rows[i]
+		if r < 0 {
+			return nil
+		}
+		j := i + 1
+		for j < len(rows) && rows[j] == r+int32(j-i) {
+			j++
+		}
+		runs = append(runs, rowRun{at: int32(i), r: r, k: int32(j - i)})
+		if len(runs)*8 > len(rows) {
+			return nil // scattered: the row-at-a-time loops are faster
+		}
+		i = j
+	}
+	return runs
+}
+
+// allValid reports whether every row of the runs is valid in the bitmap
+// (bits, off), counting a run's bits a word at a time.
+func allValid(bits []byte, off int, runs []rowRun) bool {
+	for _, u := range runs {
+		if bitutil.CountSetBits(bits, off+int(u.r), int(u.k)) != int(u.k) {
+			return false
+		}
+	}
+	return true
+}
+
+// gatherStringRuns is gather of one string array's rows by runs: bytes and
+// offsets copied a run at a time.
+func gatherStringRuns(src *array.String, runs []rowRun, n int, vbuf *memory.Buffer, mem memory.Allocator) arrow.Array {
+	offs := src.ValueOffsets() // len(src)+1, absolute into ValueBytes
+	data := src.ValueBytes()
+	base := offs[0]
+	total := 0
+	for _, u := range runs {
+		total += int(offs[u.r+u.k] - offs[u.r])
+	}
+	so := newStrOut(mem, n, total)
+	so.grow(total)
+	for _, u := range runs {
+		r, k := int(u.r), int(u.k)
+		shift := int32(len(so.data)) - offs[r]
+		so.data = append(so.data, data[offs[r]-base:offs[r+k]-base]...)
+		for _, o := range offs[r+1 : r+k+1] {
+			so.offs = append(so.offs, o+shift)
+		}
+	}
+	return so.finish(vbuf)
+}
+
+func gatherFixed[T any](dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32, vbuf *memory.Buffer, mem memory.Allocator, runs []rowRun) arrow.Array {
 	buf, out := allocFixed[T](mem, len(rows))
+	if runs != nil {
+		src := values[T](srcs[0])
+		for _, u := range runs {
+			copy(out[u.at:u.at+u.k], src[u.r:u.r+u.k])
+		}
+		return makeArray(dt, len(rows), vbuf, buf)
+	}
 	if len(srcs) == 1 {
 		src := values[T](srcs[0])
 		for i, r := range rows {
