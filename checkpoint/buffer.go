@@ -100,22 +100,18 @@ func (b *Buffer) Reset() {
 	b.bytes = 0
 }
 
-func (b *Buffer) each(fn func(del bool, k, v []byte) error) error {
-	for _, op := range b.ops {
-		c := b.chunks[op.chunk]
-		ke := int(op.off + op.kLen)
-		k := c[op.off:ke:ke]
-		var v []byte
-		del := op.vLen == delOp
-		if !del {
-			ve := ke + int(op.vLen)
-			v = c[ke:ve:ve]
-		}
-		if err := fn(del, k, v); err != nil {
-			return err
-		}
+// at returns op i: its key, its value (nil for a Delete) and whether it
+// is a Delete, aliasing the buffer's chunks.
+func (b *Buffer) at(i int) (k, v []byte, del bool) {
+	op := b.ops[i]
+	c := b.chunks[op.chunk]
+	ke := op.off + op.kLen
+	k = c[op.off:ke:ke]
+	if op.vLen == delOp {
+		return k, nil, true
 	}
-	return nil
+	ve := ke + op.vLen
+	return k, c[ke:ve:ve], false
 }
 
 // Scoped returns a StateWriter that prepends prefix to every key before

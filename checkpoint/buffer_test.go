@@ -2,7 +2,6 @@ package checkpoint
 
 import (
 	"bytes"
-	"fmt"
 	"math/rand"
 	"testing"
 )
@@ -41,17 +40,11 @@ func TestBufferRoundTrip(t *testing.T) {
 		if b.Len() != len(want) || b.Bytes() != n {
 			t.Fatalf("round %d: Len %d Bytes %d, want %d %d", round, b.Len(), b.Bytes(), len(want), n)
 		}
-		i := 0
-		err := b.each(func(del bool, k, v []byte) error {
-			w := want[i]
-			i++
+		for i, w := range want {
+			k, v, del := b.at(i)
 			if del != w.del || !bytes.Equal(k, w.k) || !bytes.Equal(v, w.v) || (del && v != nil) {
-				return fmt.Errorf("op %d differs", i-1)
+				t.Fatalf("round %d: op %d differs", round, i)
 			}
-			return nil
-		})
-		if err != nil || i != len(want) {
-			t.Fatalf("round %d: %v after %d ops", round, err, i)
 		}
 		chunks := min(len(b.chunks), bufKeep)
 		b.Reset()

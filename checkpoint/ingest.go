@@ -33,9 +33,8 @@ type deltaRun struct {
 }
 
 func (r *deltaRun) key() []byte {
-	op := r.b.ops[r.i]
-	c := r.b.chunks[op.chunk]
-	return c[op.off : op.off+op.kLen]
+	k, _, _ := r.b.at(r.i)
+	return k
 }
 
 // deltaMerge yields the writes of a list of runs in key order, one per
@@ -80,9 +79,8 @@ func (m *deltaMerge) init(bufs []*Buffer) {
 		}
 		start := 0
 		var prev []byte
-		for i, op := range b.ops {
-			c := b.chunks[op.chunk]
-			k := c[op.off : op.off+op.kLen]
+		for i := range b.ops {
+			k, _, _ := b.at(i)
 			if i > start && bytes.Compare(k, prev) < 0 {
 				m.runs = append(m.runs, deltaRun{b: b, i: start, end: i})
 				start = i
@@ -114,16 +112,7 @@ func (m *deltaMerge) next() (key, value []byte, del, ok bool) {
 			break
 		}
 		first = false
-		op := r.b.ops[r.i]
-		c := r.b.chunks[op.chunk]
-		ke := op.off + op.kLen
-		key = c[op.off:ke:ke]
-		del = op.vLen == delOp
-		value = nil
-		if !del {
-			ve := ke + op.vLen
-			value = c[ke:ve:ve]
-		}
+		key, value, del = r.b.at(r.i)
 		r.i++
 		if r.i == r.end {
 			last := len(m.heap) - 1

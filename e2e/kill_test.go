@@ -27,7 +27,8 @@ import (
 // Sizes of the kill tests: large enough that a run lasts for several
 // 50 ms checkpoints (the GROUP BY reads about 10 M rows a second on two
 // cores since issue 11's session 9), small enough for the whole package to
-// stay under about two minutes on two cores.
+// stay under about four minutes on two cores (most of it the SQLite
+// oracle over the 8 M rows).
 const (
 	killRows   = 8_000_000
 	killKeys   = 10_000

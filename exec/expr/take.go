@@ -155,7 +155,7 @@ func gatherWith(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []in
 			for k, src := range srcs {
 				ks[k] = src.(*array.Struct).Field(f)
 			}
-			ka := gather(st.Field(f).Type, ks, which, rows, mem)
+			ka := gatherWith(st.Field(f).Type, ks, which, rows, runs, mem)
 			kids[f] = ka.Data()
 			kids[f].Retain()
 			ka.Release()

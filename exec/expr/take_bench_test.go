@@ -38,6 +38,9 @@ func BenchmarkFilterRuns(b *testing.B) {
 		sb.Append(extra[:90+i%11])
 	}
 	cols := []arrow.Array{ib.NewArray(), jb.NewArray(), tb.NewArray(), sb.NewArray()}
+	for _, bl := range []array.Builder{ib, jb, tb, sb} {
+		bl.Release()
+	}
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "a", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
 		{Name: "b", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
@@ -45,7 +48,13 @@ func BenchmarkFilterRuns(b *testing.B) {
 		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
 	}, nil)
 	rec := array.NewRecord(schema, cols, n)
+	for _, c := range cols {
+		c.Release()
+	}
+	defer rec.Release()
 	mask := mb.NewBooleanArray()
+	mb.Release()
+	defer mask.Release()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		out, err := FilterRecord(rec, mask, mem)

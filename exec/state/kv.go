@@ -747,7 +747,7 @@ var chgScanMin = 4096
 // order, for the entries marked in this epoch (exactly the live entries of
 // the set, unless a pending set was merged back) and buckets them by key
 // group; only the set's dead entries (deleted or evicted) are sorted and
-// merged in. Otherwise it sorts the set (chgSet.compact).
+// merged in (chgSet.compact). Otherwise it sorts the whole set.
 func (s *KV) sortChanges() {
 	c := &s.chg
 	n := c.len()
@@ -756,13 +756,6 @@ func (s *KV) sortChanges() {
 		return
 	}
 	s.scanSorts++
-	var dead []ord
-	for _, o := range c.keys {
-		if o.e.dead {
-			dead = append(dead, o)
-		}
-	}
-	slices.SortFunc(dead, cmpOrd)
 	if len(s.kgCount) != len(s.prefix)+1 {
 		s.kgCount = make([]int, len(s.prefix)+1)
 	}
@@ -779,42 +772,25 @@ func (s *KV) sortChanges() {
 	for i := 1; i < len(counts); i++ {
 		counts[i] += counts[i-1]
 	}
-	byKG := make([]ord, live)
+	// the live entries, in order and unique, are the sorted head of the
+	// new set; the dead ones its tail, which compact sorts and merges in
+	// (a key's live entry preferred)
+	keys := make([]ord, live, n)
 	s.hot.Scan(func(it ord) bool {
 		if e := it.e; e.mark == s.epoch {
-			byKG[counts[e.kg]] = chgOrd(int(e.kg), e)
+			keys[counts[e.kg]] = chgOrd(int(e.kg), e)
 			counts[e.kg]++
 		}
 		return true
 	})
-	out := make([]ord, 0, live+len(dead))
-	i, j := 0, 0
-	for i < len(byKG) || j < len(dead) {
-		var o ord
-		switch {
-		case j == len(dead):
-			o = byKG[i]
-			i++
-		case i == len(byKG):
-			o = dead[j]
-			j++
-		case cmpOrd(dead[j], byKG[i]) < 0:
-			o = dead[j]
-			j++
-		default:
-			o = byKG[i]
-			i++
+	for _, o := range c.keys {
+		if o.e.dead {
+			keys = append(keys, o)
 		}
-		if k := len(out) - 1; k >= 0 && cmpOrd(out[k], o) == 0 {
-			if !o.e.dead {
-				out[k] = o // the live entry of the key
-			}
-			continue
-		}
-		out = append(out, o)
 	}
 	clear(c.keys)
-	c.keys, c.sorted = out, len(out)
+	c.keys, c.sorted = keys, live
+	c.compact()
 }
 
 // Complete is called when checkpoint id is committed: the pending change
