@@ -19,6 +19,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/exec/bufpool"
 	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/planner"
 )
@@ -78,7 +79,7 @@ type JobConfig struct {
 
 func (c *JobConfig) defaults() {
 	if c.Mem == nil {
-		c.Mem = memory.NewGoAllocator()
+		c.Mem = bufpool.New(0)
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = 1024

@@ -17,6 +17,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/exec"
+	"github.com/streamsql/streamsql/exec/bufpool"
 	"github.com/streamsql/streamsql/exec/connectors"
 	"github.com/streamsql/streamsql/exec/format"
 	"github.com/streamsql/streamsql/parser"
@@ -54,7 +55,7 @@ func New(cfg Config) *Session {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
-	return &Session{cfg: cfg, Catalog: catalog.New(), Options: catalog.NewOptions(), Mem: memory.NewGoAllocator()}
+	return &Session{cfg: cfg, Catalog: catalog.New(), Options: catalog.NewOptions(), Mem: bufpool.New(0)}
 }
 
 type job struct {

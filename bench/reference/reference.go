@@ -15,6 +15,7 @@ import (
 	"github.com/streamsql/streamsql/bench/nexmark"
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/exec"
+	"github.com/streamsql/streamsql/exec/bufpool"
 	"github.com/streamsql/streamsql/exec/connectors"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/session"
@@ -184,7 +185,7 @@ func readColumns(src source) string {
 func (src source) open(c config) (exec.Source, error) {
 	mem := c.mem
 	if mem == nil {
-		mem = memory.NewGoAllocator()
+		mem = bufpool.New(0) // as the engine's session
 	}
 	return connectors.NewSource(src.table, &exec.SourceContext{
 		Subtask: 0, Parallelism: 1, Mem: mem, BatchSize: c.batch,
