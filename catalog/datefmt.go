@@ -85,6 +85,18 @@ func CompileDateFormat(p string) (*DateFormat, error) {
 	return f, nil
 }
 
+// DateOnly reports whether the pattern formats only fields of the date
+// (year, month, day, day of year, day of week): every instant of a day
+// formats the same.
+func (df *DateFormat) DateOnly() bool {
+	for _, e := range df.elems {
+		if e.letter != 0 && !strings.ContainsRune("yMdDEu", rune(e.letter)) {
+			return false
+		}
+	}
+	return true
+}
+
 // Fields is a broken-down wall-clock date-time.
 type Fields struct {
 	Year                 int64

@@ -69,6 +69,9 @@ func compileCastIn(from, to catalog.Type, arg Evaluator, try bool, loc *time.Loc
 		case catalog.KindDouble:
 			return &convNode[int32, float64]{arg: arg, dt: dt, f: func(v int32) float64 { return float64(v) }}, nil
 		case catalog.KindDecimal:
+			if to.Precision-to.Scale >= 10 {
+				return &intToDecNode[int32]{arg: arg, dt: dt, mul: pow10(int32(to.Scale))}, nil
+			}
 			return &toDecNode[int32]{arg: arg, to: to, f: func(v int32) (decimal128.Num, bool) {
 				return int64ToDec(int64(v), to)
 			}}, nil
@@ -82,6 +85,9 @@ func compileCastIn(from, to catalog.Type, arg Evaluator, try bool, loc *time.Loc
 		case catalog.KindDouble:
 			return &convNode[int64, float64]{arg: arg, dt: dt, f: func(v int64) float64 { return float64(v) }}, nil
 		case catalog.KindDecimal:
+			if to.Precision-to.Scale >= 19 {
+				return &intToDecNode[int64]{arg: arg, dt: dt, mul: pow10(int32(to.Scale))}, nil
+			}
 			return &toDecNode[int64]{arg: arg, to: to, f: func(v int64) (decimal128.Num, bool) {
 				return int64ToDec(v, to)
 			}}, nil
@@ -127,6 +133,9 @@ func compileCastIn(from, to catalog.Type, arg Evaluator, try bool, loc *time.Loc
 			}}, nil
 		case catalog.KindDecimal:
 			ts, tp := int32(to.Scale), int32(to.Precision)
+			if ts == s && tp >= int32(from.Precision) {
+				return retypeNode{arg: arg, dt: dt}, nil // every value fits as it is
+			}
 			return &toDecNode[decimal128.Num]{arg: arg, to: to, f: func(v decimal128.Num) (decimal128.Num, bool) {
 				if ts < s {
 					v = roundDown(v, s-ts)
@@ -250,6 +259,55 @@ func (c *toDecNode[F]) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array
 		out[i] = v
 	}
 	return makeArray(c.to.ArrowType(), n, valid, buf), nil
+}
+
+// intToDecNode converts INT or BIGINT to a DECIMAL that holds every value
+// of the type (at least 10 or 19 integer digits): v * 10^scale, with no
+// check, the input's validity shared.
+type intToDecNode[F int32 | int64] struct {
+	arg Evaluator
+	dt  arrow.DataType
+	mul decimal128.Num // 10^scale
+}
+
+func (c *intToDecNode[F]) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	a, err := c.arg.Eval(rec, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Release()
+	in := values[F](a)
+	buf, out := allocFixed[decimal128.Num](mem, len(in))
+	if c.mul == decimal128.FromI64(1) {
+		for i, v := range in {
+			out[i] = decimal128.FromI64(int64(v))
+		}
+	} else {
+		for i, v := range in {
+			out[i] = decimal128.FromI64(int64(v)).Mul(c.mul)
+		}
+	}
+	return makeArray(c.dt, len(in), andValidity(mem, len(in), a), buf), nil
+}
+
+// retypeNode gives its argument's values another type of the same layout
+// (a DECIMAL of more precision and the same scale): no copy.
+type retypeNode struct {
+	arg Evaluator
+	dt  arrow.DataType
+}
+
+func (c retypeNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	a, err := c.arg.Eval(rec, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Release()
+	d := a.Data()
+	nd := array.NewData(c.dt, d.Len(), d.Buffers(), d.Children(), d.NullN(), d.Offset())
+	out := array.MakeFromData(nd)
+	nd.Release()
+	return out, nil
 }
 
 // toBoolNode converts numbers to BOOLEAN (non-zero is TRUE).

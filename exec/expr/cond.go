@@ -1,7 +1,9 @@
 package expr
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -49,8 +51,10 @@ func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 	for i := range which {
 		which[i] = uint16(k)
 	}
+	// taken marks the rows an earlier condition took, a word per 64 rows;
+	// each condition's rows are found a word at a time.
+	taken := make([]uint64, (rows+63)/64)
 	remaining := rows
-	taken := make([]bool, rows)
 	for j, cond := range n.conds {
 		if remaining == 0 {
 			break
@@ -59,7 +63,7 @@ func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 		if n.condFails[j] && remaining < rows {
 			sel = make([]int32, 0, remaining)
 			for i := 0; i < rows; i++ {
-				if !taken[i] {
+				if taken[i>>6]&(1<<(i&63)) == 0 {
 					sel = append(sel, int32(i))
 				}
 			}
@@ -71,17 +75,41 @@ func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 		cv, coff := boolBits(ca)
 		cb, cvo, cAllNull := bitsOf(ca)
 		if !cAllNull && cv != nil {
-			for i := 0; i < rows; i++ {
-				if !taken[i] && isValid(cb, cvo, i) && bitutil.BitIsSet(cv, coff+i) {
-					taken[i] = true
-					which[i] = uint16(j)
-					remaining--
+			for w := range taken {
+				m := bitWord(cv, coff, w, rows) &^ taken[w]
+				if cb != nil {
+					m &= bitWord(cb, cvo, w, rows)
+				}
+				if m == 0 {
+					continue
+				}
+				taken[w] |= m
+				remaining -= bits.OnesCount64(m)
+				for ; m != 0; m &= m - 1 {
+					which[w<<6+bits.TrailingZeros64(m)] = uint16(j)
 				}
 			}
 		}
 		ca.Release()
 	}
 	return pickRows(n.dt, n.vals, n.valFails, n.valCols, which, rec, mem)
+}
+
+// bitWord returns bits [64w, 64w+64) of the bitmap (b, off) as a word (bit
+// i of the word is bit 64w+i), the bits at or past n cleared.
+func bitWord(b []byte, off, w, n int) uint64 {
+	start := off + w<<6
+	cnt := min(64, n-w<<6)
+	var v uint64
+	if start&7 == 0 && cnt == 64 && start>>3+8 <= len(b) {
+		return binary.LittleEndian.Uint64(b[start>>3:])
+	}
+	for i := 0; i < cnt; i++ {
+		if bitutil.BitIsSet(b, start+i) {
+			v |= 1 << i
+		}
+	}
+	return v
 }
 
 // pickRows evaluates each value on the rows that chose it and combines them:
@@ -127,7 +155,7 @@ func pickRows(dt arrow.DataType, vals []Evaluator, fails []bool, cols [][]bool, 
 	for i := range idx {
 		idx[i] = int32(i)
 	}
-	return gather(dt, srcs, which, idx, mem), nil
+	return gatherWith(dt, srcs, which, idx, runsOfWhich(which), mem), nil
 }
 
 // coalesceNode returns the first non-NULL argument per row. Arguments after

@@ -292,6 +292,13 @@ func TestFunctions(t *testing.T) {
 		{"cast string->dec", func(t testing.TB) planner.Expr { return cast(t, lit("-1.255"), catalog.Decimal(4, 2)) }, "DECIMAL(4, 2)", "-1.26,-1.26,-1.26,-1.26"},
 		{"cast string->double", func(t testing.TB) planner.Expr { return cast(t, lit(" 1e3 "), catalog.Double) }, "DOUBLE NOT NULL", "1000.0,1000.0,1000.0,1000.0"},
 		{"cast bool->int", func(t testing.TB) planner.Expr { return cast(t, col("f"), catalog.Int) }, "INT", "1,0,1,NULL"},
+		// the exact kernels (no row can fail) and the unchecked casts
+		{"dec-dec", func(t testing.TB) planner.Expr { return call(t, "-", lit("dec:0.005"), col("m")) }, "DECIMAL(12, 3)", "-12.335,0.055,-99999999.985,NULL"},
+		{"dec*bigint", func(t testing.TB) planner.Expr { return call(t, "*", lit("dec:-0.908"), col("b")) }, "DECIMAL(22, 3)", "-9.080,2.724,-8374821809464136432.756,NULL"},
+		{"dec*dec cols", func(t testing.TB) planner.Expr { return call(t, "*", col("m"), col("m")) }, "DECIMAL(20, 4)", "152.2756,0.0025,9999999998000000.0001,NULL"},
+		{"cast bigint->dec", func(t testing.TB) planner.Expr { return cast(t, col("b"), catalog.Decimal(21, 2)) }, "DECIMAL(21, 2)", "10.00,-3.00,9223372036854775807.00,NULL"},
+		{"cast int->dec wide", func(t testing.TB) planner.Expr { return cast(t, col("i"), catalog.Decimal(12, 2)) }, "DECIMAL(12, 2)", "7.00,-7.00,2147483647.00,NULL"},
+		{"cast dec->wider dec", func(t testing.TB) planner.Expr { return cast(t, col("m"), catalog.Decimal(23, 2)) }, "DECIMAL(23, 2)", "12.34,-0.05,99999999.99,NULL"},
 		{"cast int->dec", func(t testing.TB) planner.Expr { return cast(t, col("i"), catalog.Decimal(5, 2)) }, "DECIMAL(5, 2)", "7.00,-7.00,NULL,NULL"},
 		{"cast null", func(t testing.TB) planner.Expr { return cast(t, lit(nil), catalog.Int) }, "INT", "NULL,NULL,NULL,NULL"},
 	}

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -80,6 +81,10 @@ func (n *formatFn) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 		v := newFixedCol[int64](arrs[0], n.args[0].c)
 		so := newStrOut(mem, rows, rows*20)
 		var dst []byte
+		// a constant pattern of date fields only ('yyyy-MM-dd') formats
+		// a day once: rows of the same day reuse the text
+		memo := n.df != nil && n.df.DateOnly()
+		lastDay := int64(math.MinInt64)
 		for i := 0; i < rows; i++ {
 			if !v.valid(i) || !pat.valid(i) {
 				so.appendEmpty()
@@ -96,8 +101,11 @@ func (n *formatFn) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 				ms *= 1000
 				ms += zoneOffsetMillis(ms, n.loc)
 			}
-			fieldsOf(ms, &f)
-			dst = df.Append(dst[:0], &f)
+			if day := floorDiv(ms, msPerDay); !memo || day != lastDay {
+				fieldsOf(ms, &f)
+				dst = df.Append(dst[:0], &f)
+				lastDay = day
+			}
 			bitutil.SetBit(vb, i)
 			so.appendBytes(dst)
 		}

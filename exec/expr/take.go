@@ -91,8 +91,8 @@ func gather(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32,
 	return gatherWith(dt, srcs, which, rows, runs, mem)
 }
 
-// gatherWith is gather with the runs of rows (runsOf; nil: none), used
-// only with one source and no which.
+// gatherWith is gather with the runs of rows (runsOf, runsOfWhich; nil:
+// none).
 func gatherWith(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32, runs []rowRun, mem memory.Allocator) arrow.Array {
 	n := len(rows)
 	// Validity first: shared by every type.
@@ -117,7 +117,9 @@ func gatherWith(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []in
 				break
 			}
 		}
-	} else if needValidity && !sb[0].allNull && allValid(sb[0].bits, sb[0].off, runs) {
+	} else if needValidity && runsValid(runs, func(u rowRun) ([]byte, int, bool) {
+		return sb[u.s].bits, sb[u.s].off, sb[u.s].allNull
+	}) {
 		// the rows taken are all valid (a filter's rows of one kind of
 		// event, whose fields are NULL only in the other kinds' rows)
 		needValidity = false
@@ -205,7 +207,7 @@ func gatherWith(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []in
 		return makeArray(dt, n, vbuf, buf)
 	case arrow.STRING:
 		if runs != nil {
-			return gatherStringRuns(srcs[0].(*array.String), runs, n, vbuf, mem)
+			return gatherStringRuns(srcs, runs, n, vbuf, mem)
 		}
 		ss := make([]*array.String, len(srcs))
 		total := 0
@@ -247,9 +249,12 @@ func gatherWith(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []in
 	panic(fmt.Sprintf("expr: cannot gather values of type %s", dt))
 }
 
-// rowRun is a run of neighbouring rows: output rows [at, at+k) are input
-// rows [r, r+k).
-type rowRun struct{ at, r, k int32 }
+// rowRun is a run of neighbouring rows: output rows [at, at+k) are rows
+// [r, r+k) of source s.
+type rowRun struct {
+	at, r, k int32
+	s        uint16
+}
 
 // runsOf returns the maximal runs of rows when they are long enough on
 // average (8 rows) to be copied a run at a time: a filter's selection of
@@ -278,30 +283,60 @@ func runsOf(rows []int32) []rowRun {
 	return runs
 }
 
-// allValid reports whether every row of the runs is valid in the bitmap
-// (bits, off), counting a run's bits a word at a time.
-func allValid(bits []byte, off int, runs []rowRun) bool {
+// runsOfWhich returns the runs of rows 0..len(which)-1 taken from one
+// source each (a CASE whose branches come in runs: the nexmark source's
+// computed dateTime, a bid's for 46 rows of every 50), or nil when the
+// sources alternate too often for copying by runs to pay.
+func runsOfWhich(which []uint16) []rowRun {
+	if len(which) < 8 {
+		return nil
+	}
+	var runs []rowRun
+	for i := 0; i < len(which); {
+		w := which[i]
+		j := i + 1
+		for j < len(which) && which[j] == w {
+			j++
+		}
+		runs = append(runs, rowRun{at: int32(i), r: int32(i), k: int32(j - i), s: w})
+		if len(runs)*8 > len(which) {
+			return nil
+		}
+		i = j
+	}
+	return runs
+}
+
+// runsValid reports whether every row of the runs is valid in its source's
+// bitmap (bitsOf: bits, offset, all NULL), counting a run's bits a word at a
+// time.
+func runsValid(runs []rowRun, src func(rowRun) ([]byte, int, bool)) bool {
 	for _, u := range runs {
-		if bitutil.CountSetBits(bits, off+int(u.r), int(u.k)) != int(u.k) {
+		bits, off, allNull := src(u)
+		if allNull {
+			return false
+		}
+		if bits != nil && bitutil.CountSetBits(bits, off+int(u.r), int(u.k)) != int(u.k) {
 			return false
 		}
 	}
 	return true
 }
 
-// gatherStringRuns is gather of one string array's rows by runs: bytes and
+// gatherStringRuns is gather of string arrays' rows by runs: bytes and
 // offsets copied a run at a time.
-func gatherStringRuns(src *array.String, runs []rowRun, n int, vbuf *memory.Buffer, mem memory.Allocator) arrow.Array {
-	offs := src.ValueOffsets() // len(src)+1, absolute into ValueBytes
-	data := src.ValueBytes()
-	base := offs[0]
+func gatherStringRuns(srcs []arrow.Array, runs []rowRun, n int, vbuf *memory.Buffer, mem memory.Allocator) arrow.Array {
 	total := 0
 	for _, u := range runs {
+		offs := srcs[u.s].(*array.String).ValueOffsets() // len+1, absolute into ValueBytes
 		total += int(offs[u.r+u.k] - offs[u.r])
 	}
 	so := newStrOut(mem, n, total)
 	so.grow(total)
 	for _, u := range runs {
+		src := srcs[u.s].(*array.String)
+		offs, data := src.ValueOffsets(), src.ValueBytes()
+		base := offs[0]
 		r, k := int(u.r), int(u.k)
 		shift := int32(len(so.data)) - offs[r]
 		so.data = append(so.data, data[offs[r]-base:offs[r+k]-base]...)
@@ -315,9 +350,8 @@ func gatherStringRuns(src *array.String, runs []rowRun, n int, vbuf *memory.Buff
 func gatherFixed[T any](dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32, vbuf *memory.Buffer, mem memory.Allocator, runs []rowRun) arrow.Array {
 	buf, out := allocFixed[T](mem, len(rows))
 	if runs != nil {
-		src := values[T](srcs[0])
 		for _, u := range runs {
-			copy(out[u.at:u.at+u.k], src[u.r:u.r+u.k])
+			copy(out[u.at:u.at+u.k], values[T](srcs[u.s])[u.r:u.r+u.k])
 		}
 		return makeArray(dt, len(rows), vbuf, buf)
 	}

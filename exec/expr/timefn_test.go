@@ -2,6 +2,7 @@ package expr
 
 import (
 	"github.com/streamsql/streamsql/internal/memtest"
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -185,5 +186,73 @@ func TestRegexpConstantPatternCompiledOnce(t *testing.T) {
 	}, T: catalog.Boolean}
 	if _, err := Compile(c); err == nil || !strings.Contains(err.Error(), "invalid regular expression '('") {
 		t.Fatalf("bad constant pattern: %v", err)
+	}
+}
+
+// TestDateFormatDayMemo: DATE_FORMAT with a constant pattern of date fields
+// formats each day once and reuses the text for the next rows of that day;
+// on seeded timestamps (runs within a day, jumps across days and years,
+// times before 1970, NULLs) every row matches Go's own formatting, for
+// date-only patterns and for one with the time of day (no memo).
+func TestDateFormatDayMemo(t *testing.T) {
+	mem := memtest.NewChecked()
+	defer mem.AssertSize(t, 0)
+	schema := catalog.Schema{{Name: "t", Type: catalog.Timestamp}}
+	col := &planner.ColRef{Index: 0, Name: "t", T: catalog.Timestamp}
+	patterns := []struct{ java, goLayout string }{
+		{"yyyy-MM-dd", "2006-01-02"},
+		{"EEE, d MMM yyyy", "Mon, 2 Jan 2006"},
+		{"yyyy-MM-dd HH:mm", "2006-01-02 15:04"},
+	}
+	rng := rand.New(rand.NewSource(5))
+	b := array.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: arrow.Millisecond})
+	ms := int64(-3 * 86_400_000 * 365)
+	var want []*int64
+	for i := 0; i < 5000; i++ {
+		switch rng.Intn(10) {
+		case 0:
+			ms += rng.Int63n(3 * 86_400_000 * 365) // days or years ahead
+		case 1:
+			ms -= rng.Int63n(2 * 86_400_000) // back across midnight
+		default:
+			ms += rng.Int63n(600_000) // minutes later: mostly the same day
+		}
+		if rng.Intn(20) == 0 {
+			b.AppendNull()
+			want = append(want, nil)
+			continue
+		}
+		b.Append(arrow.Timestamp(ms))
+		v := ms
+		want = append(want, &v)
+	}
+	arr := b.NewArray()
+	b.Release()
+	rec := array.NewRecord(schema.Arrow(), []arrow.Array{arr}, int64(arr.Len()))
+	arr.Release()
+	defer rec.Release()
+	for _, p := range patterns {
+		e := &planner.Call{Fn: "date_format", Args: []planner.Expr{col, &planner.Literal{Value: p.java, T: catalog.String.WithNotNull(true)}}, T: catalog.String}
+		ev, err := Compile(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ev.Eval(rec, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := got.(*array.String)
+		for i, w := range want {
+			if w == nil {
+				if s.IsValid(i) {
+					t.Fatalf("%s row %d: %q, want NULL", p.java, i, s.Value(i))
+				}
+				continue
+			}
+			if exp := time.UnixMilli(*w).UTC().Format(p.goLayout); !s.IsValid(i) || s.Value(i) != exp {
+				t.Fatalf("%s row %d (%d ms): %q, want %q", p.java, i, *w, s.Value(i), exp)
+			}
+		}
+		got.Release()
 	}
 }
