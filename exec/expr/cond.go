@@ -125,6 +125,9 @@ func pickRows(dt arrow.DataType, vals []Evaluator, fails []bool, cols [][]bool, 
 			return vals[j].Eval(rec, mem)
 		}
 	}
+	if out := pickConsts(dt, vals, which, mem); out != nil {
+		return out, nil
+	}
 	srcs := make([]arrow.Array, len(vals))
 	defer releaseAll(srcs)
 	for j, v := range vals {
@@ -156,6 +159,61 @@ func pickRows(dt arrow.DataType, vals []Evaluator, fails []bool, cols [][]bool, 
 		idx[i] = int32(i)
 	}
 	return gatherWith(dt, srcs, which, idx, runsOfWhich(which), mem), nil
+}
+
+// pickConsts is pickRows when every value is a constant of a fixed-width
+// type (COUNT(*) FILTER (WHERE c) becomes CASE WHEN c THEN 1 END): row i
+// is the constant which[i] chose, with no per-branch arrays. It returns nil
+// for other values.
+func pickConsts(dt arrow.DataType, vals []Evaluator, which []uint16, mem memory.Allocator) arrow.Array {
+	consts := make([]arrow.Array, len(vals))
+	for j, v := range vals {
+		c := constArr(v)
+		if c == nil || (c.IsValid(0) && !arrow.TypeEqual(c.DataType(), dt)) {
+			return nil
+		}
+		consts[j] = c
+	}
+	switch dt.ID() {
+	case arrow.INT32, arrow.DATE32:
+		return pickConstFixed[int32](dt, consts, which, mem)
+	case arrow.INT64:
+		return pickConstFixed[int64](dt, consts, which, mem)
+	case arrow.FLOAT64:
+		return pickConstFixed[float64](dt, consts, which, mem)
+	case arrow.TIMESTAMP:
+		return pickConstFixed[arrow.Timestamp](dt, consts, which, mem)
+	case arrow.DECIMAL128:
+		return pickConstFixed[decimal128.Num](dt, consts, which, mem)
+	}
+	return nil
+}
+
+func pickConstFixed[T any](dt arrow.DataType, consts []arrow.Array, which []uint16, mem memory.Allocator) arrow.Array {
+	vs := make([]T, len(consts))
+	valid := make([]bool, len(consts))
+	allValid := true
+	for j, c := range consts {
+		if valid[j] = c.IsValid(0); valid[j] {
+			vs[j] = values[T](c)[0]
+		}
+		allValid = allValid && valid[j]
+	}
+	buf, out := allocFixed[T](mem, len(which))
+	for i, w := range which {
+		out[i] = vs[w]
+	}
+	var vbuf *memory.Buffer
+	if !allValid {
+		var vb []byte
+		vbuf, vb = allocBits(mem, len(which))
+		for i, w := range which {
+			if valid[w] {
+				vb[i>>3] |= 1 << (i & 7)
+			}
+		}
+	}
+	return makeArray(dt, len(which), vbuf, buf)
 }
 
 // coalesceNode returns the first non-NULL argument per row. Arguments after

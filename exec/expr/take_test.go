@@ -382,7 +382,9 @@ func TestCaseRunsAgainstRows(t *testing.T) {
 		// nexmark source's dateTime (ELSE: the bid's)
 		return call(t, "case", call(t, "=", k, lit(0)), y, call(t, "=", k, lit(1)), lit(nil), x)
 	}
-	exprs := []planner.Expr{caseOf(ref("a"), ref("b")), caseOf(ref("s"), ref("u"))}
+	exprs := []planner.Expr{caseOf(ref("a"), ref("b")), caseOf(ref("s"), ref("u")),
+		caseOf(lit(5), lit(1)), // constants only (pickConsts)
+		call(t, "case", call(t, "=", k, lit(0)), lit(1), lit(nil))} // COUNT(*) FILTER (WHERE k = 0)
 	evs := make([]Evaluator, len(exprs))
 	for i, e := range exprs {
 		ev, err := Compile(e)
@@ -437,17 +439,24 @@ func TestCaseRunsAgainstRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			x, y := rec.Column(1), rec.Column(2)
-			if e == 1 {
-				x, y = rec.Column(3), rec.Column(4)
-			}
 			which := make([]uint16, kc.Len())
 			for i := 0; i < kc.Len(); i++ {
-				want := x.ValueStr(i)
+				var x, y string
+				switch e {
+				case 0:
+					x, y = rec.Column(1).ValueStr(i), rec.Column(2).ValueStr(i)
+				case 1:
+					x, y = rec.Column(3).ValueStr(i), rec.Column(4).ValueStr(i)
+				case 2:
+					x, y = "5", "1"
+				case 3:
+					x, y = array.NullValueStr, "1"
+				}
+				want := x
 				switch {
 				case kc.IsValid(i) && kc.Value(i) == 0:
-					want, which[i] = y.ValueStr(i), 0
-				case kc.IsValid(i) && kc.Value(i) == 1:
+					want, which[i] = y, 0
+				case kc.IsValid(i) && kc.Value(i) == 1 && e != 3:
 					want, which[i] = array.NullValueStr, 1
 				default:
 					which[i] = 2
