@@ -26,6 +26,7 @@ type caseNode struct {
 	vals      []Evaluator // len(conds)+1, the last is ELSE
 	valFails  []bool
 	valCols   [][]bool
+	consts    constPicker // every value a fixed-width constant; else nil
 }
 
 func compileCase(c *planner.Call, args []Evaluator) Evaluator {
@@ -41,15 +42,22 @@ func compileCase(c *planner.Call, args []Evaluator) Evaluator {
 	n.vals = append(n.vals, args[len(args)-1])
 	n.valFails = append(n.valFails, canFail(c.Args[len(args)-1]))
 	n.valCols = append(n.valCols, colsOf(c.Args[len(args)-1]))
+	n.consts = constsOf(n.dt, n.vals)
 	return n
 }
 
 func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
 	rows := int(rec.NumRows())
 	k := len(n.conds)
-	which := make([]uint16, rows)
-	for i := range which {
-		which[i] = uint16(k)
+	var which []uint16
+	var masks [][]uint64 // constant values: the rows of each condition
+	if n.consts == nil {
+		which = make([]uint16, rows)
+		for i := range which {
+			which[i] = uint16(k)
+		}
+	} else {
+		masks = make([][]uint64, k)
 	}
 	// taken marks the rows an earlier condition took, a word per 64 rows;
 	// each condition's rows are found a word at a time.
@@ -85,12 +93,22 @@ func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 				}
 				taken[w] |= m
 				remaining -= bits.OnesCount64(m)
+				if masks != nil {
+					if masks[j] == nil {
+						masks[j] = make([]uint64, len(taken))
+					}
+					masks[j][w] = m
+					continue
+				}
 				for ; m != 0; m &= m - 1 {
 					which[w<<6+bits.TrailingZeros64(m)] = uint16(j)
 				}
 			}
 		}
 		ca.Release()
+	}
+	if masks != nil {
+		return n.consts.pick(masks, taken, rows, mem), nil
 	}
 	return pickRows(n.dt, n.vals, n.valFails, n.valCols, which, rec, mem)
 }
@@ -125,9 +143,6 @@ func pickRows(dt arrow.DataType, vals []Evaluator, fails []bool, cols [][]bool, 
 			return vals[j].Eval(rec, mem)
 		}
 	}
-	if out := pickConsts(dt, vals, which, mem); out != nil {
-		return out, nil
-	}
 	srcs := make([]arrow.Array, len(vals))
 	defer releaseAll(srcs)
 	for j, v := range vals {
@@ -161,11 +176,18 @@ func pickRows(dt arrow.DataType, vals []Evaluator, fails []bool, cols [][]bool, 
 	return gatherWith(dt, srcs, which, idx, runsOfWhich(which), mem), nil
 }
 
-// pickConsts is pickRows when every value is a constant of a fixed-width
-// type (COUNT(*) FILTER (WHERE c) becomes CASE WHEN c THEN 1 END): row i
-// is the constant which[i] chose, with no per-branch arrays. It returns nil
-// for other values.
-func pickConsts(dt arrow.DataType, vals []Evaluator, which []uint16, mem memory.Allocator) arrow.Array {
+// constPicker builds a CASE whose values are all fixed-width constants
+// (COUNT(*) FILTER (WHERE c) is planned as CASE WHEN c THEN 1 END) from
+// the rows each condition took, a word per 64 rows: no per-branch arrays,
+// no per-row branch index.
+type constPicker interface {
+	// pick: masks[j] holds condition j's rows (nil: none), taken their
+	// union; the other rows take the ELSE value.
+	pick(masks [][]uint64, taken []uint64, rows int, mem memory.Allocator) arrow.Array
+}
+
+// constsOf returns the constPicker of values of type dt, or nil.
+func constsOf(dt arrow.DataType, vals []Evaluator) constPicker {
 	consts := make([]arrow.Array, len(vals))
 	for j, v := range vals {
 		c := constArr(v)
@@ -176,44 +198,76 @@ func pickConsts(dt arrow.DataType, vals []Evaluator, which []uint16, mem memory.
 	}
 	switch dt.ID() {
 	case arrow.INT32, arrow.DATE32:
-		return pickConstFixed[int32](dt, consts, which, mem)
+		return newConstPick[int32](dt, consts)
 	case arrow.INT64:
-		return pickConstFixed[int64](dt, consts, which, mem)
+		return newConstPick[int64](dt, consts)
 	case arrow.FLOAT64:
-		return pickConstFixed[float64](dt, consts, which, mem)
+		return newConstPick[float64](dt, consts)
 	case arrow.TIMESTAMP:
-		return pickConstFixed[arrow.Timestamp](dt, consts, which, mem)
+		return newConstPick[arrow.Timestamp](dt, consts)
 	case arrow.DECIMAL128:
-		return pickConstFixed[decimal128.Num](dt, consts, which, mem)
+		return newConstPick[decimal128.Num](dt, consts)
 	}
 	return nil
 }
 
-func pickConstFixed[T any](dt arrow.DataType, consts []arrow.Array, which []uint16, mem memory.Allocator) arrow.Array {
-	vs := make([]T, len(consts))
-	valid := make([]bool, len(consts))
-	allValid := true
-	for j, c := range consts {
-		if valid[j] = c.IsValid(0); valid[j] {
-			vs[j] = values[T](c)[0]
+type constPick[T any] struct {
+	dt    arrow.DataType
+	vs    []T    // per value, the last is ELSE
+	valid []bool // per value: not NULL
+	all   bool   // every value is valid
+}
+
+func newConstPick[T any](dt arrow.DataType, consts []arrow.Array) *constPick[T] {
+	c := &constPick[T]{dt: dt, vs: make([]T, len(consts)), valid: make([]bool, len(consts)), all: true}
+	for j, a := range consts {
+		if c.valid[j] = a.IsValid(0); c.valid[j] {
+			c.vs[j] = values[T](a)[0]
 		}
-		allValid = allValid && valid[j]
+		c.all = c.all && c.valid[j]
 	}
-	buf, out := allocFixed[T](mem, len(which))
-	for i, w := range which {
-		out[i] = vs[w]
+	return c
+}
+
+func (c *constPick[T]) pick(masks [][]uint64, taken []uint64, rows int, mem memory.Allocator) arrow.Array {
+	buf, out := allocFixed[T](mem, rows)
+	k := len(c.vs) - 1
+	for i, e := 0, c.vs[k]; i < rows; i++ {
+		out[i] = e
 	}
-	var vbuf *memory.Buffer
-	if !allValid {
-		var vb []byte
-		vbuf, vb = allocBits(mem, len(which))
-		for i, w := range which {
-			if valid[w] {
-				vb[i>>3] |= 1 << (i & 7)
+	for j, m := range masks {
+		if m == nil {
+			continue
+		}
+		v := c.vs[j]
+		for w, bw := range m {
+			for ; bw != 0; bw &= bw - 1 {
+				out[w<<6+bits.TrailingZeros64(bw)] = v
 			}
 		}
 	}
-	return makeArray(dt, len(which), vbuf, buf)
+	if c.all {
+		return makeArray(c.dt, rows, nil, buf)
+	}
+	vbuf, vb := allocBits(mem, rows)
+	for w := range taken {
+		var v uint64
+		if c.valid[k] {
+			v = ^taken[w]
+		}
+		for j, m := range masks {
+			if m != nil && c.valid[j] {
+				v |= m[w]
+			}
+		}
+		for b := 0; b < 8 && w<<3+b < len(vb); b++ {
+			vb[w<<3+b] = byte(v >> (b << 3))
+		}
+	}
+	if rows&7 != 0 { // no bits past the last row
+		vb[len(vb)-1] &= byte(1)<<(rows&7) - 1
+	}
+	return makeArray(c.dt, rows, vbuf, buf)
 }
 
 // coalesceNode returns the first non-NULL argument per row. Arguments after
