@@ -44,7 +44,7 @@ const (
 )
 
 // DefaultLimit is the free memory a Recycler keeps by default.
-const DefaultLimit = 64 << 20
+const DefaultLimit = 32 << 20
 
 // Recycler is a memory.Allocator that keeps released buffers for reuse.
 type Recycler struct {
@@ -76,6 +76,16 @@ func classOf(n int) (int, int) {
 	step := 1 << (k - 1 - subShift)
 	m := (n - 1<<(k-1) + step - 1) / step // 1..1<<subShift
 	return (k-minShift)<<subShift + m - 1, 1<<(k-1) + m*step
+}
+
+// sameClass reports whether a buffer of n bytes (n <= cs) takes the class
+// of size cs.
+func sameClass(n, cs int) bool {
+	if n <= minPooled {
+		return false
+	}
+	_, c := classOf(n)
+	return c == cs
 }
 
 // Allocate implements memory.Allocator.
@@ -124,12 +134,15 @@ func (r *Recycler) Free(b []byte) {
 }
 
 // Reallocate implements memory.Allocator: it grows or shrinks b in place
-// when its class allows, zeroing the bytes it adds.
+// when the new size is of b's class (zeroing the bytes it adds); a buffer
+// shrunk to a smaller class moves, so that a long-lived array (a builder's
+// result, shrunk to fit) does not hold a larger buffer than Go's allocator
+// would give it.
 func (r *Recycler) Reallocate(size int, b []byte) []byte {
 	if cap(b) == 0 {
 		return r.Allocate(size)
 	}
-	if size <= cap(b) {
+	if size <= cap(b) && (cap(b) <= minPooled || size > maxPooled || sameClass(size, cap(b))) {
 		if size > len(b) {
 			clear(b[len(b):size])
 		}

@@ -185,3 +185,23 @@ func TestArrowArrays(t *testing.T) {
 		t.Fatalf("no buffer was reused: %+v", s)
 	}
 }
+
+// TestShrinkMoves: a buffer shrunk within its class stays; one shrunk to a
+// smaller class moves there (its bytes copied), so a builder's result
+// shrunk to fit holds no more memory than it needs.
+func TestShrinkMoves(t *testing.T) {
+	r := New(0)
+	a := r.Allocate(5000) // class 5120
+	a[4200], a[10] = 1, 2
+	b := r.Reallocate(4200, a)
+	if &b[0] != &a[0] || cap(b) != 5120 {
+		t.Fatalf("a shrink within the class moved (cap %d)", cap(b))
+	}
+	c := r.Reallocate(1000, b)
+	if &c[0] == &b[0] || cap(c) != 1024 || c[10] != 2 {
+		t.Fatalf("a shrink to class 1024 kept cap %d (byte 10 = %d)", cap(c), c[10])
+	}
+	if s := r.Stats(); s.Free != 5120 {
+		t.Fatalf("the old buffer was not freed: %+v", s)
+	}
+}
