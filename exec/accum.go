@@ -36,6 +36,29 @@ type accumulator interface {
 	staged() stagedCol
 }
 
+// nullMask is a column's validity bitmap for per-row NULL tests without an
+// interface call per row.
+type nullMask struct {
+	bits []byte
+	off  int
+}
+
+// nullsOf returns col's validity and whether it has NULLs (an all-NULL
+// array without a bitmap gets a zeroed one).
+func nullsOf(col arrow.Array) (nullMask, bool) {
+	if col == nil || col.NullN() == 0 { // nil: COUNT(*)'s missing argument
+		return nullMask{}, false
+	}
+	b := col.NullBitmapBytes()
+	if b == nil {
+		b = make([]byte, (col.Data().Offset()+col.Len()+7)/8)
+	}
+	return nullMask{bits: b, off: col.Data().Offset()}, true
+}
+
+// null reports whether row i is NULL (only when nullsOf said it has NULLs).
+func (m nullMask) null(i int) bool { return m.bits[(m.off+i)>>3]&(1<<((m.off+i)&7)) == 0 }
+
 func sign(ops []RowKind, i int) int64 {
 	if ops == nil || ops[i].IsAdd() {
 		return 1
@@ -112,15 +135,21 @@ func (a *countAcc) grow(n int) {
 }
 func (a *countAcc) reset(g int32) { a.n[g] = 0 }
 func (a *countAcc) update(gids []int32, col arrow.Array, ops []RowKind) {
-	nulls := a.nonNull && col.NullN() > 0
+	nm, hasNulls := nullsOf(col)
+	nulls := a.nonNull && hasNulls
 	switch {
 	case ops == nil && !nulls:
 		for _, g := range gids {
 			a.n[g]++
 		}
+	case ops == nil: // COUNT(x) of an insert-only input: add each row's valid bit
+		for i, g := range gids {
+			p := nm.off + i
+			a.n[g] += int64(nm.bits[p>>3] >> (p & 7) & 1)
+		}
 	default:
 		for i, g := range gids {
-			if nulls && col.IsNull(i) {
+			if nulls && nm.null(i) {
 				continue
 			}
 			a.n[g] += sign(ops, i)
@@ -203,7 +232,7 @@ func (a *sumAcc[I, S]) grow(n int) {
 func (a *sumAcc[I, S]) reset(g int32) { a.sum[g], a.nn[g] = 0, 0 }
 func (a *sumAcc[I, S]) update(gids []int32, col arrow.Array, ops []RowKind) {
 	vs := valuesOf[I](col, nil)
-	nulls := col.NullN() > 0
+	nm, nulls := nullsOf(col)
 	if ops == nil && !nulls {
 		for i, g := range gids {
 			a.sum[g] += S(vs[i])
@@ -212,7 +241,7 @@ func (a *sumAcc[I, S]) update(gids []int32, col arrow.Array, ops []RowKind) {
 		return
 	}
 	for i, g := range gids {
-		if nulls && col.IsNull(i) {
+		if nulls && nm.null(i) {
 			continue
 		}
 		s := sign(ops, i)
@@ -293,9 +322,9 @@ func (a *decSumAcc) grow(n int) {
 func (a *decSumAcc) reset(g int32) { a.sum[g], a.nn[g] = decimal128.Num{}, 0 }
 func (a *decSumAcc) update(gids []int32, col arrow.Array, ops []RowKind) {
 	vs := valuesOf[decimal128.Num](col, nil)
-	nulls := col.NullN() > 0
+	nm, nulls := nullsOf(col)
 	for i, g := range gids {
-		if nulls && col.IsNull(i) {
+		if nulls && nm.null(i) {
 			continue
 		}
 		if sign(ops, i) > 0 {
@@ -384,10 +413,10 @@ func (a *minMax[T]) better(x, y T) bool {
 func (a *minMax[T]) update(gids []int32, col arrow.Array, ops []RowKind) {
 	vs := valuesOf[T](col, a.in)
 	a.in = vs
-	nulls := col.NullN() > 0
+	nm, nulls := nullsOf(col)
 	if !a.retract {
 		for i, g := range gids {
-			if nulls && col.IsNull(i) {
+			if nulls && nm.null(i) {
 				continue
 			}
 			if !a.has[g] || a.better(vs[i], a.val[g]) {
@@ -403,7 +432,7 @@ func (a *minMax[T]) update(gids []int32, col arrow.Array, ops []RowKind) {
 	a.epoch++
 	a.redo = a.redo[:0]
 	for i, g := range gids {
-		if nulls && col.IsNull(i) {
+		if nulls && nm.null(i) {
 			continue
 		}
 		v := vs[i]
@@ -497,9 +526,9 @@ func (a *distinctCount[T]) update(gids []int32, col arrow.Array, ops []RowKind) 
 
 // add applies the values vs of col's rows to the multisets of their slots.
 func (a *distinctCount[T]) add(gids []int32, vs []T, col arrow.Array, ops []RowKind) {
-	nulls := col.NullN() > 0
+	nm, nulls := nullsOf(col)
 	for i, g := range gids {
-		if nulls && col.IsNull(i) {
+		if nulls && nm.null(i) {
 			continue
 		}
 		a.sets[g].add(vs[i], sign(ops, i))

@@ -186,9 +186,9 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 }
 
 func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record, col arrow.Array, vs []T) {
-	nulls := col.NullN() > 0
+	nm, nulls := nullsOf(col)
 	for i, v := range vs {
-		if nulls && col.IsNull(i) {
+		if nulls && nm.null(i) {
 			g, ok := a.tbl.LookupNull()
 			if ok && a.tbl.Expired(g) {
 				a.dropSlot(g)
@@ -256,7 +256,7 @@ func encodeKeyColumns(rec arrow.Record, keys []int, keyBuf []byte, keyOffs []int
 	copy(cur, offs[:n])
 	for _, k := range keys {
 		col := rec.Column(k)
-		nulls := col.NullN() > 0
+		nm, nulls := nullsOf(col)
 		// The common fixed-width types without nulls: one typed loop.
 		if !nulls {
 			switch c := col.(type) {
@@ -273,7 +273,7 @@ func encodeKeyColumns(rec arrow.Record, keys []int, keyBuf []byte, keyOffs []int
 		}
 		for i := 0; i < n; i++ {
 			p := cur[i]
-			if nulls && col.IsNull(i) {
+			if nulls && nm.null(i) {
 				// null flag 0 and zeroed payload of the same width
 				w := 1 + fixedWidth(col.DataType())
 				if _, ok := col.(*array.String); ok {
