@@ -299,40 +299,63 @@ func (n *logicNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, e
 		return nil, err
 	}
 	defer ra.Release()
-	rv, roff := boolBits(ra)
-	rb, rvo, rAllNull := bitsOf(ra)
+	// Three-valued logic a word (64 rows) at a time: per side its value
+	// v and validity k (all NULL: both 0); AND is FALSE where either side
+	// is a valid FALSE, TRUE where both are valid TRUEs; OR is the dual.
+	l, r := logicSideOf(la), logicSideOf(ra)
 	vbuf, vb := allocBits(mem, rows)
 	buf, out := allocBits(mem, rows)
-	for i := 0; i < rows; i++ {
-		l, lok := lval(i)
-		var r, rok bool
-		if !rAllNull && isValid(rb, rvo, i) {
-			r, rok = bitutil.BitIsSet(rv, roff+i), true
-		}
-		var res, ok bool
+	for w := 0; w < (rows+63)/64; w++ {
+		lv, lk := l.word(w, rows)
+		rv, rk := r.word(w, rows)
+		var res, ok uint64
 		if n.or {
-			switch {
-			case (lok && l) || (rok && r):
-				res, ok = true, true
-			case lok && rok:
-				res, ok = false, true
-			}
+			res = lv | rv
+			ok = res | (lk & rk)
 		} else {
-			switch {
-			case (lok && !l) || (rok && !r):
-				res, ok = false, true
-			case lok && rok:
-				res, ok = true, true
-			}
+			lf, rf := lk&^lv, rk&^rv // valid FALSEs
+			ok = lf | rf | (lk & rk)
+			res = lv & rv
 		}
-		if ok {
-			bitutil.SetBit(vb, i)
-			if res {
-				bitutil.SetBit(out, i)
-			}
+		for b := 0; b < 8 && w<<3+b < len(vb); b++ {
+			vb[w<<3+b] = byte(ok >> (b << 3))
+			out[w<<3+b] = byte((res & ok) >> (b << 3))
 		}
 	}
+	if rows&7 != 0 { // no bits past the last row
+		vb[len(vb)-1] &= byte(1)<<(rows&7) - 1
+		out[len(out)-1] &= byte(1)<<(rows&7) - 1
+	}
 	return makeArray(arrow.FixedWidthTypes.Boolean, rows, vbuf, buf), nil
+}
+
+// logicSide is one operand of AND / OR: its value and validity bitmaps.
+type logicSide struct {
+	v, k       []byte // value bits; validity (nil: all valid)
+	voff, koff int
+	none       bool // all NULL
+}
+
+func logicSideOf(a arrow.Array) logicSide {
+	var s logicSide
+	s.v, s.voff = boolBits(a)
+	var allNull bool
+	s.k, s.koff, allNull = bitsOf(a)
+	s.none = allNull || s.v == nil
+	return s
+}
+
+// word returns rows [64w, 64w+64) of the side: its valid TRUEs and its
+// validity.
+func (s *logicSide) word(w, rows int) (v, k uint64) {
+	if s.none {
+		return 0, 0
+	}
+	k = ^uint64(0)
+	if s.k != nil {
+		k = bitWord(s.k, s.koff, w, rows)
+	}
+	return bitWord(s.v, s.voff, w, rows) & k, k
 }
 
 // unaryBoolNode is NOT and the IS [NOT] NULL/TRUE/FALSE predicates.
