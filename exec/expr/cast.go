@@ -65,9 +65,9 @@ func compileCastIn(from, to catalog.Type, arg Evaluator, try bool, loc *time.Loc
 	case catalog.KindInt:
 		switch to.Kind {
 		case catalog.KindBigInt:
-			return &convNode[int32, int64]{arg: arg, dt: dt, f: func(v int32) int64 { return int64(v) }}, nil
+			return &numConvNode[int32, int64]{arg: arg, dt: dt}, nil
 		case catalog.KindDouble:
-			return &convNode[int32, float64]{arg: arg, dt: dt, f: func(v int32) float64 { return float64(v) }}, nil
+			return &numConvNode[int32, float64]{arg: arg, dt: dt}, nil
 		case catalog.KindDecimal:
 			if to.Precision-to.Scale >= 10 {
 				return &intToDecNode[int32]{arg: arg, dt: dt, mul: pow10(int32(to.Scale))}, nil
@@ -81,9 +81,9 @@ func compileCastIn(from, to catalog.Type, arg Evaluator, try bool, loc *time.Loc
 	case catalog.KindBigInt:
 		switch to.Kind {
 		case catalog.KindInt:
-			return &convNode[int64, int32]{arg: arg, dt: dt, f: func(v int64) int32 { return int32(v) }}, nil
+			return &numConvNode[int64, int32]{arg: arg, dt: dt}, nil
 		case catalog.KindDouble:
-			return &convNode[int64, float64]{arg: arg, dt: dt, f: func(v int64) float64 { return float64(v) }}, nil
+			return &numConvNode[int64, float64]{arg: arg, dt: dt}, nil
 		case catalog.KindDecimal:
 			if to.Precision-to.Scale >= 19 {
 				return &intToDecNode[int64]{arg: arg, dt: dt, mul: pow10(int32(to.Scale))}, nil
@@ -226,6 +226,28 @@ func (c *convNode[F, T]) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Arr
 	buf, out := allocFixed[T](mem, n)
 	for i := range out {
 		out[i] = c.f(in[i])
+	}
+	return makeArray(c.dt, n, andValidity(mem, n, a), buf), nil
+}
+
+// numConvNode is a conversion Go's own conversion does (INT <-> BIGINT,
+// either to DOUBLE): one typed loop, no call per row.
+type numConvNode[F int32 | int64, T int32 | int64 | float64] struct {
+	arg Evaluator
+	dt  arrow.DataType
+}
+
+func (c *numConvNode[F, T]) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	a, err := c.arg.Eval(rec, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Release()
+	n := a.Len()
+	in := values[F](a)
+	buf, out := allocFixed[T](mem, n)
+	for i, v := range in {
+		out[i] = T(v)
 	}
 	return makeArray(c.dt, n, andValidity(mem, n, a), buf), nil
 }

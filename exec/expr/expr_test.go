@@ -299,6 +299,10 @@ func TestFunctions(t *testing.T) {
 		{"cast bigint->dec", func(t testing.TB) planner.Expr { return cast(t, col("b"), catalog.Decimal(21, 2)) }, "DECIMAL(21, 2)", "10.00,-3.00,9223372036854775807.00,NULL"},
 		{"cast int->dec wide", func(t testing.TB) planner.Expr { return cast(t, col("i"), catalog.Decimal(12, 2)) }, "DECIMAL(12, 2)", "7.00,-7.00,2147483647.00,NULL"},
 		{"cast dec->wider dec", func(t testing.TB) planner.Expr { return cast(t, col("m"), catalog.Decimal(23, 2)) }, "DECIMAL(23, 2)", "12.34,-0.05,99999999.99,NULL"},
+		{"cast int->bigint", func(t testing.TB) planner.Expr { return cast(t, col("i"), catalog.BigInt) }, "BIGINT", "7,-7,2147483647,NULL"},
+		{"cast bigint->int", func(t testing.TB) planner.Expr { return cast(t, col("b"), catalog.Int) }, "INT", "10,-3,-1,NULL"},
+		{"cast int->double", func(t testing.TB) planner.Expr { return cast(t, col("i"), catalog.Double) }, "DOUBLE", "7.0,-7.0,2.147483647E9,NULL"},
+		{"cast bigint->double", func(t testing.TB) planner.Expr { return cast(t, col("b"), catalog.Double) }, "DOUBLE", "10.0,-3.0,9.223372036854776E18,NULL"},
 		{"cast int->dec", func(t testing.TB) planner.Expr { return cast(t, col("i"), catalog.Decimal(5, 2)) }, "DECIMAL(5, 2)", "7.00,-7.00,NULL,NULL"},
 		{"cast null", func(t testing.TB) planner.Expr { return cast(t, lit(nil), catalog.Int) }, "INT", "NULL,NULL,NULL,NULL"},
 	}
