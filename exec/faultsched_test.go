@@ -49,10 +49,12 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+	"github.com/apache/arrow/go/v17/arrow/memory"
 	"github.com/cockroachdb/pebble/vfs"
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/exec/bufpool"
 	"github.com/streamsql/streamsql/planner"
 )
 
@@ -1156,7 +1158,16 @@ func schedJobID(n int) string { return fmt.Sprintf("%032x", 0xfa17+n) }
 // summary of what happened.
 func runSchedule(s *schedule) (problems []string, summary string) {
 	fs := vfs.NewMem()
+	// Even seeds: Go's allocator under poisoning (a read of released
+	// memory reads poison); odd seeds: the recycling allocator jobs run
+	// with, kept small so that buffers are handed out again and again (a
+	// buffer with two owners corrupts a batch the oracle then catches).
 	mem := memtest.NewChecked()
+	var pool *bufpool.Recycler
+	if s.seed%2 == 1 {
+		pool = bufpool.New(4 << 20)
+		mem = memory.NewCheckedAllocator(pool)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), schedTimeout)
 	defer cancel()
 	r := &schedRunner{s: s, ctx: ctx, sys: &txnSystem{pending: map[string][]string{}}, spRoot: "/savepoints",
@@ -1270,6 +1281,9 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 	var leaks leakReport
 	mem.AssertSize(&leaks, 0)
 	r.problems = append(r.problems, leaks...)
+	if pool != nil && pool.Stats().Reused == 0 {
+		r.problem("the recycling allocator handed out no buffer twice: %+v", pool.Stats())
+	}
 	for _, id := range r.savepoints {
 		if r.sinkCommits[id] {
 			r.problem("sinks were told to commit intermediate savepoint %d: it must commit no side effects", id)
