@@ -355,16 +355,24 @@ func allSet(b []byte, start, n int) bool {
 // gatherStringRuns is gather of string arrays' rows by runs: bytes and
 // offsets copied a run at a time.
 func gatherStringRuns(srcs []arrow.Array, runs []rowRun, n int, vbuf *memory.Buffer, mem memory.Allocator) arrow.Array {
+	type strSrc struct {
+		offs []int32 // len+1, absolute into data
+		data []byte
+	}
+	ss := make([]strSrc, len(srcs)) // once, not per run
+	for k, s := range srcs {
+		a := s.(*array.String)
+		ss[k] = strSrc{a.ValueOffsets(), a.ValueBytes()}
+	}
 	total := 0
 	for _, u := range runs {
-		offs := srcs[u.s].(*array.String).ValueOffsets() // len+1, absolute into ValueBytes
+		offs := ss[u.s].offs
 		total += int(offs[u.r+u.k] - offs[u.r])
 	}
 	so := newStrOut(mem, n, total)
 	so.grow(total)
 	for _, u := range runs {
-		src := srcs[u.s].(*array.String)
-		offs, data := src.ValueOffsets(), src.ValueBytes()
+		offs, data := ss[u.s].offs, ss[u.s].data
 		base := offs[0]
 		r, k := int(u.r), int(u.k)
 		shift := int32(len(so.data)) - offs[r]
@@ -379,8 +387,12 @@ func gatherStringRuns(srcs []arrow.Array, runs []rowRun, n int, vbuf *memory.Buf
 func gatherFixed[T any](dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32, vbuf *memory.Buffer, mem memory.Allocator, runs []rowRun) arrow.Array {
 	buf, out := allocFixed[T](mem, len(rows))
 	if runs != nil {
+		vs := make([][]T, len(srcs)) // typed once, not per run
+		for k, s := range srcs {
+			vs[k] = values[T](s)
+		}
 		for _, u := range runs {
-			copy(out[u.at:u.at+u.k], values[T](srcs[u.s])[u.r:u.r+u.k])
+			copy(out[u.at:u.at+u.k], vs[u.s][u.r:u.r+u.k])
 		}
 		return makeArray(dt, len(rows), vbuf, buf)
 	}
