@@ -216,18 +216,26 @@ type convNode[F, T any] struct {
 }
 
 func (c *convNode[F, T]) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
-	a, err := c.arg.Eval(rec, mem)
+	return mapValues(c.arg, c.dt, rec, mem, func(in []F, out []T) {
+		for i := range out {
+			out[i] = c.f(in[i])
+		}
+	})
+}
+
+// mapValues evaluates arg and maps its fixed-width values row for row to a
+// new array of type dt with the same validity: fill writes out[i] from
+// in[i] (one call a batch).
+func mapValues[F, T any](arg Evaluator, dt arrow.DataType, rec arrow.Record, mem memory.Allocator, fill func(in []F, out []T)) (arrow.Array, error) {
+	a, err := arg.Eval(rec, mem)
 	if err != nil {
 		return nil, err
 	}
 	defer a.Release()
 	n := a.Len()
-	in := values[F](a)
 	buf, out := allocFixed[T](mem, n)
-	for i := range out {
-		out[i] = c.f(in[i])
-	}
-	return makeArray(c.dt, n, andValidity(mem, n, a), buf), nil
+	fill(values[F](a), out)
+	return makeArray(dt, n, andValidity(mem, n, a), buf), nil
 }
 
 // numConvNode is a conversion Go's own conversion does (INT <-> BIGINT,
@@ -238,18 +246,11 @@ type numConvNode[F int32 | int64, T int32 | int64 | float64] struct {
 }
 
 func (c *numConvNode[F, T]) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
-	a, err := c.arg.Eval(rec, mem)
-	if err != nil {
-		return nil, err
-	}
-	defer a.Release()
-	n := a.Len()
-	in := values[F](a)
-	buf, out := allocFixed[T](mem, n)
-	for i, v := range in {
-		out[i] = T(v)
-	}
-	return makeArray(c.dt, n, andValidity(mem, n, a), buf), nil
+	return mapValues(c.arg, c.dt, rec, mem, func(in []F, out []T) {
+		for i, v := range in {
+			out[i] = T(v)
+		}
+	})
 }
 
 // toDecNode converts to DECIMAL; values that do not fit become NULL.
@@ -285,7 +286,7 @@ func (c *toDecNode[F]) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array
 
 // intToDecNode converts INT or BIGINT to a DECIMAL that holds every value
 // of the type (at least 10 or 19 integer digits): v * 10^scale, with no
-// check, the input's validity shared.
+// check.
 type intToDecNode[F int32 | int64] struct {
 	arg Evaluator
 	dt  arrow.DataType
@@ -293,23 +294,17 @@ type intToDecNode[F int32 | int64] struct {
 }
 
 func (c *intToDecNode[F]) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
-	a, err := c.arg.Eval(rec, mem)
-	if err != nil {
-		return nil, err
-	}
-	defer a.Release()
-	in := values[F](a)
-	buf, out := allocFixed[decimal128.Num](mem, len(in))
-	if c.mul == decimal128.FromI64(1) {
-		for i, v := range in {
-			out[i] = decimal128.FromI64(int64(v))
+	return mapValues(c.arg, c.dt, rec, mem, func(in []F, out []decimal128.Num) {
+		if c.mul == decimal128.FromI64(1) {
+			for i, v := range in {
+				out[i] = decimal128.FromI64(int64(v))
+			}
+			return
 		}
-	} else {
 		for i, v := range in {
 			out[i] = decimal128.FromI64(int64(v)).Mul(c.mul)
 		}
-	}
-	return makeArray(c.dt, len(in), andValidity(mem, len(in), a), buf), nil
+	})
 }
 
 // retypeNode gives its argument's values another type of the same layout

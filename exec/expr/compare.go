@@ -317,14 +317,8 @@ func (n *logicNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, e
 			ok = lf | rf | (lk & rk)
 			res = lv & rv
 		}
-		for b := 0; b < 8 && w<<3+b < len(vb); b++ {
-			vb[w<<3+b] = byte(ok >> (b << 3))
-			out[w<<3+b] = byte((res & ok) >> (b << 3))
-		}
-	}
-	if rows&7 != 0 { // no bits past the last row
-		vb[len(vb)-1] &= byte(1)<<(rows&7) - 1
-		out[len(out)-1] &= byte(1)<<(rows&7) - 1
+		putWord(vb, w, rows, ok)
+		putWord(out, w, rows, res&ok)
 	}
 	return makeArray(arrow.FixedWidthTypes.Boolean, rows, vbuf, buf), nil
 }

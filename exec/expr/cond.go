@@ -1,7 +1,6 @@
 package expr
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math/bits"
 
@@ -113,23 +112,6 @@ func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 	return pickRows(n.dt, n.vals, n.valFails, n.valCols, which, rec, mem)
 }
 
-// bitWord returns bits [64w, 64w+64) of the bitmap (b, off) as a word (bit
-// i of the word is bit 64w+i), the bits at or past n cleared.
-func bitWord(b []byte, off, w, n int) uint64 {
-	start := off + w<<6
-	cnt := min(64, n-w<<6)
-	var v uint64
-	if start&7 == 0 && cnt == 64 && start>>3+8 <= len(b) {
-		return binary.LittleEndian.Uint64(b[start>>3:])
-	}
-	for i := 0; i < cnt; i++ {
-		if bitutil.BitIsSet(b, start+i) {
-			v |= 1 << i
-		}
-	}
-	return v
-}
-
 // pickRows evaluates each value on the rows that chose it and combines them:
 // row i comes from vals[which[i]].
 func pickRows(dt arrow.DataType, vals []Evaluator, fails []bool, cols [][]bool, which []uint16, rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
@@ -173,7 +155,7 @@ func pickRows(dt arrow.DataType, vals []Evaluator, fails []bool, cols [][]bool, 
 	for i := range idx {
 		idx[i] = int32(i)
 	}
-	return gatherWith(dt, srcs, which, idx, runsOfWhich(which), mem), nil
+	return gather(dt, srcs, which, idx, mem), nil
 }
 
 // constPicker builds a CASE whose values are all fixed-width constants
@@ -260,12 +242,7 @@ func (c *constPick[T]) pick(masks [][]uint64, taken []uint64, rows int, mem memo
 				v |= m[w]
 			}
 		}
-		for b := 0; b < 8 && w<<3+b < len(vb); b++ {
-			vb[w<<3+b] = byte(v >> (b << 3))
-		}
-	}
-	if rows&7 != 0 { // no bits past the last row
-		vb[len(vb)-1] &= byte(1)<<(rows&7) - 1
+		putWord(vb, w, rows, v)
 	}
 	return makeArray(c.dt, rows, vbuf, buf)
 }

@@ -213,20 +213,12 @@ func (d *decArith) exact(out, av []decimal128.Num, as int, bv []decimal128.Num, 
 		return
 	}
 	s := max(d.sa, d.sb)
-	ma, mb := pow10(s-d.sa), pow10(s-d.sb)
-	one := decimal128.FromI64(1)
+	ma, mb := pow10(s-d.sa), pow10(s-d.sb) // to the common scale
 	if d.op == '-' {
 		mb = mb.Negate()
 	}
 	for i := range out {
-		a, b := av[i*as], bv[i*bs]
-		if ma != one {
-			a = a.Mul(ma)
-		}
-		if mb != one {
-			b = b.Mul(mb)
-		}
-		out[i] = a.Add(b)
+		out[i] = av[i*as].Mul(ma).Add(bv[i*bs].Mul(mb))
 	}
 }
 
@@ -239,21 +231,12 @@ func decVals(a, c arrow.Array) ([]decimal128.Num, int) {
 	return values[decimal128.Num](c), 0
 }
 
+// kernel is the per-row kernel of the operations that can fail or need more
+// than 128 bits; the exact ones run in exact.
 func (d *decArith) kernel() func(a, b decimal128.Num) (decimal128.Num, int) {
 	s := max(d.sa, d.sb)
 	switch d.op {
 	case '+', '-':
-		if d.fastAddSub {
-			ma, mb := pow10(s-d.sa), pow10(s-d.sb)
-			if d.op == '+' {
-				return func(a, b decimal128.Num) (decimal128.Num, int) {
-					return a.Mul(ma).Add(b.Mul(mb)), decOK
-				}
-			}
-			return func(a, b decimal128.Num) (decimal128.Num, int) {
-				return a.Mul(ma).Sub(b.Mul(mb)), decOK
-			}
-		}
 		return func(a, b decimal128.Num) (decimal128.Num, int) {
 			x := new(big.Int).Mul(a.BigInt(), pow10Big(s-d.sa))
 			y := new(big.Int).Mul(b.BigInt(), pow10Big(s-d.sb))
@@ -265,9 +248,6 @@ func (d *decArith) kernel() func(a, b decimal128.Num) (decimal128.Num, int) {
 			return bigToDec(x, s, d.sr, d.pr)
 		}
 	case '*':
-		if d.fastMul {
-			return func(a, b decimal128.Num) (decimal128.Num, int) { return a.Mul(b), decOK }
-		}
 		se := d.sa + d.sb
 		return func(a, b decimal128.Num) (decimal128.Num, int) {
 			if fitsI64(a) && fitsI64(b) {

@@ -45,7 +45,7 @@ func FilterRecord(rec arrow.Record, mask *array.Boolean, mem memory.Allocator) (
 // into a new record with the same schema. Every index must be in range.
 func TakeRecord(rec arrow.Record, idx []int32, mem memory.Allocator) arrow.Record {
 	cols := make([]arrow.Array, rec.NumCols())
-	runs := runsOf(idx)
+	runs := runsOf(idx, nil)
 	for i := range cols {
 		c := rec.Column(i)
 		cols[i] = gatherWith(c.DataType(), []arrow.Array{c}, nil, idx, runs, mem)
@@ -65,7 +65,7 @@ func takeColumns(rec arrow.Record, cols []bool, idx []int32, mem memory.Allocato
 		return TakeRecord(rec, idx, mem)
 	}
 	out := make([]arrow.Array, rec.NumCols())
-	runs := runsOf(idx)
+	runs := runsOf(idx, nil)
 	for i := range out {
 		if i < len(cols) && cols[i] {
 			c := rec.Column(i)
@@ -90,23 +90,21 @@ func takeArray(a arrow.Array, idx []int32, mem memory.Allocator) arrow.Array {
 // srcs[which[i]][rows[i]] (which == nil means source 0) and a negative
 // rows[i] gives NULL. All sources have type dt.
 func gather(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32, mem memory.Allocator) arrow.Array {
-	var runs []rowRun
-	if which == nil && len(srcs) == 1 {
-		runs = runsOf(rows)
-	}
-	return gatherWith(dt, srcs, which, rows, runs, mem)
+	return gatherWith(dt, srcs, which, rows, runsOf(rows, which), mem)
 }
 
-// gatherWith is gather with the runs of rows (runsOf, runsOfWhich; nil:
-// none).
+// srcBits is a gather source's validity (bitsOf).
+type srcBits struct {
+	bits    []byte
+	off     int
+	allNull bool
+}
+
+// gatherWith is gather with the runs of rows (runsOf; nil: none), found
+// once for all the columns of a record.
 func gatherWith(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []int32, runs []rowRun, mem memory.Allocator) arrow.Array {
 	n := len(rows)
 	// Validity first: shared by every type.
-	type srcBits struct {
-		bits    []byte
-		off     int
-		allNull bool
-	}
 	sb := make([]srcBits, len(srcs))
 	needValidity := false
 	for k, s := range srcs {
@@ -123,9 +121,7 @@ func gatherWith(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []in
 				break
 			}
 		}
-	} else if needValidity && runsValid(runs, func(u rowRun) ([]byte, int, bool) {
-		return sb[u.s].bits, sb[u.s].off, sb[u.s].allNull
-	}) {
+	} else if needValidity && runsValid(runs, sb) {
 		// the rows taken are all valid (a filter's rows of one kind of
 		// event, whose fields are NULL only in the other kinds' rows)
 		needValidity = false
@@ -262,11 +258,13 @@ type rowRun struct {
 	s        uint16
 }
 
-// runsOf returns the maximal runs of rows when they are long enough on
-// average (8 rows) to be copied a run at a time: a filter's selection of
-// one kind of event from a source's batch. It returns nil for rows with a
-// negative row (a NULL) and for scattered rows.
-func runsOf(rows []int32) []rowRun {
+// runsOf returns the maximal runs of neighbouring rows from one source
+// (which nil: a single source) when they are long enough on average (8
+// rows) to be copied a run at a time: a filter's selection of one kind of
+// event from a source's batch, or a CASE whose branches come in runs (the
+// nexmark source's computed dateTime: a bid's for 46 rows of every 50). It
+// returns nil for rows with a negative row (a NULL) and for scattered rows.
+func runsOf(rows []int32, which []uint16) []rowRun {
 	if len(rows) < 8 {
 		return nil
 	}
@@ -276,11 +274,15 @@ func runsOf(rows []int32) []rowRun {
 		if r < 0 {
 			return nil
 		}
+		var s uint16
+		if which != nil {
+			s = which[i]
+		}
 		j := i + 1
-		for j < len(rows) && rows[j] == r+int32(j-i) {
+		for j < len(rows) && rows[j] == r+int32(j-i) && (which == nil || which[j] == s) {
 			j++
 		}
-		runs = append(runs, rowRun{at: int32(i), r: r, k: int32(j - i)})
+		runs = append(runs, rowRun{at: int32(i), r: r, k: int32(j - i), s: s})
 		if len(runs)*8 > len(rows) {
 			return nil // scattered: the row-at-a-time loops are faster
 		}
@@ -289,40 +291,15 @@ func runsOf(rows []int32) []rowRun {
 	return runs
 }
 
-// runsOfWhich returns the runs of rows 0..len(which)-1 taken from one
-// source each (a CASE whose branches come in runs: the nexmark source's
-// computed dateTime, a bid's for 46 rows of every 50), or nil when the
-// sources alternate too often for copying by runs to pay.
-func runsOfWhich(which []uint16) []rowRun {
-	if len(which) < 8 {
-		return nil
-	}
-	var runs []rowRun
-	for i := 0; i < len(which); {
-		w := which[i]
-		j := i + 1
-		for j < len(which) && which[j] == w {
-			j++
-		}
-		runs = append(runs, rowRun{at: int32(i), r: int32(i), k: int32(j - i), s: w})
-		if len(runs)*8 > len(which) {
-			return nil
-		}
-		i = j
-	}
-	return runs
-}
-
 // runsValid reports whether every row of the runs is valid in its source's
-// bitmap (bitsOf: bits, offset, all NULL), counting a run's bits a word at a
-// time.
-func runsValid(runs []rowRun, src func(rowRun) ([]byte, int, bool)) bool {
+// bitmap.
+func runsValid(runs []rowRun, sb []srcBits) bool {
 	for _, u := range runs {
-		bits, off, allNull := src(u)
-		if allNull {
+		b := sb[u.s]
+		if b.allNull {
 			return false
 		}
-		if bits != nil && !allSet(bits, off+int(u.r), int(u.k)) {
+		if b.bits != nil && !allSet(b.bits, b.off+int(u.r), int(u.k)) {
 			return false
 		}
 	}

@@ -322,7 +322,7 @@ func TestTakeRunsAgainstRows(t *testing.T) {
 				rows = append(rows, int32(r)) // a repeat, then a run backwards
 			}
 		}
-		if runsOf(rows) != nil {
+		if runsOf(rows, nil) != nil {
 			withRuns++
 		}
 		for _, c := range cols {
@@ -465,7 +465,11 @@ func TestCaseRunsAgainstRows(t *testing.T) {
 					t.Fatalf("round %d, expression %d, row %d: %s, want %s", round, e, i, have, want)
 				}
 			}
-			if e == 0 && runsOfWhich(which) != nil {
+			rows := make([]int32, len(which))
+			for i := range rows {
+				rows[i] = int32(i)
+			}
+			if e == 0 && runsOf(rows, which) != nil {
 				withRuns++
 			}
 			got.Release()

@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/decimal128"
-	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/exec/format"
@@ -113,31 +112,6 @@ func daysFromCivil(y int64, m, d int) int64 {
 	return era*146097 + doe - 719468
 }
 
-// mapNode maps int64 or int32 values element-wise to another fixed type,
-// keeping validity (date and time conversions).
-type mapNode[F, T fixed32or64] struct {
-	arg Evaluator
-	dt  arrow.DataType
-	f   func(F) T
-}
-
-type fixed32or64 interface{ ~int32 | ~int64 }
-
-func (c *mapNode[F, T]) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
-	a, err := c.arg.Eval(rec, mem)
-	if err != nil {
-		return nil, err
-	}
-	defer a.Release()
-	n := a.Len()
-	in := values[F](a)
-	buf, out := allocFixed[T](mem, n)
-	for i := range out {
-		out[i] = c.f(in[i])
-	}
-	return makeArray(c.dt, n, andValidity(mem, n, a), buf), nil
-}
-
 // ltzLocal converts an instant in units to wall-clock milliseconds in loc.
 func ltzLocalMillis(v, upm int64, loc *time.Location) int64 {
 	ms := floorDiv(v, upm)
@@ -158,9 +132,9 @@ func compileTimeCast(from, to catalog.Type, arg Evaluator, try bool, loc *time.L
 		case catalog.KindDate:
 			return arg, true, nil
 		case catalog.KindTimestamp:
-			return &mapNode[int32, int64]{arg: arg, dt: dt, f: func(d int32) int64 { return int64(d) * msPerDay * tu }}, true, nil
+			return &convNode[int32, int64]{arg: arg, dt: dt, f: func(d int32) int64 { return int64(d) * msPerDay * tu }}, true, nil
 		case catalog.KindTimestampLTZ:
-			return &mapNode[int32, int64]{arg: arg, dt: dt, f: func(d int32) int64 {
+			return &convNode[int32, int64]{arg: arg, dt: dt, f: func(d int32) int64 {
 				return localToUTCMillis(int64(d)*msPerDay, loc) * tu
 			}}, true, nil
 		}
@@ -171,26 +145,26 @@ func compileTimeCast(from, to catalog.Type, arg Evaluator, try bool, loc *time.L
 				return arg, true, nil
 			}
 			p := to.Precision
-			return &mapNode[int32, int32]{arg: arg, dt: dt, f: func(t int32) int32 { return int32(truncMillis(int64(t), p)) }}, true, nil
+			return &convNode[int32, int32]{arg: arg, dt: dt, f: func(t int32) int32 { return int32(truncMillis(int64(t), p)) }}, true, nil
 		case catalog.KindTimestamp: // on 1970-01-01, as Flink
-			return &mapNode[int32, int64]{arg: arg, dt: dt, f: func(t int32) int64 { return int64(t) * tu }}, true, nil
+			return &convNode[int32, int64]{arg: arg, dt: dt, f: func(t int32) int64 { return int64(t) * tu }}, true, nil
 		}
 	case catalog.KindTimestamp:
 		switch to.Kind {
 		case catalog.KindDate:
-			return &mapNode[int64, int32]{arg: arg, dt: dt, f: func(v int64) int32 { return int32(floorDiv(v, msPerDay*fu)) }}, true, nil
+			return &convNode[int64, int32]{arg: arg, dt: dt, f: func(v int64) int32 { return int32(floorDiv(v, msPerDay*fu)) }}, true, nil
 		case catalog.KindTime:
 			p := to.Precision
-			return &mapNode[int64, int32]{arg: arg, dt: dt, f: func(v int64) int32 {
+			return &convNode[int64, int32]{arg: arg, dt: dt, f: func(v int64) int32 {
 				return int32(truncMillis(floorMod(floorDiv(v, fu), msPerDay), p))
 			}}, true, nil
 		case catalog.KindTimestamp:
 			if from.Precision == to.Precision {
 				return arg, true, nil
 			}
-			return &mapNode[int64, int64]{arg: arg, dt: dt, f: func(v int64) int64 { return truncUnits(rescale(v, fu, tu), to) }}, true, nil
+			return &convNode[int64, int64]{arg: arg, dt: dt, f: func(v int64) int64 { return truncUnits(rescale(v, fu, tu), to) }}, true, nil
 		case catalog.KindTimestampLTZ:
-			return &mapNode[int64, int64]{arg: arg, dt: dt, f: func(v int64) int64 {
+			return &convNode[int64, int64]{arg: arg, dt: dt, f: func(v int64) int64 {
 				ms := floorDiv(v, fu)
 				sub := v - ms*fu
 				return truncUnits(rescale(localToUTCMillis(ms, loc)*fu+sub, fu, tu), to)
@@ -199,16 +173,16 @@ func compileTimeCast(from, to catalog.Type, arg Evaluator, try bool, loc *time.L
 	case catalog.KindTimestampLTZ:
 		switch to.Kind {
 		case catalog.KindDate:
-			return &mapNode[int64, int32]{arg: arg, dt: dt, f: func(v int64) int32 {
+			return &convNode[int64, int32]{arg: arg, dt: dt, f: func(v int64) int32 {
 				return int32(floorDiv(ltzLocalMillis(v, fu, loc), msPerDay))
 			}}, true, nil
 		case catalog.KindTime:
 			p := to.Precision
-			return &mapNode[int64, int32]{arg: arg, dt: dt, f: func(v int64) int32 {
+			return &convNode[int64, int32]{arg: arg, dt: dt, f: func(v int64) int32 {
 				return int32(truncMillis(floorMod(ltzLocalMillis(v, fu, loc), msPerDay), p))
 			}}, true, nil
 		case catalog.KindTimestamp:
-			return &mapNode[int64, int64]{arg: arg, dt: dt, f: func(v int64) int64 {
+			return &convNode[int64, int64]{arg: arg, dt: dt, f: func(v int64) int64 {
 				ms := floorDiv(v, fu)
 				sub := v - ms*fu
 				return truncUnits(rescale((ms+zoneOffsetMillis(ms, loc))*fu+sub, fu, tu), to)
@@ -217,7 +191,7 @@ func compileTimeCast(from, to catalog.Type, arg Evaluator, try bool, loc *time.L
 			if from.Precision == to.Precision {
 				return arg, true, nil
 			}
-			return &mapNode[int64, int64]{arg: arg, dt: dt, f: func(v int64) int64 { return truncUnits(rescale(v, fu, tu), to) }}, true, nil
+			return &convNode[int64, int64]{arg: arg, dt: dt, f: func(v int64) int64 { return truncUnits(rescale(v, fu, tu), to) }}, true, nil
 		}
 	}
 	return nil, false, nil

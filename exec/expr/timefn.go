@@ -266,14 +266,14 @@ func (cp *compiler) compileTimeFn(c *planner.Call, args []Evaluator) (Evaluator,
 		if err != nil {
 			return nil, err
 		}
-		return &mapNode[int64, int64]{arg: args[1], dt: dt, f: f}, nil
+		return &convNode[int64, int64]{arg: args[1], dt: dt, f: f}, nil
 	case "floor_to", "ceil_to":
 		unit, _ := constString(args[1])
 		f, err := floorFn(unit, c.Fn == "ceil_to")
 		if err != nil {
 			return nil, err
 		}
-		return &mapNode[int64, int64]{arg: args[0], dt: dt, f: f}, nil
+		return &convNode[int64, int64]{arg: args[0], dt: dt, f: f}, nil
 	case "dt_add_ms", "dt_add_months":
 		sign, _ := constInt32(args[2])
 		loc, err := zoneArg(c, 3)
@@ -315,7 +315,7 @@ func (cp *compiler) compileTimeFn(c *planner.Call, args []Evaluator) (Evaluator,
 		if p == 0 {
 			mul = 1000
 		}
-		return &mapNode[int64, int64]{arg: args[0], dt: dt, f: func(v int64) int64 { return v * mul }}, nil
+		return &convNode[int64, int64]{arg: args[0], dt: dt, f: func(v int64) int64 { return v * mul }}, nil
 	case "date_format", "from_unixtime", "to_timestamp", "to_date", "unix_timestamp_str":
 		return cp.compileFormatFn(c, args)
 	case "regexp", "regexp_extract", "regexp_replace":

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"encoding/binary"
 	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -220,4 +221,32 @@ func emptyArray(dt arrow.DataType, mem memory.Allocator) arrow.Array {
 	b := array.NewBuilder(mem, dt)
 	defer b.Release()
 	return b.NewArray()
+}
+
+// bitWord returns bits [64w, 64w+64) of the bitmap (b, off) as a word (bit
+// i of the word is bit 64w+i), the bits at or past n cleared.
+func bitWord(b []byte, off, w, n int) uint64 {
+	start := off + w<<6
+	cnt := min(64, n-w<<6)
+	var v uint64
+	if start&7 == 0 && cnt == 64 && start>>3+8 <= len(b) {
+		return binary.LittleEndian.Uint64(b[start>>3:])
+	}
+	for i := 0; i < cnt; i++ {
+		if bitutil.BitIsSet(b, start+i) {
+			v |= 1 << i
+		}
+	}
+	return v
+}
+
+// putWord writes v as bits [64w, 64w+64) of the bitmap b of n bits (bit i
+// of v is bit 64w+i); the bits at or past n stay clear.
+func putWord(b []byte, w, n int, v uint64) {
+	if rem := n - w<<6; rem < 64 {
+		v &= 1<<rem - 1
+	}
+	for k := 0; k < 8 && w<<3+k < len(b); k++ {
+		b[w<<3+k] = byte(v >> (k << 3))
+	}
 }
