@@ -698,12 +698,13 @@ func (s *Store) installSavepoint(dir string, b *savepointBody) error {
 		if s.db != nil {
 			s.db.Close()
 			s.db = nil
+			s.rdb.Store(nil)
 		}
-		s.lastID = 0
+		s.setLastID(0)
 		s.broken = fmt.Errorf("loading savepoint %s: %w", dir, err)
 		return s.broken
 	}
-	s.lastID = b.CheckpointID
+	s.setLastID(b.CheckpointID)
 	return nil
 }
 

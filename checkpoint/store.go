@@ -48,14 +48,19 @@ type Store struct {
 	index map[string]fileRef
 
 	// mu guards the working DB, lastID and closed.
-	mu         sync.RWMutex
-	db         *pebble.DB
-	popts      *pebble.Options // db's options (sstable writer options for Commit)
-	merge      deltaMerge      // Commit's merge of the buffers' runs, reused
-	lastID     int64           // last committed checkpoint id (0: none)
-	lastSyncMS int64           // duration of that commit
-	closed     bool
-	broken     error // why the working DB was abandoned (see guard)
+	mu sync.RWMutex
+	db *pebble.DB
+	// rdb is db for NewCommittedIter, read without mu: a reader must not
+	// wait for a Commit's ingest
+	rdb atomic.Pointer[pebble.DB]
+	// committedID is lastID for CommittedID, read without mu
+	committedID atomic.Int64
+	popts       *pebble.Options // db's options (sstable writer options for Commit)
+	merge       deltaMerge      // Commit's merge of the buffers' runs, reused
+	lastID      int64           // last committed checkpoint id (0: none)
+	lastSyncMS  int64           // duration of that commit
+	closed      bool
+	broken      error // why the working DB was abandoned (see guard)
 
 	abortMu sync.Mutex
 	aborted map[int64]bool
@@ -255,8 +260,10 @@ func (s *Store) installWorking(srcJobDir string, b *metaBody) error {
 			s.o.logf("checkpoint: closing working state: %v", err)
 		}
 		s.db = nil
+		s.rdb.Store(nil)
 	}
-	s.lastID, s.lastSyncMS = 0, 0
+	s.setLastID(0)
+	s.lastSyncMS = 0
 	s.removeSnaps()
 	if err := fs.RemoveAll(s.dbDir); err != nil {
 		return fmt.Errorf("checkpoint: clearing %s: %w", s.dbDir, err)
@@ -298,7 +305,7 @@ func (s *Store) installWorking(srcJobDir string, b *metaBody) error {
 			db.Close()
 			return fmt.Errorf("checkpoint %d (%s): inconsistent state: %w", b.ID, b.Path, err)
 		}
-		s.lastID = id
+		s.setLastID(id)
 		if cleanPath(srcJobDir) == cleanPath(s.jobDir) {
 			// Our own checkpoint: its shared files stay shared.
 			for _, r := range b.Files {
@@ -309,6 +316,7 @@ func (s *Store) installWorking(srcJobDir string, b *metaBody) error {
 		}
 	}
 	s.db, s.popts = db, popts
+	s.rdb.Store(db)
 	s.broken = nil
 	return nil
 }
@@ -376,7 +384,7 @@ func (s *Store) Commit(id int64, bufs []*Buffer) error {
 	if err := s.ingestDelta(id, bufs); err != nil {
 		return err
 	}
-	s.lastID = id
+	s.setLastID(id)
 	s.lastSyncMS = time.Since(start).Milliseconds()
 	for _, b := range bufs {
 		if b != nil {
@@ -408,7 +416,8 @@ func (s *Store) guard(fatal bool, fn func() error) (err error) {
 			return
 		}
 		s.db = nil
-		s.lastID = 0
+		s.rdb.Store(nil)
+		s.setLastID(0)
 		err = fmt.Errorf("checkpoint: state store failed (restore from the latest checkpoint): %w", cause)
 		s.broken = err
 		s.o.logf("%v", err)
@@ -439,6 +448,35 @@ func (s *Store) LastCommitted() int64 {
 // Reader reads the committed state. It follows the store across
 // RestoreLatest.
 func (s *Store) Reader() StateReader { return reader{s} }
+
+// setLastID sets lastID (caller holds mu).
+func (s *Store) setLastID(id int64) {
+	s.lastID = id
+	s.committedID.Store(id)
+}
+
+// CommittedID is the id of the last checkpoint committed to the working
+// DB (0: none since it was installed).
+func (s *Store) CommittedID() int64 { return s.committedID.Load() }
+
+// NewCommittedIter opens an iterator over the working DB: the state of the
+// last committed checkpoint, full keys (KeyedPrefix and the operator's
+// key). Tiered keyed state reads its cold keys through it (exec/state's
+// Committed). The caller closes it before the job attempt ends: a restore
+// replaces the working DB.
+func (s *Store) NewCommittedIter() (*pebble.Iterator, error) {
+	db := s.rdb.Load()
+	if db == nil {
+		s.mu.RLock()
+		err := s.usable()
+		s.mu.RUnlock()
+		if err == nil {
+			err = errors.New("checkpoint: no working state")
+		}
+		return nil, err
+	}
+	return db.NewIter(&pebble.IterOptions{LowerBound: minUserKey})
+}
 
 type reader struct{ s *Store }
 
@@ -491,6 +529,7 @@ func (s *Store) Close() error {
 	}
 	err := s.db.Close()
 	s.db = nil
+	s.rdb.Store(nil)
 	return err
 }
 

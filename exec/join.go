@@ -471,14 +471,14 @@ func (j *streamJoin) lookup(in, other *joinSideState, n int) {
 func (j *streamJoin) scanSide(s *joinSideState, k []byte, kg int) {
 	j.kbuf = state.Key(j.kbuf, s.ns, k)
 	if s.layout == layoutValue {
-		if v, ok := j.kv.Get(j.kbuf); ok {
+		if v, ok := j.kv.Get(kg, j.kbuf); ok {
 			j.addCand(s, j.kbuf, v, kg, len(j.kbuf))
 		}
 		return
 	}
 	plen := len(j.kbuf)
 	// the prefix stays in kbuf: Scan's keys are fresh
-	_ = j.kv.Scan(j.kbuf[:plen], func(key, v []byte) error {
+	_ = j.kv.Scan(kg, j.kbuf[:plen], func(key, v []byte) error {
 		j.addCand(s, key, v, kg, plen)
 		return nil
 	})
@@ -741,15 +741,15 @@ func (j *streamJoin) retractOwn(s *joinSideState, i int) {
 	}
 	switch s.layout {
 	case layoutValue:
-		j.kv.Delete(state.Key(j.kbuf, s.ns, j.jk(i)))
+		j.kv.Delete(j.kg(i), state.Key(j.kbuf, s.ns, j.jk(i)))
 	case layoutUnique:
-		j.kv.Delete(state.Key(j.kbuf, s.ns, j.jk(i), j.ukBuf[j.ukOffs[i]:j.ukOffs[i+1]]))
+		j.kv.Delete(j.kg(i), state.Key(j.kbuf, s.ns, j.jk(i), j.ukBuf[j.ukOffs[i]:j.ukOffs[i+1]]))
 	default:
 		// one copy of the row: the first entry with the row's prefix
 		j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i), j.row(i))
 		found := false
 		var c, a int64
-		_ = j.kv.Scan(j.kbuf, func(k, v []byte) error {
+		_ = j.kv.Scan(j.kg(i), j.kbuf, func(k, v []byte) error {
 			j.delKey = append(j.delKey[:0], k...)
 			c, a, _, found = parseJoinValue(v)
 			return errStopScan
@@ -762,7 +762,7 @@ func (j *streamJoin) retractOwn(s *joinSideState, i int) {
 			j.kv.Put(j.kg(i), j.delKey, j.vbuf)
 			return
 		}
-		j.kv.Delete(j.delKey)
+		j.kv.Delete(j.kg(i), j.delKey)
 	}
 }
 

@@ -65,7 +65,7 @@ func (l *limitOp) Restore(r checkpoint.StateReader) error {
 	if err := l.kv.Restore(r, l.kgs.Start, l.kgs.End); err != nil {
 		return err
 	}
-	if v, ok := l.kv.Get(l.key); ok && len(v) == 8 {
+	if v, ok := l.kv.Get(0, l.key); ok && len(v) == 8 {
 		l.seen = int64(binary.BigEndian.Uint64(v))
 	}
 	return nil

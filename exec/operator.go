@@ -62,6 +62,9 @@ type OpContext struct {
 	StateBackend string
 	StateMemory  int64
 	StateDir     string
+	// Committed is the checkpoint store's committed state, when the job's
+	// state backend offers it (a tiered KV reads its cold keys from it).
+	Committed state.Committed
 
 	wakeups *wakeups // processing-time wake-ups of the subtask (see WakeAt)
 	opIndex int
@@ -149,6 +152,11 @@ func newOperator(spec planner.Op, ctx *OpContext) (Operator, error) {
 // its id, key groups, checkpointing, TTL and the job's state backend. The
 // operator must Close the KV when it closes.
 func (c *OpContext) KVOptions(maxParallelism int) state.Options {
-	return state.Options{OpID: c.OpID, MaxParallelism: maxParallelism, Checkpointing: c.Checkpointing,
-		TTL: c.StateTTL, Backend: c.StateBackend, MemoryBudget: c.StateMemory, SpillDir: c.StateDir}
+	o := state.Options{OpID: c.OpID, MaxParallelism: maxParallelism, Checkpointing: c.Checkpointing,
+		TTL: c.StateTTL, Backend: c.StateBackend, MemoryBudget: c.StateMemory, SpillDir: c.StateDir,
+		Committed: c.Committed}
+	if c.KeyGroups.End > c.KeyGroups.Start {
+		o.KeyGroupStart, o.KeyGroupEnd = c.KeyGroups.Start, c.KeyGroups.End
+	}
+	return o
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/streamsql/streamsql/checkpoint"
 	"github.com/streamsql/streamsql/exec/bufpool"
 	"github.com/streamsql/streamsql/exec/expr"
+	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/planner"
 )
 
@@ -265,6 +266,16 @@ type subtask struct {
 
 func (st *subtask) checkpointing() bool { return st.coord != nil }
 
+// committedState is the checkpoint backend's committed state, if it offers one
+// (*checkpoint.Store does).
+func (st *subtask) committedState() state.Committed {
+	if st.coord == nil {
+		return nil
+	}
+	c, _ := st.coord.cfg.Backend.(state.Committed)
+	return c
+}
+
 func (st *subtask) run() (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -336,7 +347,7 @@ func (st *subtask) build() error {
 			KeyGroups: st.keyGroups(), Checkpointing: st.checkpointing(), Mem: st.cfg.Mem,
 			BatchSize: st.cfg.BatchSize, Clock: st.cfg.Clock, Metrics: st.cfg.Metrics, StateTTL: st.cfg.StateTTL, NewSource: st.cfg.NewSource,
 			StateBackend: st.cfg.StateBackend, StateMemory: st.cfg.StateMemory, StateDir: st.cfg.StateDir,
-			wakeups: wk, opIndex: i, markIdle: func() error { return st.out.idle() }}
+			Committed: st.committedState(), wakeups: wk, opIndex: i, markIdle: func() error { return st.out.idle() }}
 		op, err := newOperator(spec, oc)
 		if err != nil {
 			return err

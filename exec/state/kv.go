@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/cockroachdb/pebble"
 	"github.com/streamsql/streamsql/checkpoint"
 	"github.com/tidwall/btree"
 )
@@ -73,6 +74,22 @@ type KV struct {
 	fetchArena []byte
 
 	cold *coldTier // nil: in memory only
+
+	// filter holds the framed prefixes of every key that may be cold
+	// (committed.go); without a cold tier it is empty and unused
+	filter prefixFilter
+
+	// com: the committed state, a second cold source (committed.go; nil:
+	// the spill DB is the only one). cleanBelow: entries with a mark below
+	// it have their current value in the committed state; pendEpoch: the
+	// epoch of the pending snapshot's changes. comGen counts completed
+	// checkpoints (a kept committed iterator older than it is replaced).
+	com                  Committed
+	cleanBelow           uint64
+	pendEpoch            uint64
+	comGen, comItGen     uint64
+	comIt                *pebble.Iterator
+	comKey, comLo, comHi []byte
 }
 
 // kvEnt is one hot entry.
@@ -88,6 +105,12 @@ type kvEnt struct {
 	// dead: no longer in the hot index (deleted or evicted); a change set
 	// may still hold it
 	dead bool
+	// fresh: created by PutNew and not yet in a snapshot, so the committed
+	// state cannot hold its key (its removal needs no tombstone)
+	fresh bool
+	// aged: a dirty entry the clock hand passed once (with a committed
+	// state, dirty entries get a second chance: evicting them costs a write)
+	aged bool
 	pos  int32 // index in the cold tier's clock
 }
 
@@ -175,6 +198,12 @@ func NewKV(o Options) (*KV, error) {
 			return nil, err
 		}
 		kv.cold = c
+		// (with a TTL, Sweep must see every key: committed keys are read
+		// by key group, so a TTL keeps the spill DB as the only cold source)
+		if o.Committed != nil && o.Checkpointing && kv.ttl == 0 {
+			kv.com = o.Committed
+			kv.cleanBelow = 1 // mark 0: never changed here (loaded or restored)
+		}
 	}
 	return kv, nil
 }
@@ -185,8 +214,16 @@ func (s *KV) Close() error {
 	if s.cold == nil {
 		return nil
 	}
-	s.it.release()
-	err := s.cold.close()
+	err := s.it.release()
+	if s.comIt != nil {
+		if cerr := s.comIt.Close(); err == nil {
+			err = cerr
+		}
+		s.comIt = nil
+	}
+	if cerr := s.cold.close(); err == nil {
+		err = cerr
+	}
 	s.cold = nil
 	return err
 }
@@ -214,15 +251,13 @@ func (s *KV) keyPrefix(kg int) []byte {
 
 func (s *KV) expired(last int64) bool { return s.ttl > 0 && s.now-last > s.ttl }
 
-// find returns the entry of framed key k, loading it from the cold tier
-// (nil: absent). An expired key is removed (Flink's TTL: never returned).
-func (s *KV) find(k []byte) *kvEnt {
+// find returns the entry of framed key k in key group kg, loading it from
+// the cold tier (nil: absent). An expired key is removed (Flink's TTL:
+// never returned).
+func (s *KV) find(kg int, k []byte) *kvEnt {
 	e, ok := s.hotGet(k)
 	if !ok {
-		if !s.coldUsed() {
-			return nil
-		}
-		e = s.cold.load(s, k)
+		e = s.loadCold(kg, k)
 		if e == nil {
 			return nil
 		}
@@ -387,7 +422,7 @@ func (s *KV) remove(e *kvEnt) {
 	s.hot.Delete(hotOrd(e))
 	e.dead = true
 	if s.cold != nil {
-		s.cold.drop(e)
+		s.cold.drop(s, e)
 	}
 }
 
@@ -414,17 +449,17 @@ func (s *KV) insert(kg int, k, v []byte) *kvEnt {
 // changed finishes an update of e: TTL time, change tracking, eviction.
 func (s *KV) changed(e *kvEnt, oldCap int) {
 	e.last = s.now
-	e.stale = true
+	e.stale, e.aged = true, false
 	s.track(e)
 	if s.cold != nil {
 		s.cold.resized(s, e, oldCap)
 	}
 }
 
-// Get returns the value of a framed key (nil, false: absent). The value is
-// valid until the key changes.
-func (s *KV) Get(k []byte) ([]byte, bool) {
-	e := s.find(k)
+// Get returns the value of a framed key of key group kg (nil, false:
+// absent). The value is valid until the key changes.
+func (s *KV) Get(kg int, k []byte) ([]byte, bool) {
+	e := s.find(kg, k)
 	if e == nil {
 		return nil, false
 	}
@@ -462,20 +497,23 @@ func (s *KV) PutNew(kg int, k, v []byte) {
 		s.Put(kg, k, v)
 		return
 	}
+	e.fresh = true
 	if s.cold != nil {
 		// a Delete removes a cold copy (there is none unless the caller
-		// was wrong about the key)
-		e.inCold = s.cold.used
+		// was wrong about the key). With a committed state the caller is
+		// taken at its word: an entry with a spill copy cannot leave
+		// memory without a write
+		e.inCold = s.cold.used && s.com == nil
 		s.cold.add(e)
 	}
 	s.changed(e, cap(e.val))
 }
 
-// Delete removes a framed key.
-func (s *KV) Delete(k []byte) {
+// Delete removes a framed key of key group kg.
+func (s *KV) Delete(kg int, k []byte) {
 	e, ok := s.hotGet(k)
-	if !ok && s.coldUsed() {
-		e = s.cold.load(s, k)
+	if !ok {
+		e = s.loadCold(kg, k)
 		ok = e != nil
 	}
 	if ok {
@@ -485,7 +523,7 @@ func (s *KV) Delete(k []byte) {
 
 // Append adds an element to the list state of a framed key.
 func (s *KV) Append(kg int, k, elem []byte) {
-	e := s.find(k)
+	e := s.find(kg, k)
 	oldCap := 0
 	if e == nil {
 		e = s.insert(kg, k, nil)
@@ -500,10 +538,10 @@ func (s *KV) Append(kg int, k, elem []byte) {
 
 var errBadList = errors.New("state: corrupt list value")
 
-// List calls fn for every element of the list state of a framed key, in
-// the order appended.
-func (s *KV) List(k []byte, fn func(elem []byte) error) error {
-	v, ok := s.Get(k)
+// List calls fn for every element of the list state of a framed key of
+// key group kg, in the order appended.
+func (s *KV) List(kg int, k []byte, fn func(elem []byte) error) error {
+	v, ok := s.Get(kg, k)
 	if !ok {
 		return nil
 	}
@@ -521,13 +559,16 @@ func (s *KV) List(k []byte, fn func(elem []byte) error) error {
 }
 
 // Scan calls fn for every live key starting with prefix (a framed
-// namespace and key: map state iteration), in key order. k and v are only
-// valid during the call, and fn must not modify the KV. Scan does not
-// allocate (it reuses one iterator); see also NewIter.
-func (s *KV) Scan(prefix []byte, fn func(k, v []byte) error) error {
+// namespace and key: map state iteration), in key order. kg is the key
+// group of every such key, or -1 when the prefix spans key groups (then a
+// KV reading the committed state collects and sorts its keys: for tests
+// and metrics, not per row). k and v are only valid during the call, and
+// fn must not modify the KV. Scan does not allocate (it reuses one
+// iterator); see also NewIter.
+func (s *KV) Scan(kg int, prefix []byte, fn func(k, v []byte) error) error {
 	it := &s.it
 	it.kv = s
-	it.Seek(prefix)
+	it.Seek(kg, prefix)
 	for it.Next() {
 		if err := fn(it.Key(), it.Value()); err != nil {
 			it.Close()
@@ -537,8 +578,12 @@ func (s *KV) Scan(prefix []byte, fn func(k, v []byte) error) error {
 	return it.Close()
 }
 
-// coldUsed reports whether keys may be in the cold tier.
-func (s *KV) coldUsed() bool { return s.cold != nil && s.cold.used }
+// spillUsed reports whether keys may be in the spill DB.
+func (s *KV) spillUsed() bool { return s.cold != nil && s.cold.used }
+
+// coldUsed reports whether keys may be in the cold tier (the spill DB or
+// the committed state).
+func (s *KV) coldUsed() bool { return s.spillUsed() || s.com != nil }
 
 // Len is the number of live keys (expired ones not yet removed included).
 // In memory it is O(1); with keys in the cold tier it counts them (a scan:
@@ -589,7 +634,7 @@ func (s *KV) Sweep(n int) error {
 		return err
 	}
 	for _, k := range s.sweepKeys {
-		s.Delete(k)
+		s.Delete(-1, k) // (with a TTL the committed state is not read: no key group needed)
 	}
 	return nil
 }
@@ -654,13 +699,24 @@ func (s *KV) fetchCold() error {
 	defer s.cold.endSeeks()
 	s.fetchArena = s.fetchArena[:0]
 	for _, c := range s.coldPos {
-		ckg, last, val, found, err := s.cold.seek(c.key)
+		ckg, last, val, found, tomb, err := s.cold.seek(c.key)
 		if err != nil {
 			return err
 		}
 		f := fetched{off: len(s.fetchArena), live: found && ckg == c.kg}
 		if f.live {
 			s.fetchArena = s.appendStored(s.fetchArena, last, val)
+		} else if !found && !tomb && s.com != nil {
+			// dropped clean (then merged back by an abort): the
+			// committed state has it (no TTL here: stored as is)
+			cv, ok, err := s.comGet(c.kg, c.key)
+			if err != nil {
+				return err
+			}
+			if ok {
+				f.live = true
+				s.fetchArena = append(s.fetchArena, cv...)
+			}
 		}
 		f.n = len(s.fetchArena) - f.off
 		s.fetched[c.pos] = f
@@ -702,6 +758,7 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 	}
 	for pos, o := range s.chg.keys {
 		kg := o.kg()
+		o.e.fresh = false // the committed state may hold it from now on
 		s.scratch = append(append(s.scratch[:0], s.keyPrefix(kg)...), o.k...)
 		full := s.scratch
 		var v []byte
@@ -731,6 +788,7 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 	s.chg.reset()
 	s.merged = false
 	s.pendingID = id
+	s.pendEpoch = s.epoch
 	s.epoch++
 	return nil
 }
@@ -799,6 +857,11 @@ func (s *KV) Complete(id int64) {
 	if s.pendingID != 0 && id >= s.pendingID {
 		s.pend.reset()
 		s.pendingID = 0
+		// every change up to the pending snapshot's epoch is committed:
+		// those entries may leave memory without a write, and reads of
+		// the committed state must see this checkpoint
+		s.cleanBelow = s.pendEpoch + 1
+		s.comGen++
 	}
 }
 
@@ -812,12 +875,18 @@ func (s *KV) Abort(id int64) {
 
 // Restore loads every key of key groups [start, end) from r. Restored keys
 // are clean (in the committed state already). With a Pebble backend they
-// are written straight into the cold tier, never all held in memory.
+// are written straight into the cold tier, never all held in memory; a KV
+// that reads the committed state (r's state) writes nothing: it only
+// notes that the keys are cold.
 func (s *KV) Restore(r checkpoint.StateReader, start, end int) error {
 	for kg := start; kg < end; kg++ {
 		prefix := s.keyPrefix(kg)
 		err := r.Scan(prefix, func(key, val []byte) error {
 			k := key[len(prefix):]
+			if s.com != nil {
+				s.filter.add(k)
+				return nil
+			}
 			last := s.now
 			if s.ttl > 0 && len(val) > 0 && val[0] == ttlHeader {
 				if len(val) < 9 {

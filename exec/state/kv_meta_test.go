@@ -1,29 +1,33 @@
 package state
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/streamsql/streamsql/checkpoint"
 )
 
 // kvAPI is what the metamorphic test drives: the reference (map-based)
 // KV and the new one, in memory and tiered.
 type kvAPI interface {
-	Get(k []byte) ([]byte, bool)
+	Get(kg int, k []byte) ([]byte, bool)
 	Put(kg int, k, v []byte)
 	PutNew(kg int, k, v []byte)
-	Delete(k []byte)
+	Delete(kg int, k []byte)
 	Append(kg int, k, elem []byte)
-	List(k []byte, fn func(elem []byte) error) error
-	Scan(prefix []byte, fn func(k, v []byte) error) error
+	List(kg int, k []byte, fn func(elem []byte) error) error
+	Scan(kg int, prefix []byte, fn func(k, v []byte) error) error
 	Len() int
 	SetNow(ms int64)
 	Sweep(n int) error
@@ -69,21 +73,75 @@ func applyLog(s store, ops []string) {
 }
 
 type metaRun struct {
-	t      *testing.T
-	rng    *rand.Rand
-	opts   Options
-	ref    *refKV
-	mem    *KV
-	tier   *KV
+	t    *testing.T
+	rng  *rand.Rand
+	opts Options
+	ref  *refKV
+	mem  *KV
+	tier *KV
+	// com is tiered too and reads its cold keys from the committed state
+	// as well (Committed): cdb, the checkpoint store's working DB
+	com    *KV
+	cdb    *testCommitted
 	maxP   int
 	spills []string
-	// evictions etc. summed over every tier instance of the run
-	st TierStats
+	// evictions etc. summed over every tier instance of the run (st: the
+	// spill-only tier, cst: the one with a committed state)
+	st, cst TierStats
 	// snapshots that scanned the hot index (sortChanges), every instance
 	scanSorts int
 }
 
-func (r *metaRun) all() []kvAPI { return []kvAPI{r.ref, r.mem, r.tier} }
+func (r *metaRun) all() []kvAPI { return []kvAPI{r.ref, r.mem, r.tier, r.com} }
+
+// testCommitted is a checkpoint store's working DB (Committed): the
+// snapshots the test commits, in checkpoint order, applied to a Pebble DB
+// in memory.
+type testCommitted struct {
+	db   *pebble.DB
+	last int64 // the last id committed
+}
+
+func newTestCommitted(t *testing.T, s store) *testCommitted {
+	t.Helper()
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), DisableWAL: true, Logger: quietLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := db.NewBatch()
+	for k, v := range s {
+		b.Set([]byte(k), []byte(v), nil)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	return &testCommitted{db: db}
+}
+
+func (c *testCommitted) NewCommittedIter() (*pebble.Iterator, error) { return c.db.NewIter(nil) }
+func (c *testCommitted) CommittedID() int64                          { return c.last }
+
+// commit applies a snapshot's writes, as Store.Commit does.
+func (c *testCommitted) commit(t *testing.T, id int64, ops []string) {
+	t.Helper()
+	defer func() { c.last = id }()
+	s := store{}
+	applyLog(s, ops) // (a snapshot writes each key once)
+	b := c.db.NewBatch()
+	for _, op := range ops {
+		var k []byte
+		if op[0] == 'P' {
+			fmt.Sscanf(strings.SplitN(op[2:], "=", 2)[0], "%x", &k)
+			b.Set(k, []byte(s[string(k)]), nil)
+		} else {
+			fmt.Sscanf(op[2:], "%x", &k)
+			b.Delete(k, nil)
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+}
 
 func (r *metaRun) open() {
 	r.t.Helper()
@@ -102,16 +160,29 @@ func (r *metaRun) open() {
 	if r.tier, err = NewKV(to); err != nil {
 		r.t.Fatal(err)
 	}
+	to.SpillDir = r.t.TempDir()
+	r.spills = append(r.spills, to.SpillDir)
+	to.Committed = r.cdb
+	if r.com, err = NewKV(to); err != nil {
+		r.t.Fatal(err)
+	}
 }
 
 func (r *metaRun) closeTier() {
-	r.scanSorts += r.mem.scanSorts + r.tier.scanSorts
-	st := r.tier.Stats()
-	r.st.Evictions += st.Evictions
-	r.st.WriteBacks += st.WriteBacks
-	r.st.ColdReads += st.ColdReads
-	if err := r.tier.Close(); err != nil {
-		r.t.Fatal(err)
+	r.scanSorts += r.mem.scanSorts + r.tier.scanSorts + r.com.scanSorts
+	for _, p := range []struct {
+		kv *KV
+		st *TierStats
+	}{{r.tier, &r.st}, {r.com, &r.cst}} {
+		st := p.kv.Stats()
+		p.st.Evictions += st.Evictions
+		p.st.WriteBacks += st.WriteBacks
+		p.st.ColdReads += st.ColdReads
+		p.st.CleanDrops += st.CleanDrops
+		p.st.ComReads += st.ComReads
+		if err := p.kv.Close(); err != nil {
+			r.t.Fatal(err)
+		}
 	}
 }
 
@@ -129,7 +200,7 @@ func (r *metaRun) same(step int, what string, f func(kv kvAPI) string) {
 
 func scanString(kv kvAPI, prefix []byte) string {
 	var b strings.Builder
-	err := kv.Scan(prefix, func(k, v []byte) error {
+	err := kv.Scan(kgOf(prefix), prefix, func(k, v []byte) error {
 		fmt.Fprintf(&b, "%x=%x;", k, v)
 		return nil
 	})
@@ -178,6 +249,17 @@ func TestKVMetamorphicCompactingChanges(t *testing.T) {
 	}
 }
 
+// metaKG maps a framed key (or a scan prefix) of the metamorphic test to
+// its key group: the hash of its key frame (-1: the prefix has none).
+var metaKG func(k []byte) int
+
+func kgOf(k []byte) int {
+	if metaKG == nil {
+		return -1
+	}
+	return metaKG(k)
+}
+
 func metaSeed(t *testing.T, seed int64) (scanSorts int) {
 	rng := rand.New(rand.NewSource(seed))
 	maxP := 1 + rng.Intn(8)
@@ -185,7 +267,20 @@ func metaSeed(t *testing.T, seed int64) (scanSorts int) {
 	if seed%3 == 0 {
 		o.TTL = 50 * time.Millisecond
 	}
+	metaKG = func(k []byte) int {
+		n, ok := framedPrefix(k)
+		if !ok {
+			return -1
+		}
+		// the key frame follows the namespace frame
+		l, w := binary.Uvarint(k)
+		kf := k[w+int(l) : n]
+		kl, kw := binary.Uvarint(kf)
+		return int(xxhash.Sum64(kf[kw:kw+int(kl)]) % uint64(maxP))
+	}
+	defer func() { metaKG = nil }()
 	r := &metaRun{t: t, rng: rng, opts: o, maxP: maxP}
+	r.cdb = newTestCommitted(t, store{})
 	r.open()
 	nss := [][]byte{[]byte("l"), []byte("r"), []byte("win")}
 	nkeys := 20 + rng.Intn(200)
@@ -209,9 +304,21 @@ func metaSeed(t *testing.T, seed int64) (scanSorts int) {
 	nextID := int64(1)
 	snaps := map[int64][]string{} // snapshots whose outcome is unknown
 	committed := store{}
+	// uncommitted: snapshots (ids, in order) not yet applied to the
+	// working DB; commitUpTo applies those up to id, in order
+	var uncommitted []int64
+	commitUpTo := func(id int64) {
+		for len(uncommitted) > 0 && uncommitted[0] <= id {
+			if ops, ok := snaps[uncommitted[0]]; ok {
+				r.cdb.commit(t, uncommitted[0], ops)
+			}
+			uncommitted = uncommitted[1:]
+		}
+	}
 	var completed []int64
 	swept := 0 // keys Sweep removed
 	fresh := 0 // keys PutNew used
+	var freshKeys [][]byte
 	for step := 0; step < 3000; step++ {
 		switch p := rng.Intn(100); {
 		case p < 30:
@@ -228,6 +335,7 @@ func metaSeed(t *testing.T, seed int64) (scanSorts int) {
 				for _, kv := range r.all() {
 					kv.PutNew(kg, k, v)
 				}
+				freshKeys = append(freshKeys, k)
 				break
 			}
 			for _, kv := range r.all() {
@@ -240,21 +348,27 @@ func metaSeed(t *testing.T, seed int64) (scanSorts int) {
 				kv.Append(kg, k, v)
 			}
 		case p < 50:
-			k, _ := key()
+			k, kg := key()
+			if len(freshKeys) > 0 && rng.Intn(3) == 0 {
+				// a PutNew row retracted (before or after a snapshot
+				// wrote it: with a committed state, a tombstone or none)
+				k = freshKeys[rng.Intn(len(freshKeys))]
+				kg = metaKG(k)
+			}
 			for _, kv := range r.all() {
-				kv.Delete(k)
+				kv.Delete(kg, k)
 			}
 		case p < 62:
-			k, _ := key()
+			k, kg := key()
 			r.same(step, "get", func(kv kvAPI) string {
-				v, ok := kv.Get(k)
+				v, ok := kv.Get(kg, k)
 				return fmt.Sprintf("%x %v", v, ok)
 			})
 		case p < 66:
-			k, _ := key()
+			k, kg := key()
 			r.same(step, "list", func(kv kvAPI) string {
 				var b strings.Builder
-				err := kv.List(k, func(e []byte) error { fmt.Fprintf(&b, "%x,", e); return nil })
+				err := kv.List(kg, k, func(e []byte) error { fmt.Fprintf(&b, "%x,", e); return nil })
 				return fmt.Sprint(b.String(), err)
 			})
 		case p < 74:
@@ -280,7 +394,7 @@ func metaSeed(t *testing.T, seed int64) (scanSorts int) {
 			if rng.Intn(6) == 0 {
 				failAt = rng.Intn(10)
 			}
-			var logs [3]*opLog
+			var logs [4]*opLog
 			r.same(step, "snapshot", func(kv kvAPI) string {
 				l := &opLog{failAt: failAt}
 				err := kv.Snapshot(id, l)
@@ -293,6 +407,10 @@ func metaSeed(t *testing.T, seed int64) (scanSorts int) {
 			})
 			if failAt < 0 || len(logs[0].ops) < failAt {
 				snaps[id] = logs[0].ops
+				uncommitted = append(uncommitted, id)
+				if rng.Intn(2) == 0 {
+					commitUpTo(id) // the store commits before the KV goes on
+				}
 			}
 		case p < 90:
 			// outcome of the newest pending snapshot
@@ -304,11 +422,20 @@ func metaSeed(t *testing.T, seed int64) (scanSorts int) {
 				id = max(id, i)
 			}
 			if rng.Intn(3) == 0 {
+				// the checkpoint failed before its commit, or after it
+				// (StepCommitted): the working DB has its writes or not
+				if rng.Intn(2) == 0 {
+					commitUpTo(id)
+				} else {
+					commitUpTo(id - 1)
+					uncommitted = slices.DeleteFunc(uncommitted, func(i int64) bool { return i == id })
+				}
 				for _, kv := range r.all() {
 					kv.Abort(id)
 				}
 				delete(snaps, id)
 			} else {
+				commitUpTo(id) // a checkpoint completes after its commit
 				for _, kv := range r.all() {
 					kv.Complete(id)
 				}
@@ -329,6 +456,13 @@ func metaSeed(t *testing.T, seed int64) (scanSorts int) {
 			// failover: every KV restarts from the committed state, in two
 			// key-group ranges
 			r.closeTier()
+			// the store restores the latest complete checkpoint into a
+			// new working DB
+			if err := r.cdb.db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r.cdb = newTestCommitted(t, committed)
+			uncommitted = nil
 			r.open()
 			split := rng.Intn(maxP + 1)
 			for _, kv := range r.all() {
@@ -339,8 +473,10 @@ func metaSeed(t *testing.T, seed int64) (scanSorts int) {
 					}
 				}
 			}
-			if st := r.tier.Stats(); st.Hot != 0 {
-				t.Fatalf("restore held %d entries in memory; want them all in the cold tier", st.Hot)
+			for _, kv := range []*KV{r.tier, r.com} {
+				if st := kv.Stats(); st.Hot != 0 {
+					t.Fatalf("restore held %d entries in memory; want them all in the cold tier", st.Hot)
+				}
 			}
 			snaps = map[int64][]string{}
 			// the restored state is the committed state
@@ -365,6 +501,9 @@ func metaSeed(t *testing.T, seed int64) (scanSorts int) {
 	}
 	r.same(-1, "final scan", func(kv kvAPI) string { return scanString(kv, nil) })
 	r.closeTier()
+	if err := r.cdb.db.Close(); err != nil {
+		t.Fatal(err)
+	}
 	for _, d := range r.spills {
 		if ents, err := os.ReadDir(d); err != nil || len(ents) != 0 {
 			t.Fatalf("spill directory %s not cleaned up: %v %v", d, ents, err)
@@ -373,9 +512,12 @@ func metaSeed(t *testing.T, seed int64) (scanSorts int) {
 	if r.st.Evictions == 0 || r.st.WriteBacks == 0 || r.st.ColdReads == 0 {
 		t.Fatalf("the tier never paged: %+v", r.st)
 	}
+	if o.TTL == 0 && (r.cst.CleanDrops == 0 || r.cst.ComReads == 0) {
+		t.Fatalf("the tier with a committed state never dropped a clean entry or never read one back: %+v", r.cst)
+	}
 	if o.TTL > 0 && swept == 0 {
 		t.Fatal("Sweep never removed an expired key")
 	}
-	t.Logf("seed %d: %d checkpoints completed, %d keys swept, %d snapshots scanned the hot index, tier %+v", seed, len(completed), swept, r.scanSorts, r.st)
+	t.Logf("seed %d: %d checkpoints completed, %d keys swept, %d snapshots scanned the hot index, tier %+v, with a committed state %+v", seed, len(completed), swept, r.scanSorts, r.st, r.cst)
 	return r.scanSorts
 }

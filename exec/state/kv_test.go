@@ -20,11 +20,11 @@ func TestKVValueMapListState(t *testing.T) {
 	kv.Put(2, Key(k, []byte("win"), []byte("u2"), []byte("t20")), []byte("4"))
 	kv.Append(3, Key(k, []byte("rows"), []byte("u3")), []byte("a"))
 	kv.Append(3, Key(k, []byte("rows"), []byte("u3")), []byte("bb"))
-	if v, ok := kv.Get(Key(nil, []byte("left"), []byte("u1"))); !ok || string(v) != "v-left" {
+	if v, ok := kv.Get(1, Key(nil, []byte("left"), []byte("u1"))); !ok || string(v) != "v-left" {
 		t.Fatalf("left: %q %v", v, ok)
 	}
 	var m []string
-	_ = kv.Scan(Key(nil, []byte("win"), []byte("u2")), func(k, v []byte) error {
+	_ = kv.Scan(2, Key(nil, []byte("win"), []byte("u2")), func(k, v []byte) error {
 		m = append(m, string(v))
 		return nil
 	})
@@ -42,7 +42,7 @@ func TestKVValueMapListState(t *testing.T) {
 		t.Fatal(err)
 	}
 	var list []string
-	if err := kv2.List(Key(nil, []byte("rows"), []byte("u3")), func(e []byte) error {
+	if err := kv2.List(-1, Key(nil, []byte("rows"), []byte("u3")), func(e []byte) error {
 		list = append(list, string(e))
 		return nil
 	}); err != nil {
@@ -51,8 +51,8 @@ func TestKVValueMapListState(t *testing.T) {
 	if fmt.Sprint(list) != "[a bb]" || kv2.Len() != 5 {
 		t.Fatalf("restored list %v, %d keys", list, kv2.Len())
 	}
-	kv2.Delete(Key(nil, []byte("right"), []byte("u1")))
-	if _, ok := kv2.Get(Key(nil, []byte("right"), []byte("u1"))); ok || kv2.Len() != 4 {
+	kv2.Delete(1, Key(nil, []byte("right"), []byte("u1")))
+	if _, ok := kv2.Get(1, Key(nil, []byte("right"), []byte("u1"))); ok || kv2.Len() != 4 {
 		t.Fatal("delete")
 	}
 }

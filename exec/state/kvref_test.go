@@ -50,7 +50,7 @@ func (s *refKV) live(k []byte) (int32, bool) {
 
 // Get returns the value of a framed key (nil, false: absent). The value is
 // valid until the key changes.
-func (s *refKV) Get(k []byte) ([]byte, bool) {
+func (s *refKV) Get(_ int, k []byte) ([]byte, bool) {
 	g, ok := s.live(k)
 	if !ok {
 		return nil, false
@@ -69,7 +69,7 @@ func (s *refKV) Put(kg int, k, v []byte) {
 }
 
 // Delete removes a framed key.
-func (s *refKV) Delete(k []byte) {
+func (s *refKV) Delete(_ int, k []byte) {
 	if g, ok := s.t.LookupBytes(k); ok {
 		s.t.Remove(g, 0, false)
 		s.vals[g] = nil
@@ -93,8 +93,8 @@ func (s *refKV) Append(kg int, k, elem []byte) {
 
 // List calls fn for every element of the list state of a framed key, in
 // the order appended.
-func (s *refKV) List(k []byte, fn func(elem []byte) error) error {
-	v, ok := s.Get(k)
+func (s *refKV) List(_ int, k []byte, fn func(elem []byte) error) error {
+	v, ok := s.Get(-1, k)
 	if !ok {
 		return nil
 	}
@@ -113,7 +113,7 @@ func (s *refKV) List(k []byte, fn func(elem []byte) error) error {
 
 // Scan calls fn for every live key starting with prefix (a framed
 // namespace and key: map state iteration), in key order.
-func (s *refKV) Scan(prefix []byte, fn func(k, v []byte) error) error {
+func (s *refKV) Scan(_ int, prefix []byte, fn func(k, v []byte) error) error {
 	var ks []string
 	for k, g := range s.t.strMap {
 		if strings.HasPrefix(k, string(prefix)) && !s.t.Expired(g) {
@@ -155,7 +155,7 @@ func (s *refKV) Sweep(n int) error {
 		s.sweepFrom = ""
 	}
 	for _, k := range del {
-		s.Delete([]byte(k))
+		s.Delete(-1, []byte(k))
 	}
 	return nil
 }

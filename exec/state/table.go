@@ -62,6 +62,14 @@ type Options struct {
 	// entries may take (tests use a tiny one so eviction happens all the
 	// time).
 	TierHotBytes int64
+	// Committed, when set, is the checkpoint store's committed state: a
+	// tiered KV with checkpointing and no TTL reads its cold keys from it
+	// and drops clean entries without writing them (committed.go).
+	Committed Committed
+	// KeyGroupStart and KeyGroupEnd are the instance's key groups (End 0:
+	// all of them); a KV that reads the committed state counts and scans
+	// across key groups only its own.
+	KeyGroupStart, KeyGroupEnd int
 }
 
 // ttlHeader starts a stored value that carries its last update time.

@@ -53,6 +53,10 @@ type TierStats struct {
 	Evictions  int64 // entries dropped from memory
 	WriteBacks int64 // evicted entries written to the cold tier
 	ColdReads  int64 // entries loaded from the cold tier
+	// CleanDrops counts evicted entries that needed no write: the
+	// committed state holds them (see Committed)
+	CleanDrops int64
+	ComReads   int64 // of ColdReads, those from the committed state
 	// PebbleMem is the spill DB's block cache and memtables (bytes).
 	PebbleMem int64
 }
@@ -110,6 +114,12 @@ func openCold(o Options, framed bool) (*coldTier, error) {
 	}
 	memtable := clamp(total/16, 4<<20, 64<<20)
 	cacheSize := clamp(total/3, 512<<10, 4<<30)
+	if o.Committed != nil && o.Checkpointing && o.TTL == 0 && framed {
+		// the spill DB only takes entries evicted while dirty and
+		// tombstones (Committed): its reads are rare, so the hot entries
+		// get most of the memory
+		cacheSize = clamp(total/16, 512<<10, 4<<30)
+	}
 	// Go's collector lets the heap grow to about twice the live data, and
 	// the change sets of a checkpoint interval live beside the entries: the
 	// hot entries get a third of what Pebble leaves.
@@ -263,10 +273,21 @@ func (c *coldTier) unclock(e *kvEnt) {
 	c.hotBytes -= entCost(e)
 }
 
-// drop forgets a deleted entry (already out of the B-tree).
-func (c *coldTier) drop(e *kvEnt) {
+// drop forgets a deleted entry (already out of the B-tree). With a
+// committed state that may hold the key, the spill DB gets a tombstone
+// that masks it (see Committed).
+func (c *coldTier) drop(s *KV, e *kvEnt) {
 	if e.pos >= 0 {
 		c.unclock(e)
+	}
+	if s.com != nil && !e.fresh {
+		c.gen++
+		s.filter.add(e.key)
+		if err := c.db.Set(e.key, nil, pebble.NoSync); err != nil {
+			panic(fmt.Sprintf("state spill DB: tombstone: %v", err))
+		}
+		c.used = true
+		return
 	}
 	if e.inCold {
 		c.gen++
@@ -291,6 +312,8 @@ func (c *coldTier) encode(kg uint16, last int64, val []byte) []byte {
 
 var errColdValue = errors.New("state: corrupt value in the spill DB")
 
+// decodeCold decodes a spill DB value (an empty one is a tombstone: see
+// isTomb).
 func decodeCold(v []byte) (kg int, last int64, val []byte, err error) {
 	if len(v) < 10 {
 		return 0, 0, nil, errColdValue
@@ -298,35 +321,46 @@ func decodeCold(v []byte) (kg int, last int64, val []byte, err error) {
 	return int(binary.BigEndian.Uint16(v)), int64(binary.BigEndian.Uint64(v[2:10])), v[10:], nil
 }
 
+// isTomb reports whether a spill DB value is a tombstone: the key was
+// deleted and the committed state may still hold it.
+func isTomb(v []byte) bool { return len(v) == 0 }
+
 // get reads framed key k from Pebble; val is valid until the next get.
-func (c *coldTier) get(k []byte) (kg int, last int64, val []byte, ok bool, err error) {
+// tomb: the key is deleted (a tombstone).
+func (c *coldTier) get(k []byte) (kg int, last int64, val []byte, ok, tomb bool, err error) {
 	v, closer, err := c.db.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, 0, nil, false, nil
+		return 0, 0, nil, false, false, nil
 	}
 	if err != nil {
-		return 0, 0, nil, false, fmt.Errorf("state spill DB: %w", err)
+		return 0, 0, nil, false, false, fmt.Errorf("state spill DB: %w", err)
+	}
+	defer closer.Close()
+	if isTomb(v) {
+		return 0, 0, nil, false, true, nil
 	}
 	kg, last, val, err = decodeCold(v)
 	c.val = append(c.val[:0], val...)
-	closer.Close()
-	return kg, last, c.val, err == nil, err
+	return kg, last, c.val, err == nil, false, err
 }
 
 // seek reads framed key k like get, through one iterator kept open across
 // calls with growing keys (a snapshot's sorted change set: neighbouring
 // keys share blocks); endSeeks closes it.
-func (c *coldTier) seek(k []byte) (kg int, last int64, val []byte, ok bool, err error) {
+func (c *coldTier) seek(k []byte) (kg int, last int64, val []byte, ok, tomb bool, err error) {
 	if c.seekIt == nil {
 		if c.seekIt, err = c.db.NewIter(nil); err != nil {
-			return 0, 0, nil, false, err
+			return 0, 0, nil, false, false, err
 		}
 	}
 	if !c.seekIt.SeekGE(k) || !bytes.Equal(c.seekIt.Key(), k) {
-		return 0, 0, nil, false, c.seekIt.Error()
+		return 0, 0, nil, false, false, c.seekIt.Error()
+	}
+	if isTomb(c.seekIt.Value()) {
+		return 0, 0, nil, false, true, nil
 	}
 	kg, last, val, err = decodeCold(c.seekIt.Value())
-	return kg, last, val, err == nil, err
+	return kg, last, val, err == nil, false, err
 }
 
 func (c *coldTier) endSeeks() {
@@ -340,7 +374,7 @@ func (c *coldTier) endSeeks() {
 func (c *coldTier) count(s *KV) (int, error) {
 	it := s.NewIter()
 	it.noTTL = true
-	it.Seek(nil)
+	it.Seek(-1, nil)
 	n := 0
 	for it.Next() {
 		n++
@@ -348,19 +382,16 @@ func (c *coldTier) count(s *KV) (int, error) {
 	return n, it.Close()
 }
 
-// load brings framed key k into memory as a clean hot entry (nil: not in
-// the cold tier). It never evicts: the caller is about to use the entry.
-func (c *coldTier) load(s *KV, k []byte) *kvEnt {
-	kg, last, val, ok, err := c.get(k)
-	if err != nil {
-		panic(err) // local scratch DB failure: nothing to recover
-	}
-	if !ok {
-		return nil
-	}
+// loaded makes a hot entry of a key read from the cold tier (clean);
+// inSpill: read from the spill DB (whose copy is current), else from the
+// committed state (no spill copy).
+func (c *coldTier) loaded(s *KV, k []byte, kg int, last int64, val []byte, inSpill bool) *kvEnt {
 	c.st.ColdReads++
-	e := &kvEnt{key: append([]byte(nil), k...), val: append([]byte(nil), val...),
-		kg: uint16(kg), last: last, inCold: true, ref: true}
+	if !inSpill {
+		c.st.ComReads++
+	}
+	e := newEnt(kg, k, val)
+	e.last, e.inCold, e.stale = last, inSpill, !inSpill
 	s.hot.Set(hotOrd(e))
 	c.add(e)
 	return e
@@ -374,6 +405,7 @@ func (c *coldTier) maybeEvict(s *KV) {
 		return
 	}
 	target := c.budget*7/8 - chgBytes
+	s.noteCommitted()
 	if c.evb == nil {
 		c.evb = c.db.NewBatch()
 	}
@@ -388,15 +420,29 @@ func (c *coldTier) maybeEvict(s *KV) {
 			c.hand++
 			continue
 		}
-		if e.stale {
+		// clean: the committed state holds the entry's current value
+		clean := s.com != nil && e.mark < s.cleanBelow
+		if s.com != nil && !clean && !e.aged {
+			e.aged = true // a second chance: evicting it costs a write
+			c.hand++
+			continue
+		}
+		switch {
+		case e.stale && (e.inCold || !clean):
+			// the spill DB has no copy or an older one (which would
+			// shadow the committed value): write it back
 			if err := b.Set(e.key, c.encode(e.kg, e.last, e.val), nil); err != nil {
 				panic(fmt.Sprintf("state spill DB: %v", err))
 			}
+			s.filter.add(e.key)
 			e.stale, e.inCold, c.used = false, true, true
 			c.st.WriteBacks++
 			if b.Len() >= evictBatch {
 				c.commitEvictions()
 			}
+		case !e.inCold && clean:
+			s.filter.add(e.key) // read back from the committed state
+			c.st.CleanDrops++
 		}
 		s.hot.Delete(hotOrd(e))
 		e.dead = true
@@ -429,6 +475,7 @@ func (c *coldTier) restore(s *KV, kg int, k []byte, last int64, val []byte) erro
 	if err := c.batch.Set(k, c.encode(uint16(kg), last, val), nil); err != nil {
 		return err
 	}
+	s.filter.add(k)
 	c.used = true
 	if c.batch.Len() >= 4<<20 {
 		return c.flush()
@@ -448,10 +495,11 @@ func (c *coldTier) flush() error {
 }
 
 // Iter iterates the live keys with a prefix, in key order, over the hot
-// entries and the cold tier merged (a hot entry shadows its cold copy).
+// entries and the cold tier merged: a hot entry shadows a spill DB copy,
+// which shadows the committed state's (a spill tombstone hides the key).
 // The KV must not change while an Iter is open. An Iter is reusable: Seek
-// again (no allocation in memory; one Pebble iterator per Seek when keys
-// are cold).
+// again (no allocation in memory; Pebble iterators are kept while the cold
+// tier does not change).
 type Iter struct {
 	kv       *KV
 	lo, hi   []byte
@@ -467,22 +515,36 @@ type Iter struct {
 	noTTL    bool  // expired keys too
 	from     bool  // seekFrom: every key from lo on, not a prefix
 	last     int64 // the current entry's last update
-	// keep: Close keeps the Pebble iterator for the next Seek while the
-	// cold tier is not written (ciGen: its gen when opened); the KV's own
-	// iterator (Scan, Sweep) does, so a probe per join key costs no
-	// Pebble iterator construction. release closes it.
+	// keep: Close keeps the Pebble iterators for the next Seek while the
+	// cold tier is not written (ciGen, miGen: the generations they were
+	// opened at); the KV's own iterator (Scan, Sweep) does, so a probe per
+	// join key costs no Pebble iterator construction. release closes them.
 	keep  bool
 	ciGen uint64
+
+	// the committed state (Committed): mi with bounds mlo, mhi, whose keys
+	// start with the key group's prefix (mplen bytes); or, for a scan
+	// across key groups, the collected entries slow[si:]
+	mi         *pebble.Iterator
+	miGen      uint64
+	mlo, mhi   []byte
+	mplen      int
+	mOK, advM  bool
+	slow       []comEnt
+	si         int
+	slowActive bool
 }
 
 // release closes the iterator and any kept Pebble iterator.
 func (it *Iter) release() error {
 	err := it.Close()
-	if it.ci != nil {
-		if cerr := it.ci.Close(); err == nil {
-			err = cerr
+	for _, p := range []**pebble.Iterator{&it.ci, &it.mi} {
+		if *p != nil {
+			if cerr := (*p).Close(); err == nil {
+				err = cerr
+			}
+			*p = nil
 		}
-		it.ci = nil
 	}
 	return err
 }
@@ -491,17 +553,19 @@ func (it *Iter) release() error {
 // then Close).
 func (s *KV) NewIter() *Iter { return &Iter{kv: s} }
 
-// Seek positions the iterator before the first live key with prefix.
-func (it *Iter) Seek(prefix []byte) {
-	it.seek(prefix, false)
+// Seek positions the iterator before the first live key with prefix; kg
+// is the key group of every such key, or -1 when they span key groups.
+func (it *Iter) Seek(kg int, prefix []byte) {
+	it.seek(kg, prefix, false)
 }
 
-// seekFrom positions the iterator before the first live key >= k.
+// seekFrom positions the iterator before the first live key >= k (any key
+// group).
 func (it *Iter) seekFrom(k []byte) {
-	it.seek(k, true)
+	it.seek(-1, k, true)
 }
 
-func (it *Iter) seek(prefix []byte, from bool) {
+func (it *Iter) seek(kg int, prefix []byte, from bool) {
 	it.Close()
 	s := it.kv
 	it.from = from
@@ -515,8 +579,9 @@ func (it *Iter) seek(prefix []byte, from bool) {
 	it.htOpen = true
 	it.hOK = it.ht.Seek(ordAt(it.lo, 0, nil))
 	it.hOK = it.hOK && it.inRange(it.ht.Item().k)
-	it.advH, it.advC = false, false
-	if it.ci != nil && (!s.coldUsed() || it.ciGen != s.cold.gen) {
+	it.advH, it.advC, it.advM = false, false, false
+	it.cOK, it.mOK = false, false
+	if it.ci != nil && (!s.spillUsed() || it.ciGen != s.cold.gen) {
 		if err := it.ci.Close(); err != nil {
 			it.ci = nil
 			it.err = err
@@ -524,7 +589,10 @@ func (it *Iter) seek(prefix []byte, from bool) {
 		}
 		it.ci = nil
 	}
-	if s.coldUsed() {
+	if s.cold == nil || (!from && !s.filter.scanMayBeCold(it.lo)) {
+		return // no key with the prefix can be cold
+	}
+	if s.spillUsed() {
 		if it.ci != nil {
 			it.ci.SetBounds(it.lo, hi) // a kept iterator: the DB did not change
 		} else {
@@ -540,7 +608,6 @@ func (it *Iter) seek(prefix []byte, from bool) {
 			it.ci, it.ciGen = ci, s.cold.gen
 		}
 		ci := it.ci
-		it.cOK = false
 		if n, ok := framedPrefix(it.lo); ok && n == len(it.lo) && !from {
 			// a key's map state: the bloom filters skip tables without it
 			it.cOK = ci.SeekPrefixGE(it.lo)
@@ -548,6 +615,69 @@ func (it *Iter) seek(prefix []byte, from bool) {
 			it.cOK = ci.First()
 		}
 	}
+	if s.com != nil {
+		it.seekCommitted(kg, from)
+	}
+}
+
+// seekCommitted positions the committed source at it.lo.
+func (it *Iter) seekCommitted(kg int, from bool) {
+	s := it.kv
+	if kg < 0 || from {
+		slow, err := s.comSlow(it.lo, from)
+		if err != nil {
+			it.err = err
+			return
+		}
+		it.slow, it.si, it.slowActive = slow, 0, true
+		it.mOK = len(slow) > 0
+		return
+	}
+	if it.mi != nil && it.miGen != s.comGen {
+		err := it.mi.Close()
+		it.mi = nil
+		if err != nil {
+			it.err = err
+			return
+		}
+	}
+	if it.mi == nil {
+		mi, err := s.com.NewCommittedIter()
+		if err != nil {
+			it.err = err
+			return
+		}
+		it.mi, it.miGen = mi, s.comGen
+	}
+	p := s.keyPrefix(kg)
+	it.mplen = len(p)
+	it.mlo = append(append(it.mlo[:0], p...), it.lo...)
+	it.mhi = prefixEnd(append(it.mhi[:0], it.mlo...))
+	it.mi.SetBounds(it.mlo, it.mhi)
+	it.mOK = it.mi.First()
+}
+
+// mKey and mVal are the committed source's current entry.
+func (it *Iter) mKey() []byte {
+	if it.slowActive {
+		return it.slow[it.si].k
+	}
+	return it.mi.Key()[it.mplen:]
+}
+
+func (it *Iter) mVal() []byte {
+	if it.slowActive {
+		return it.slow[it.si].v
+	}
+	return it.mi.Value()
+}
+
+func (it *Iter) mNext() bool {
+	if it.slowActive {
+		it.si++
+		return it.si < len(it.slow)
+	}
+	return it.mi.Next()
 }
 
 func (it *Iter) inRange(k []byte) bool {
@@ -579,39 +709,70 @@ func (it *Iter) Next() bool {
 			it.cOK = it.ci.Next()
 			it.advC = false
 		}
-		if !it.hOK && !it.cOK {
+		if it.advM {
+			it.mOK = it.mNext()
+			it.advM = false
+		}
+		if !it.hOK && !it.cOK && !it.mOK {
+			if it.mi != nil && !it.slowActive {
+				if err := it.mi.Error(); err != nil {
+					it.err = err
+				}
+			}
 			return false
 		}
-		c := 0 // <0: hot first, >0: cold first, 0: both (hot wins)
-		switch {
-		case !it.cOK:
-			c = -1
-		case !it.hOK:
-			c = 1
-		default:
-			c = bytes.Compare(it.ht.Item().k, it.ci.Key())
+		// the smallest key of the three sources; on a tie the first
+		// source (hot, spill, committed) wins and the others move on too
+		var k []byte
+		src := -1
+		for i, ok := range [3]bool{it.hOK, it.cOK, it.mOK} {
+			if !ok {
+				continue
+			}
+			var ki []byte
+			switch i {
+			case 0:
+				ki = it.ht.Item().k
+			case 1:
+				ki = it.ci.Key()
+			default:
+				ki = it.mKey()
+			}
+			if src < 0 || bytes.Compare(ki, k) < 0 {
+				k, src = ki, i
+			}
 		}
-		if c <= 0 {
+		it.advH = it.hOK && (src == 0 || bytes.Equal(it.ht.Item().k, k))
+		it.advC = it.cOK && (src == 1 || bytes.Equal(it.ci.Key(), k))
+		it.advM = it.mOK && (src == 2 || bytes.Equal(it.mKey(), k))
+		switch src {
+		case 0:
 			e := it.ht.Item().e
-			it.advH = true
-			it.advC = c == 0
 			if !it.noTTL && s.expired(e.last) {
 				continue
 			}
 			it.key, it.val, it.last = e.key, e.val, e.last
 			return true
+		case 1:
+			v := it.ci.Value()
+			if isTomb(v) {
+				continue // deleted: the committed copy is hidden too
+			}
+			_, last, val, err := decodeCold(v)
+			if err != nil {
+				it.err = err
+				return false
+			}
+			if !it.noTTL && s.expired(last) {
+				continue
+			}
+			it.key, it.val, it.last = it.ci.Key(), val, last
+			return true
+		default:
+			// (no TTL with a committed state: nothing expires)
+			it.key, it.val, it.last = it.mKey(), it.mVal(), s.now
+			return true
 		}
-		it.advC = true
-		_, last, val, err := decodeCold(it.ci.Value())
-		if err != nil {
-			it.err = err
-			return false
-		}
-		if !it.noTTL && s.expired(last) {
-			continue
-		}
-		it.key, it.val, it.last = it.ci.Key(), val, last
-		return true
 	}
 }
 
@@ -625,18 +786,21 @@ func (it *Iter) Close() error {
 		it.ht.Release()
 		it.htOpen = false
 	}
-	it.hOK, it.cOK = false, false
+	it.hOK, it.cOK, it.mOK = false, false, false
+	it.slow, it.slowActive = nil, false
 	err := it.err
 	it.err = nil
 	it.key, it.val = nil, nil
 	if it.keep && err == nil {
-		return nil // the Pebble iterator stays for the next Seek
+		return nil // the Pebble iterators stay for the next Seek
 	}
-	if it.ci != nil {
-		if cerr := it.ci.Close(); err == nil {
-			err = cerr
+	for _, p := range []**pebble.Iterator{&it.ci, &it.mi} {
+		if *p != nil {
+			if cerr := (*p).Close(); err == nil {
+				err = cerr
+			}
+			*p = nil
 		}
-		it.ci = nil
 	}
 	return err
 }

@@ -156,7 +156,7 @@ func BenchmarkStateTier(b *testing.B) {
 		start = time.Now()
 		for j := int64(0); j < reads; j++ {
 			k, _ = keyOf(k, int64(xxhash.Sum64String(strconv.FormatInt(j, 10))%uint64(nKeys)))
-			if _, ok := kv.Get(k); !ok {
+			if _, ok := kv.Get(-1, k); !ok {
 				b.Fatalf("key %d lost", j)
 			}
 		}

@@ -71,9 +71,9 @@ func TestTierSnapshotWritesEvictedDirtyKeys(t *testing.T) {
 	kv.Put(1, tkey(1), tval(1, 1))
 	kv.Put(2, tkey(2), tval(2, 1))
 	kv.Append(3, tkey(3), []byte("x"))
-	kv.Delete(tkey(4))
-	kv.Delete(tkey(5))
-	kv.Delete(tkey(n + 7)) // absent: nothing to write
+	kv.Delete(0, tkey(4))
+	kv.Delete(1, tkey(5))
+	kv.Delete((n+7)%4, tkey(n+7)) // absent: nothing to write
 	l2 := &opLog{failAt: -1}
 	if err := kv.Snapshot(2, l2); err != nil {
 		t.Fatal(err)
@@ -102,7 +102,7 @@ func TestTierAbortMergesEvictedKeys(t *testing.T) {
 	for i := 300; i < 600; i++ { // pushes checkpoint 1's keys out
 		kv.Put(i%2, tkey(i), tval(i, 0))
 	}
-	kv.Delete(tkey(10))
+	kv.Delete(0, tkey(10))
 	if kv.Stats().Evictions-ev < 200 {
 		t.Fatalf("want checkpoint 1's keys evicted: %+v", kv.Stats())
 	}
@@ -152,7 +152,7 @@ func TestTierRestoreKeyGroupRange(t *testing.T) {
 	}
 	want := 0
 	for i := 0; i < n; i++ {
-		v, ok := dst.Get(tkey(i))
+		v, ok := dst.Get(-1, tkey(i))
 		in := i%maxP >= 2 && i%maxP < 5
 		if in {
 			want++
@@ -168,7 +168,7 @@ func TestTierRestoreKeyGroupRange(t *testing.T) {
 		t.Fatalf("Gets read %d keys from the cold tier, want %d", dst.Stats().ColdReads, want)
 	}
 	got := 0
-	if err := dst.Scan(Key(nil, []byte("l"), nil)[:2], func(k, v []byte) error { got++; return nil }); err != nil {
+	if err := dst.Scan(-1, Key(nil, []byte("l"), nil)[:2], func(k, v []byte) error { got++; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if got != want {
@@ -225,7 +225,7 @@ func TestKVScanNoAlloc(t *testing.T) {
 		fn := func(k, v []byte) error { n++; return nil }
 		allocs := testing.AllocsPerRun(100, func() {
 			n = 0
-			if err := kv.Scan(probe, fn); err != nil {
+			if err := kv.Scan(-1, probe, fn); err != nil {
 				t.Fatal(err)
 			}
 		})

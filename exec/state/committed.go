@@ -1,0 +1,242 @@
+package state
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// Committed is the keyed state of the last committed checkpoint as the
+// checkpoint store holds it (its working DB): keys are
+// checkpoint.KeyedPrefix(operator id, key group) followed by the KV's
+// framed key, values are what KV.Snapshot wrote. *checkpoint.Store
+// implements it.
+//
+// A tiered KV given one (Options.Committed, checkpointing on, no TTL)
+// keeps one LSM for its cold state instead of two, as Flink's RocksDB
+// backend does: an entry whose current value a completed checkpoint holds
+// (clean) leaves memory without a write, and a key missing from memory
+// and from the spill DB is read from the committed state. The spill DB
+// then only takes entries evicted while dirty (changed since the last
+// completed checkpoint) and deletions of keys the committed state may
+// still hold (an empty value: a tombstone that masks it). A restore
+// writes nothing: the restored keys are already in the committed state.
+//
+// The invariants that make this one consistent view:
+//   - an entry is clean when its mark (the epoch of its last change) is
+//     below cleanBelow, which is raised to just past the pending
+//     snapshot's epoch once the store has committed it (noteCommitted):
+//     every change up to it is in the committed state;
+//   - only a clean entry is dropped without a write (and only when the
+//     spill DB holds no older copy of it, which would shadow the committed
+//     one);
+//   - lookup order is memory, then the spill DB (a tombstone ends it),
+//     then the committed state;
+//   - a removed entry that a snapshot may have written (every one but a
+//     PutNew entry no snapshot has seen: fresh) leaves a tombstone in the
+//     spill DB;
+//   - a kept committed iterator is replaced when cleanBelow rises, before
+//     any entry that made clean can be dropped;
+//   - a snapshot reads a changed key without a live entry from the spill
+//     DB, then from the committed state (an entry merged back by an abort
+//     may have been dropped clean).
+type Committed interface {
+	// NewCommittedIter opens an iterator over the committed state. The
+	// caller closes it before the store changes its working DB (a restore
+	// between job attempts).
+	NewCommittedIter() (*pebble.Iterator, error)
+	// CommittedID is the id of the last checkpoint committed to it (0:
+	// none). Once it reaches a KV's pending snapshot, that snapshot's
+	// writes are readable, whatever the checkpoint's outcome.
+	CommittedID() int64
+}
+
+// noteCommitted makes the pending snapshot's entries clean once the
+// committed state holds them: when the store has committed its checkpoint
+// (before the checkpoint completes: the working DB keeps a commit even if
+// the checkpoint is then aborted, and an abort merges the entries back
+// into the change set, whose snapshot reads a dropped one back from the
+// committed state: fetchCold).
+func (s *KV) noteCommitted() {
+	if s.com == nil || s.pendingID == 0 || s.cleanBelow > s.pendEpoch {
+		return
+	}
+	if s.com.CommittedID() >= s.pendingID {
+		s.cleanBelow = s.pendEpoch + 1
+		s.comGen++
+	}
+}
+
+// prefixFilter is a Bloom filter over the framed prefixes (namespace and
+// key frames, framedPrefix; a key that does not parse is its own prefix)
+// of every key that may be in the cold tier: written to the spill DB,
+// dropped from memory while clean (then in the committed state) or
+// restored. A lookup or prefix scan whose prefix it does not hold never
+// reads Pebble: a join probe for a key whose rows are all in memory (or
+// that has none, as a new auction in Nexmark q20) costs no seek. It is a
+// chain of coldFilters, each four times the size of the one before, so it
+// grows without the keys being read again; a key added is never removed.
+type prefixFilter struct {
+	fs []coldFilter
+}
+
+// filterKey is the part of k the filter is keyed by.
+func filterKey(k []byte) []byte {
+	if n, ok := framedPrefix(k); ok {
+		return k[:n]
+	}
+	return k
+}
+
+func (p *prefixFilter) add(k []byte) {
+	pk := filterKey(k)
+	if len(p.fs) == 0 || p.fs[len(p.fs)-1].full() {
+		bits := uint64(coldFilterMinBits)
+		if len(p.fs) > 0 {
+			bits = 4 * (p.fs[len(p.fs)-1].mask + 1)
+		}
+		var f coldFilter
+		f.size(bits)
+		p.fs = append(p.fs, f)
+	}
+	p.fs[len(p.fs)-1].add(pk)
+}
+
+// mayHold reports whether a key with filter key pk may be cold.
+func (p *prefixFilter) mayHold(pk []byte) bool {
+	for i := range p.fs {
+		if p.fs[i].mayHold(pk) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanMayBeCold reports whether a key with the given prefix may be cold:
+// a prefix of whole namespace and key frames (or longer) is looked up in
+// the filter; a shorter one may match anything.
+func (p *prefixFilter) scanMayBeCold(prefix []byte) bool {
+	if n, ok := framedPrefix(prefix); ok {
+		return p.mayHold(prefix[:n])
+	}
+	return true
+}
+
+// comFull is the committed-state key of framed key k in key group kg
+// (into s.comKey).
+func (s *KV) comFull(kg int, k []byte) []byte {
+	s.comKey = append(append(s.comKey[:0], s.keyPrefix(kg)...), k...)
+	return s.comKey
+}
+
+// comIter returns the KV's kept committed iterator for point reads, a
+// fresh one after a checkpoint completed.
+func (s *KV) comIter() (*pebble.Iterator, error) {
+	if s.comIt != nil && s.comItGen != s.comGen {
+		err := s.comIt.Close()
+		s.comIt = nil
+		if err != nil {
+			return nil, err
+		}
+	}
+	if s.comIt == nil {
+		it, err := s.com.NewCommittedIter()
+		if err != nil {
+			return nil, err
+		}
+		s.comIt, s.comItGen = it, s.comGen
+	}
+	return s.comIt, nil
+}
+
+// comGet reads framed key k of key group kg from the committed state; the
+// value is valid until the next read.
+func (s *KV) comGet(kg int, k []byte) ([]byte, bool, error) {
+	it, err := s.comIter()
+	if err != nil {
+		return nil, false, err
+	}
+	// the bounds stay untouched until the next SetBounds: two buffers
+	s.comLo = append(s.comLo[:0], s.comFull(kg, k)...)
+	s.comHi = append(append(s.comHi[:0], s.comLo...), 0)
+	it.SetBounds(s.comLo, s.comHi)
+	if !it.First() {
+		return nil, false, it.Error()
+	}
+	return it.Value(), true, nil
+}
+
+// loadCold brings framed key k of key group kg into memory from the cold
+// tier (nil: not there, or deleted): the spill DB first, then the
+// committed state. It never evicts: the caller is about to use the entry.
+func (s *KV) loadCold(kg int, k []byte) *kvEnt {
+	if s.cold == nil || !s.filter.mayHold(filterKey(k)) {
+		return nil
+	}
+	if s.cold.used {
+		skg, last, val, ok, tomb, err := s.cold.get(k)
+		if err != nil {
+			panic(err) // local scratch DB failure: nothing to recover
+		}
+		if tomb {
+			return nil
+		}
+		if ok {
+			return s.cold.loaded(s, k, skg, last, val, true)
+		}
+	}
+	if s.com == nil {
+		return nil
+	}
+	val, ok, err := s.comGet(kg, k)
+	if err != nil {
+		panic(fmt.Errorf("state: reading the committed state: %w", err))
+	}
+	if !ok {
+		return nil
+	}
+	return s.cold.loaded(s, k, kg, s.now, val, false)
+}
+
+// comEnt is a committed entry of a slow scan (comSlow).
+type comEnt struct{ k, v []byte }
+
+// comSlow collects the committed entries of every key group of the
+// instance whose framed key has prefix lo (from: is >= lo), sorted by
+// framed key: the committed state is ordered by key group first, so a
+// scan across key groups (tests, Len) cannot stream it.
+func (s *KV) comSlow(lo []byte, from bool) ([]comEnt, error) {
+	var out []comEnt
+	it, err := s.com.NewCommittedIter()
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	for kg := s.o.KeyGroupStart; kg < s.kgEnd(); kg++ {
+		p := s.keyPrefix(kg)
+		lower := append(append([]byte(nil), p...), lo...)
+		upper := prefixEnd(append([]byte(nil), p...))
+		if !from {
+			upper = prefixEnd(append([]byte(nil), lower...))
+		}
+		it.SetBounds(lower, upper)
+		for ok := it.First(); ok; ok = it.Next() {
+			out = append(out, comEnt{k: bytes.Clone(it.Key()[len(p):]), v: bytes.Clone(it.Value())})
+		}
+		if err := it.Error(); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(out, func(a, b comEnt) int { return bytes.Compare(a.k, b.k) })
+	return out, nil
+}
+
+// kgEnd is the end of the instance's key-group range.
+func (s *KV) kgEnd() int {
+	if s.o.KeyGroupEnd > 0 {
+		return s.o.KeyGroupEnd
+	}
+	return s.o.MaxParallelism
+}
