@@ -44,6 +44,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,6 +56,7 @@ import (
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/checkpoint"
 	"github.com/streamsql/streamsql/exec/bufpool"
+	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/planner"
 )
 
@@ -1154,6 +1156,15 @@ func (o *schedOp) Restore(rd checkpoint.StateReader) error {
 
 func schedJobID(n int) string { return fmt.Sprintf("%032x", 0xfa17+n) }
 
+// schedTiered: half of the join plan's schedules keep the join's state in
+// the Pebble tier with a hot budget of a few rows, so that rows leave
+// memory and come back all the time (write-backs, clean drops read back
+// from the committed state, tombstones of retracted rows) across every
+// fault the schedule injects.
+func schedTiered(s *schedule) bool { return s.plan == planJoin && s.seed%4 >= 2 }
+
+const schedTierHotBytes = 2 << 10
+
 // runSchedule runs s and returns what went wrong (nothing: nil) and a
 // summary of what happened.
 func runSchedule(s *schedule) (problems []string, summary string) {
@@ -1180,6 +1191,13 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 	if err != nil {
 		return []string{err.Error()}, ""
 	}
+	var stateDir string
+	if schedTiered(s) {
+		if stateDir, err = os.MkdirTemp("", "faultsched-state-"); err != nil {
+			return []string{err.Error()}, ""
+		}
+		defer os.RemoveAll(stateDir)
+	}
 	jobs := 0
 	defer func() {
 		summary = fmt.Sprintf("%d jobs, %d restarts, %d checkpoints completed, %d failed, %d changes committed",
@@ -1197,6 +1215,7 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 		r.mu.Unlock()
 		plan := s.plan.build(par)
 		cfg := JobConfig{Mem: mem, BatchSize: schedBatch, Checkpoint: ck, MaxParallelism: s.maxPar, ChannelCapacity: s.chanCap,
+			StateBackend: map[bool]string{true: "rocksdb"}[stateDir != ""], StateDir: stateDir, StateTierHotBytes: schedTierHotBytes,
 			NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
 				r.mu.Lock()
 				defer r.mu.Unlock()
@@ -1377,8 +1396,23 @@ func TestFaultSchedule(t *testing.T) {
 			seeds = append(seeds, uint64(i+1))
 		}
 	}
+	// the tiered join schedules must have paged: rows dropped clean and
+	// read back from the committed state (checked once every subtest ran)
+	before := state.KVTierTotals()
+	var tiered atomic.Int64
+	t.Cleanup(func() {
+		after := state.KVTierTotals()
+		drops, com, wb := after.CleanDrops-before.CleanDrops, after.ComReads-before.ComReads, after.WriteBacks-before.WriteBacks
+		if n := tiered.Load(); n >= 3 && (drops == 0 || com == 0 || wb == 0) {
+			t.Errorf("%d tiered join schedules: %d clean drops, %d reads from the committed state, %d write-backs; want some of each", n, drops, com, wb)
+		}
+		t.Logf("tiered join schedules: %d (clean drops %d, committed reads %d, write-backs %d)", tiered.Load(), drops, com, wb)
+	})
 	for _, seed := range seeds {
 		s := genSchedule(seed)
+		if schedTiered(s) {
+			tiered.Add(1)
+		}
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
 			problems, summary := runSchedule(s)

@@ -65,6 +65,8 @@ type OpContext struct {
 	// Committed is the checkpoint store's committed state, when the job's
 	// state backend offers it (a tiered KV reads its cold keys from it).
 	Committed state.Committed
+	// StateTierHotBytes is JobConfig's (tests).
+	StateTierHotBytes int64
 
 	wakeups *wakeups // processing-time wake-ups of the subtask (see WakeAt)
 	opIndex int
@@ -154,7 +156,7 @@ func newOperator(spec planner.Op, ctx *OpContext) (Operator, error) {
 func (c *OpContext) KVOptions(maxParallelism int) state.Options {
 	o := state.Options{OpID: c.OpID, MaxParallelism: maxParallelism, Checkpointing: c.Checkpointing,
 		TTL: c.StateTTL, Backend: c.StateBackend, MemoryBudget: c.StateMemory, SpillDir: c.StateDir,
-		Committed: c.Committed}
+		Committed: c.Committed, TierHotBytes: c.StateTierHotBytes}
 	if c.KeyGroups.End > c.KeyGroups.Start {
 		o.KeyGroupStart, o.KeyGroupEnd = c.KeyGroups.Start, c.KeyGroups.End
 	}

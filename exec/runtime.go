@@ -69,6 +69,9 @@ type JobConfig struct {
 	StateBackend string
 	StateMemory  int64
 	StateDir     string
+	// StateTierHotBytes, when > 0, is the hot share of every tiered KV's
+	// budget (tests: a tiny one makes the join's state page all the time).
+	StateTierHotBytes int64
 	// Clock is processing time for operators (nil: the wall clock).
 	Clock Clock
 
@@ -347,7 +350,7 @@ func (st *subtask) build() error {
 			KeyGroups: st.keyGroups(), Checkpointing: st.checkpointing(), Mem: st.cfg.Mem,
 			BatchSize: st.cfg.BatchSize, Clock: st.cfg.Clock, Metrics: st.cfg.Metrics, StateTTL: st.cfg.StateTTL, NewSource: st.cfg.NewSource,
 			StateBackend: st.cfg.StateBackend, StateMemory: st.cfg.StateMemory, StateDir: st.cfg.StateDir,
-			Committed: st.committedState(), wakeups: wk, opIndex: i, markIdle: func() error { return st.out.idle() }}
+			Committed: st.committedState(), StateTierHotBytes: st.cfg.StateTierHotBytes, wakeups: wk, opIndex: i, markIdle: func() error { return st.out.idle() }}
 		op, err := newOperator(spec, oc)
 		if err != nil {
 			return err

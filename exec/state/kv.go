@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/streamsql/streamsql/checkpoint"
@@ -221,11 +222,26 @@ func (s *KV) Close() error {
 		}
 		s.comIt = nil
 	}
+	st := s.Stats()
+	kvTotals.evictions.Add(st.Evictions)
+	kvTotals.writeBacks.Add(st.WriteBacks)
+	kvTotals.coldReads.Add(st.ColdReads)
+	kvTotals.cleanDrops.Add(st.CleanDrops)
+	kvTotals.comReads.Add(st.ComReads)
 	if cerr := s.cold.close(); err == nil {
 		err = cerr
 	}
 	s.cold = nil
 	return err
+}
+
+var kvTotals struct{ evictions, writeBacks, coldReads, cleanDrops, comReads atomic.Int64 }
+
+// KVTierTotals are the counters of every tiered KV closed so far in the
+// process: tests of jobs read them to assert that the tier paged.
+func KVTierTotals() TierStats {
+	return TierStats{Evictions: kvTotals.evictions.Load(), WriteBacks: kvTotals.writeBacks.Load(),
+		ColdReads: kvTotals.coldReads.Load(), CleanDrops: kvTotals.cleanDrops.Load(), ComReads: kvTotals.comReads.Load()}
 }
 
 // Key frames a state key: namespace, key and optional map key, each
