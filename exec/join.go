@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -31,12 +32,23 @@ func init() {
 //	join key contains a unique key: Key(side, joinKey)              -> value
 //	unique key:                     Key(side, joinKey, uniqueKey)   -> value
 //	no unique key:                  Key(side, joinKey, encodedRow, seq) -> value
+//	no unique key, insert-only:     Key(side, joinKey, seq)         -> value
 //
 // value = format byte, varint count (multiplicity of the row; 1 unless no
 // unique key), varint numOfAssociations (matches of the row on the other
 // side; kept for outer sides only, 0 otherwise), then the encoded row (not
 // for the no-unique-key layout, whose row is the map key). Rows are encoded
 // as encodeKeyColumns encodes keys (all columns).
+//
+// Insert-only, no unique key (a side that never retracts, as the bids of
+// Nexmark q7 and q20): the row is in the value and the key is short (side,
+// join key, sequence number), so the ordered index and the snapshot's sort
+// compare a few bytes, not whole rows. A retraction (none is expected)
+// still finds the row: a scan of the join key's entries. Candidates of one
+// join key are put in row order, as the key order of the other layout
+// gives them, so that the output does not depend on sequence numbers
+// (which differ with the parallelism). Either layout's entries are read by
+// both: a row in the value wins, else the row is the key's row frame.
 //
 // No unique key: Flink keeps row -> count, so every insert reads the count
 // first (a point read that misses memory once the state is larger than
@@ -105,7 +117,7 @@ type streamJoin struct {
 	seq    uint64
 	seqBuf []byte
 	// retractOwn's scan result, reused
-	delKey []byte
+	delKey, rowScratch []byte
 }
 
 // joinSideState is the static description of one side.
@@ -123,6 +135,7 @@ const (
 	layoutValue    = iota // join key contains a unique key: one row per join key
 	layoutUnique          // map unique key -> row
 	layoutMultiset        // map row -> count
+	layoutAppend          // insert-only, no unique key: map seq -> row
 )
 
 // joinCand is a row of the other side matching some join key of the
@@ -154,6 +167,8 @@ func newJoin(s *planner.JoinOp, ctx *OpContext) (*streamJoin, error) {
 			st.layout = layoutValue
 		case side.UniqueKey != nil:
 			st.layout = layoutUnique
+		case side.Mode == planner.InsertOnly:
+			st.layout = layoutAppend
 		default:
 			st.layout = layoutMultiset
 		}
@@ -263,7 +278,7 @@ type seqReader struct {
 func (s seqReader) Scan(prefix []byte, fn func(key, value []byte) error) error {
 	return s.r.Scan(prefix, func(key, value []byte) error {
 		if len(key) >= len(prefix) {
-			if q, ok := joinKeySeq(key[len(prefix):]); ok && q >= s.j.seq {
+			if q, ok := s.j.keySeq(key[len(prefix):]); ok && q >= s.j.seq {
 				s.j.seq = q + 1
 			}
 		}
@@ -271,16 +286,45 @@ func (s seqReader) Scan(prefix []byte, fn func(key, value []byte) error) error {
 	})
 }
 
-// joinKeySeq is the sequence number of a framed no-unique-key state key
-// (false: the key has no sequence frame).
-func joinKeySeq(k []byte) (uint64, bool) {
-	for f := 0; f < 3; f++ { // namespace, join key, row
-		n, w := binary.Uvarint(k)
-		if w <= 0 || n > uint64(len(k)-w) {
+// keySeq is the sequence number of a framed state key of a side that
+// keeps sequence-numbered rows (false: the key is of another side or has
+// no sequence frame).
+func (j *streamJoin) keySeq(k []byte) (uint64, bool) {
+	n, w := binary.Uvarint(k)
+	if w <= 0 || n != 1 || len(k) < w+1 {
+		return 0, false
+	}
+	for _, s := range j.sides {
+		if s.ns[0] == k[w] {
+			if s.layout == layoutAppend || s.layout == layoutMultiset {
+				return joinKeySeq(k)
+			}
 			return 0, false
 		}
+	}
+	return 0, false
+}
+
+// joinKeySeq is the sequence number of a framed no-unique-key state key:
+// the last of four frames (namespace, join key, row, seq) or of three
+// (namespace, join key, seq: an insert-only side) (false: the key has no
+// sequence frame).
+func joinKeySeq(k []byte) (uint64, bool) {
+	var frames [4][]byte
+	nf := 0
+	for len(k) > 0 {
+		n, w := binary.Uvarint(k)
+		if w <= 0 || n > uint64(len(k)-w) || nf == len(frames) {
+			return 0, false
+		}
+		frames[nf] = k[:w+int(n)]
+		nf++
 		k = k[w+int(n):]
 	}
+	if nf < 3 {
+		return 0, false
+	}
+	k = frames[nf-1]
 	n, w := binary.Uvarint(k)
 	if w <= 0 || n != uint64(len(k)-w) {
 		return 0, false
@@ -478,10 +522,17 @@ func (j *streamJoin) scanSide(s *joinSideState, k []byte, kg int) {
 	}
 	plen := len(j.kbuf)
 	// the prefix stays in kbuf: Scan's keys are fresh
+	lo := len(j.cands)
 	_ = j.kv.Scan(kg, j.kbuf[:plen], func(key, v []byte) error {
 		j.addCand(s, key, v, kg, plen)
 		return nil
 	})
+	if s.layout == layoutAppend && len(j.cands)-lo > 1 {
+		c := j.cands[lo:]
+		slices.SortStableFunc(c, func(a, b joinCand) int {
+			return bytes.Compare(j.arena[a.rowOff:a.rowOff+a.rowLen], j.arena[b.rowOff:b.rowOff+b.rowLen])
+		})
+	}
 }
 
 // addCand copies a stored row into the candidates (plen: length of the
@@ -492,7 +543,8 @@ func (j *streamJoin) addCand(s *joinSideState, key, v []byte, kg, plen int) {
 	if !ok {
 		return // corrupt values never match (cannot happen: we wrote them)
 	}
-	if s.layout == layoutMultiset {
+	if (s.layout == layoutMultiset || s.layout == layoutAppend) && len(row) == 0 {
+		// the row is the key's row frame (an entry of the multiset layout)
 		m, w := binary.Uvarint(key[plen:])
 		if w <= 0 || int(m) > len(key)-plen-w {
 			return
@@ -722,6 +774,14 @@ func (j *streamJoin) addOwn(s *joinSideState, i int, assoc int64) {
 	case layoutUnique:
 		j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i), j.ukBuf[j.ukOffs[i]:j.ukOffs[i+1]])
 		j.vbuf = appendJoinValue(j.vbuf, 1, assoc, j.row(i))
+	case layoutAppend:
+		// the row under a fresh sequence number: no read
+		j.seqBuf = binary.AppendUvarint(j.seqBuf[:0], j.seq)
+		j.seq++
+		j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i), j.seqBuf)
+		j.vbuf = appendJoinValue(j.vbuf, 1, assoc, j.row(i))
+		j.kv.PutNew(j.kg(i), j.kbuf, j.vbuf)
+		return
 	default:
 		// a copy of its own under a fresh sequence number: no read
 		j.seqBuf = binary.AppendUvarint(j.seqBuf[:0], j.seq)
@@ -744,6 +804,42 @@ func (j *streamJoin) retractOwn(s *joinSideState, i int) {
 		j.kv.Delete(j.kg(i), state.Key(j.kbuf, s.ns, j.jk(i)))
 	case layoutUnique:
 		j.kv.Delete(j.kg(i), state.Key(j.kbuf, s.ns, j.jk(i), j.ukBuf[j.ukOffs[i]:j.ukOffs[i+1]]))
+	case layoutAppend:
+		// (an insert-only side retracts nothing; should a row come, one
+		// copy of it goes: the join key's entries scanned for the row)
+		j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i))
+		plen := len(j.kbuf)
+		want := j.row(i)
+		found := false
+		var c, a int64
+		var row []byte
+		_ = j.kv.Scan(j.kg(i), j.kbuf, func(k, v []byte) error {
+			c, a, row, found = parseJoinValue(v)
+			if found && len(row) == 0 { // a multiset entry: the row is in the key
+				m, w := binary.Uvarint(k[plen:])
+				found = w > 0 && int(m) <= len(k)-plen-w
+				if found {
+					row = k[plen+w : plen+w+int(m)]
+				}
+			}
+			if !found || !bytes.Equal(row, want) {
+				found = false
+				return nil
+			}
+			j.delKey = append(j.delKey[:0], k...)
+			j.rowScratch = append(j.rowScratch[:0], v...)
+			return errStopScan
+		})
+		if !found {
+			return
+		}
+		if c > 1 {
+			_, _, row, _ = parseJoinValue(j.rowScratch)
+			j.vbuf = appendJoinValue(j.vbuf, c-1, a, row)
+			j.kv.Put(j.kg(i), j.delKey, j.vbuf)
+			return
+		}
+		j.kv.Delete(j.kg(i), j.delKey)
 	default:
 		// one copy of the row: the first entry with the row's prefix
 		j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i), j.row(i))

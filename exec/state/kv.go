@@ -76,6 +76,8 @@ type KV struct {
 
 	cold *coldTier // nil: in memory only
 
+	probe kvEnt // hotGet's lookup item (probeOrd)
+
 	// filter holds the framed prefixes of every key that may be cold
 	// (committed.go); without a cold tier it is empty and unused
 	filter prefixFilter
@@ -115,22 +117,35 @@ type kvEnt struct {
 	pos  int32 // index in the cold tier's clock
 }
 
-// ord is an item of the ordered indexes: the key, its first 16 bytes (from
-// off) as two big-endian words so that most comparisons touch no pointer,
-// and for the hot index the entry.
+// ord is an item of the ordered indexes: the first 16 bytes of its key
+// (from an offset) as two big-endian words, so that most comparisons touch
+// no pointer, and the entry, whose key is the item's (24 bytes: a B-tree
+// insert shifts half of what a copy of the key's slice header would). A
+// lookup's item points to a probe entry that only has a key.
 type ord struct {
 	p0, p1 uint64
-	k      []byte
 	e      *kvEnt
 }
 
-func ordAt(k []byte, off int, e *kvEnt) ord {
+// ordWords are the first 16 bytes of k from off, zero-padded.
+func ordWords(k []byte, off int) (p0, p1 uint64) {
 	var w [16]byte
 	copy(w[:], k[min(off, len(k)):])
-	return ord{p0: binary.BigEndian.Uint64(w[:8]), p1: binary.BigEndian.Uint64(w[8:]), k: k, e: e}
+	return binary.BigEndian.Uint64(w[:8]), binary.BigEndian.Uint64(w[8:])
 }
 
-func hotOrd(e *kvEnt) ord { return ordAt(e.key, 0, e) }
+// hotOrd is entry e's item of the hot index.
+func hotOrd(e *kvEnt) ord {
+	p0, p1 := ordWords(e.key, 0)
+	return ord{p0: p0, p1: p1, e: e}
+}
+
+// probeOrd is the hot-index item that finds key k: probe (the caller's,
+// reused) gets k as its key.
+func probeOrd(probe *kvEnt, k []byte) ord {
+	probe.key = k
+	return hotOrd(probe)
+}
 
 // lessOrd orders by key: zero padding of short keys never reverses the
 // order of bytes.Compare, it only ties (then the keys decide).
@@ -141,13 +156,17 @@ func lessOrd(a, b ord) bool {
 	if a.p1 != b.p1 {
 		return a.p1 < b.p1
 	}
-	return bytes.Compare(a.k, b.k) < 0
+	return bytes.Compare(a.e.key, b.e.key) < 0
 }
 
 // hotGet finds the hot entry of framed key k.
 func (s *KV) hotGet(k []byte) (*kvEnt, bool) {
-	it, ok := s.hot.Get(ordAt(k, 0, nil))
-	return it.e, ok
+	it, ok := s.hot.Get(probeOrd(&s.probe, k))
+	s.probe.key = nil
+	if !ok {
+		return nil, false
+	}
+	return it.e, true
 }
 
 // keyArena hands out copies of keys from large chunks, so recording a
@@ -309,7 +328,7 @@ func (s *KV) trackKey(kg int, e *kvEnt) {
 // key is gone. Appending is a slice append: no key copy, no ordered-index
 // work per change, no lookup at the barrier.
 type chgSet struct {
-	keys []ord // k: the entry's framed key; p0: key group and 4 key bytes, p1: 8 more
+	keys []ord // p0: key group and 4 key bytes, p1: 8 more
 	// sorted: keys[:sorted] is sorted and free of duplicates
 	sorted int
 	// next: the length at which add compacts (0: chgCompactMin)
@@ -320,7 +339,7 @@ type chgSet struct {
 func chgOrd(kg int, e *kvEnt) ord {
 	var w [12]byte
 	copy(w[:], e.key)
-	return ord{p0: uint64(kg)<<32 | uint64(binary.BigEndian.Uint32(w[:4])), p1: binary.BigEndian.Uint64(w[4:]), k: e.key, e: e}
+	return ord{p0: uint64(kg)<<32 | uint64(binary.BigEndian.Uint32(w[:4])), p1: binary.BigEndian.Uint64(w[4:]), e: e}
 }
 
 func (o ord) kg() int { return int(o.p0 >> 32) }
@@ -362,7 +381,7 @@ func cmpOrd(a, b ord) int {
 		}
 		return 1
 	}
-	return bytes.Compare(a.k, b.k)
+	return bytes.Compare(a.e.key, b.e.key)
 }
 
 // compact sorts the keys and keeps one item per key: its live entry if it
@@ -706,7 +725,7 @@ func (s *KV) fetchCold() error {
 	s.coldPos = s.coldPos[:0]
 	for pos, o := range s.chg.keys {
 		if o.e.dead {
-			s.coldPos = append(s.coldPos, coldRef{pos: pos, kg: o.kg(), key: o.k})
+			s.coldPos = append(s.coldPos, coldRef{pos: pos, kg: o.kg(), key: o.e.key})
 		}
 	}
 	sort.Slice(s.coldPos, func(i, j int) bool {
@@ -775,7 +794,7 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 	for pos, o := range s.chg.keys {
 		kg := o.kg()
 		o.e.fresh = false // the committed state may hold it from now on
-		s.scratch = append(append(s.scratch[:0], s.keyPrefix(kg)...), o.k...)
+		s.scratch = append(append(s.scratch[:0], s.keyPrefix(kg)...), o.e.key...)
 		full := s.scratch
 		var v []byte
 		var live bool

@@ -422,8 +422,7 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 	key := func(e entry) []byte { return t.arena[e.kOff : e.kOff+e.kLen] }
 	off := len(t.keyPrefix(0)) - 4 // the key group's 4 bytes
 	for i := range t.ents {
-		o := ordAt(key(t.ents[i]), off, nil)
-		t.ents[i].p0, t.ents[i].p1 = o.p0, o.p1
+		t.ents[i].p0, t.ents[i].p1 = ordWords(key(t.ents[i]), off)
 	}
 	slices.SortFunc(t.ents, func(a, b entry) int {
 		switch {

@@ -75,7 +75,7 @@ func (s *KV) Stats() TierStats {
 
 // entOverhead is the accounted size of a hot entry beyond its key and
 // value: the struct, its B-tree and clock slots, allocation rounding.
-const entOverhead = 176
+const entOverhead = 152
 
 // chgOverhead is the accounted size of a change-set key beyond its bytes.
 const chgOverhead = 32
@@ -504,6 +504,7 @@ type Iter struct {
 	kv       *KV
 	lo, hi   []byte
 	ht       btree.IterG[ord]
+	probe    kvEnt // Seek's item (probeOrd)
 	htOpen   bool
 	hOK      bool
 	ci       *pebble.Iterator
@@ -577,8 +578,9 @@ func (it *Iter) seek(kg int, prefix []byte, from bool) {
 	}
 	it.ht.Init(s.hot, false)
 	it.htOpen = true
-	it.hOK = it.ht.Seek(ordAt(it.lo, 0, nil))
-	it.hOK = it.hOK && it.inRange(it.ht.Item().k)
+	it.hOK = it.ht.Seek(probeOrd(&it.probe, it.lo))
+	it.probe.key = nil
+	it.hOK = it.hOK && it.inRange(it.ht.Item().e.key)
 	it.advH, it.advC, it.advM = false, false, false
 	it.cOK, it.mOK = false, false
 	if it.ci != nil && (!s.spillUsed() || it.ciGen != s.cold.gen) {
@@ -702,7 +704,7 @@ func (it *Iter) Next() bool {
 	s := it.kv
 	for {
 		if it.advH {
-			it.hOK = it.ht.Next() && it.inRange(it.ht.Item().k)
+			it.hOK = it.ht.Next() && it.inRange(it.ht.Item().e.key)
 			it.advH = false
 		}
 		if it.advC {
@@ -732,7 +734,7 @@ func (it *Iter) Next() bool {
 			var ki []byte
 			switch i {
 			case 0:
-				ki = it.ht.Item().k
+				ki = it.ht.Item().e.key
 			case 1:
 				ki = it.ci.Key()
 			default:
@@ -742,7 +744,7 @@ func (it *Iter) Next() bool {
 				k, src = ki, i
 			}
 		}
-		it.advH = it.hOK && (src == 0 || bytes.Equal(it.ht.Item().k, k))
+		it.advH = it.hOK && (src == 0 || bytes.Equal(it.ht.Item().e.key, k))
 		it.advC = it.cOK && (src == 1 || bytes.Equal(it.ci.Key(), k))
 		it.advM = it.mOK && (src == 2 || bytes.Equal(it.mKey(), k))
 		switch src {
