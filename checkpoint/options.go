@@ -26,6 +26,11 @@ type Options struct {
 	// committed its output, and restoring an older one would write that
 	// output a second time.
 	AllowFallback bool
+	// CacheSize is the working DB's block cache in bytes (0: Pebble's
+	// default, 8 MiB). Tiered keyed state reads its cold keys from the
+	// working DB (exec/state's Committed), so a job with the Pebble state
+	// backend gives it a share of the state budget.
+	CacheSize int64
 
 	// disableCompactions turns off Pebble's automatic compactions (tests
 	// that count file operations need a deterministic sequence).

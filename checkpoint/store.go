@@ -53,6 +53,9 @@ type Store struct {
 	// rdb is db for NewCommittedIter, read without mu: a reader must not
 	// wait for a Commit's ingest
 	rdb atomic.Pointer[pebble.DB]
+	// cache is the working DB's block cache (Options.CacheSize; nil:
+	// Pebble's default), kept across the DBs a restore installs
+	cache *pebble.Cache
 	// committedID is lastID for CommittedID, read without mu
 	committedID atomic.Int64
 	popts       *pebble.Options // db's options (sstable writer options for Commit)
@@ -220,7 +223,15 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 
 func (s *Store) pebbleOptions() *pebble.Options {
 	o := s.o
+	var cache *pebble.Cache
+	if o.CacheSize > 0 {
+		if s.cache == nil {
+			s.cache = pebble.NewCache(o.CacheSize)
+		}
+		cache = s.cache
+	}
 	return &pebble.Options{
+		Cache:        cache,
 		FS:           s.fs,
 		MemTableSize: 32 << 20,
 		// No WAL: the working DB is never reopened (Open installs an empty
@@ -525,12 +536,22 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	if s.db == nil {
+		s.releaseCache()
 		return nil
 	}
 	err := s.db.Close()
 	s.db = nil
 	s.rdb.Store(nil)
+	s.releaseCache()
 	return err
+}
+
+// releaseCache drops the store's reference to its block cache.
+func (s *Store) releaseCache() {
+	if s.cache != nil {
+		s.cache.Unref()
+		s.cache = nil
+	}
 }
 
 // Discard cancels without retention: closes the store and removes

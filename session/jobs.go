@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamsql/streamsql/checkpoint"
 	"github.com/streamsql/streamsql/exec"
+	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner"
 )
@@ -58,6 +59,15 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 	opts := checkpoint.Options{Dir: dir, JobID: jobID, NumRetained: o.Int("state.checkpoints.num-retained"),
 		AllowFallback: o.Bool(checkpoint.FallbackOption),
 		Logf:          func(format string, args ...any) { fmt.Fprintf(s.cfg.Log, format+"\n", args...) }}
+	if b, err := state.ParseBackend(o.Get(state.OptBackendType)); err == nil && b == state.BackendPebble {
+		// tiered keyed state reads its cold keys from the working DB: it
+		// gets the block cache a spill DB would (a third of one budget)
+		budget := o.MemorySize(state.OptMemoryBudget)
+		if budget <= 0 {
+			budget = state.DefaultMemoryBudget
+		}
+		opts.CacheSize = budget / 3
+	}
 	c := &ckptSetup{retain: strings.EqualFold(o.Get("execution.checkpointing.externalized-checkpoint-retention"), "RETAIN_ON_CANCELLATION")}
 	c.cfg = &exec.CheckpointConfig{
 		Interval:        interval,
