@@ -114,6 +114,10 @@ type kvEnt struct {
 	// aged: a dirty entry the clock hand passed once (with a committed
 	// state, dirty entries get a second chance: evicting them costs a write)
 	aged bool
+	// evicted: dead by eviction (not deletion), its value still the key's
+	// as it left memory; multi: a change set held another entry of its key
+	// too (then the cold tier, not this entry, has the key's last value)
+	evicted, multi bool
 	pos  int32 // index in the cold tier's clock
 }
 
@@ -421,6 +425,9 @@ func (c *chgSet) compact() {
 			}
 			j++
 		}
+		if j-i > 1 {
+			keep.e.multi = true
+		}
 		c.keys[out] = keep
 		out++
 		i = j
@@ -724,7 +731,7 @@ func (s *KV) fetchCold() error {
 	s.fetched = s.fetched[:n]
 	s.coldPos = s.coldPos[:0]
 	for pos, o := range s.chg.keys {
-		if o.e.dead {
+		if o.e.dead && o.e.multi { // (see Snapshot)
 			s.coldPos = append(s.coldPos, coldRef{pos: pos, kg: o.kg(), key: o.e.key})
 		}
 	}
@@ -798,8 +805,10 @@ func (s *KV) Snapshot(id int64, w checkpoint.StateWriter) error {
 		full := s.scratch
 		var v []byte
 		var live bool
-		if e := o.e; !e.dead || !cold {
-			v, live = s.vbuf[:0], !e.dead && int(e.kg) == kg
+		if e := o.e; !e.dead || !cold || !e.multi {
+			// a live entry; or the key's only entry of the interval, dead:
+			// deleted, or evicted with the key's value
+			v, live = s.vbuf[:0], (!e.dead || e.evicted) && int(e.kg) == kg
 			if live {
 				v = s.appendStored(v, e.last, e.val)
 			}

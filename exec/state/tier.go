@@ -445,7 +445,7 @@ func (c *coldTier) maybeEvict(s *KV) {
 			c.st.CleanDrops++
 		}
 		s.hot.Delete(hotOrd(e))
-		e.dead = true
+		e.dead, e.evicted = true, true
 		c.unclock(e)
 		c.st.Evictions++
 	}
