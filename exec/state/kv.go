@@ -118,7 +118,7 @@ type kvEnt struct {
 	// as it left memory; multi: a change set held another entry of its key
 	// too (then the cold tier, not this entry, has the key's last value)
 	evicted, multi bool
-	pos  int32 // index in the cold tier's clock
+	pos            int32 // index in the cold tier's clock
 }
 
 // ord is an item of the ordered indexes: the first 16 bytes of its key
