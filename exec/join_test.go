@@ -611,10 +611,19 @@ func TestJoinRestoreRescale(t *testing.T) {
 }
 
 func runJoinRestore(t *testing.T, typ planner.JoinType, uk, from, to int, abort bool) {
+	spec := joinSpec(typ, uk, false, true)
+	restoreAndCompare(t, spec, spec, joinSteps(int64(uk*31+int(typ)), uk, 120), from, to, abort)
+}
+
+// restoreAndCompare runs steps through a join of spec first at parallelism
+// from, checkpointed after steps 30 and 70 (and, with abort, a checkpoint
+// after step 50 that fails), restores it at parallelism to as a join of
+// spec, and requires the rest of the steps to give exactly the changes of
+// an uninterrupted run of spec (and as many state keys). It returns the
+// restored subtasks (closed).
+func restoreAndCompare(t *testing.T, first, spec *planner.JoinOp, steps []joinStep, from, to int, abort bool) []*streamJoin {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	spec := joinSpec(typ, uk, false, true)
-	steps := joinSteps(int64(uk*31+int(typ)), uk, 120)
 	const a, b, c = 30, 50, 70 // checkpoints after these steps
 
 	ref := newJoinRun(t, mem, spec, 1)
@@ -628,7 +637,7 @@ func runJoinRestore(t *testing.T, typ planner.JoinType, uk, from, to int, abort 
 		}
 	}
 
-	run := newJoinRun(t, mem, spec, from)
+	run := newJoinRun(t, mem, first, from)
 	defer run.close()
 	store := memState{}
 	for i, st := range steps[:c] {
@@ -681,6 +690,7 @@ func runJoinRestore(t *testing.T, typ planner.JoinType, uk, from, to int, abort 
 	if live != ref.ops[0].kv.Len() {
 		t.Fatalf("restored state has %d keys, the uninterrupted run %d", live, ref.ops[0].kv.Len())
 	}
+	return restored.ops
 }
 
 // testMsClock is a processing-time clock the test moves (unix ms).

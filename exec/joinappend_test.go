@@ -152,8 +152,6 @@ func TestJoinInsertOnlyRestore(t *testing.T) {
 }
 
 func runInsertOnlyRestore(t *testing.T, typ planner.JoinType, from, to int, fromRowKeyed bool) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
 	spec := insertOnlySpec(typ, true)
 	first := spec
 	if fromRowKeyed {
@@ -162,78 +160,21 @@ func runInsertOnlyRestore(t *testing.T, typ planner.JoinType, from, to int, from
 	rng := rand.New(rand.NewSource(int64(typ)*7 + int64(from)))
 	lg := &joinGen{rng: rng, nk: 6}
 	rg := &joinGen{rng: rng, nk: 6, id: 1000}
-	type step struct {
-		left bool
-		cs   []jchange
-	}
-	var steps []step
-	for i := 0; i < 100; i++ {
+	var steps []joinStep
+	for i := 0; i < 110; i++ {
 		left := rng.Intn(2) == 0
 		g := rg
 		if left {
 			g = lg
 		}
-		steps = append(steps, step{left, insertsOnly(g, 1+rng.Intn(6))})
+		steps = append(steps, joinStep{left, insertsOnly(g, 1+rng.Intn(6))})
 	}
-	const a, b, c = 25, 45, 60 // checkpoints after these steps
-
-	ref := newJoinRun(t, mem, spec, 1)
-	defer ref.close()
-	var refTail []string
-	for i, st := range steps {
-		n := len(ref.out.rows)
-		ref.feed(st.left, st.cs)
-		if i >= c {
-			refTail = append(refTail, ref.out.rows[n:]...)
-		}
-	}
-
-	run := newJoinRun(t, mem, first, from)
-	defer run.close()
-	store := memState{}
-	for i, st := range steps[:c] {
-		run.feed(st.left, st.cs)
-		switch i {
-		case a - 1:
-			run.snapshotAll(1, store)
-			for _, op := range run.ops {
-				op.NotifyComplete(1)
-			}
-		case b - 1:
-			junk := memState{}
-			run.snapshotAll(2, junk)
-			for _, op := range run.ops {
-				op.NotifyAborted(2)
-			}
-		}
-	}
-	run.snapshotAll(3, store)
-	for _, op := range run.ops {
-		op.NotifyComplete(3)
-	}
-	restored := &joinRun{t: t, mem: mem, spec: spec, out: &changeOut{}}
-	defer restored.close()
 	var maxSeq uint64
-	for s := 0; s < to; s++ {
-		op := newTestJoin(t, spec, mem, s, to, nil, 0)
-		if err := op.Restore(store); err != nil {
-			t.Fatal(err)
-		}
+	for _, op := range restoreAndCompare(t, first, spec, steps, from, to, true) {
 		maxSeq = max(maxSeq, op.seq)
-		restored.ops = append(restored.ops, op)
 	}
 	if maxSeq <= 1 {
 		t.Fatalf("no restored subtask continued after a restored sequence number (next %d)", maxSeq)
-	}
-	for _, st := range steps[c:] {
-		restored.feed(st.left, st.cs)
-	}
-	if len(refTail) == 0 {
-		t.Fatal("no output after the restore: nothing compared")
-	}
-	got, want := sortedCopy(restored.out.rows), sortedCopy(refTail)
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Fatalf("after restore:\n got %v\nwant %v", got, want)
 	}
 }
 
