@@ -342,6 +342,6 @@ func (s *Store) prune() error {
 			delete(s.index, local)
 		}
 	}
-	s.removeSnaps() // temporary Pebble checkpoints a failed cleanup left
+	s.removeTemps(false) // temporary Pebble checkpoints a failed cleanup left
 	return firstErr
 }

@@ -355,14 +355,20 @@ func readLastID(db *pebble.DB) (int64, error) {
 }
 
 // removeSnaps removes leftover temporary Pebble checkpoints and Commit's
-// table files in taskowned/.
-func (s *Store) removeSnaps() {
+// table files in taskowned/ (no Commit may be running: callers hold mu).
+func (s *Store) removeSnaps() { s.removeTemps(true) }
+
+// removeTemps removes leftover temporary Pebble checkpoints, and with
+// ingests Commit's table files, in taskowned/. Persist's cleanup leaves
+// the table files alone: a Commit may be writing one concurrently (a
+// removed file failed that Commit, TestPersistConcurrentWithCommit).
+func (s *Store) removeTemps(ingests bool) {
 	names, err := s.fs.List(s.ownedDir)
 	if err != nil {
 		return
 	}
 	for _, n := range names {
-		if strings.HasPrefix(n, snapPrefix) || strings.HasPrefix(n, ingestPrefix) {
+		if strings.HasPrefix(n, snapPrefix) || (ingests && strings.HasPrefix(n, ingestPrefix)) {
 			if err := s.fs.RemoveAll(s.fs.PathJoin(s.ownedDir, n)); err != nil {
 				s.o.logf("checkpoint: removing %s: %v", n, err)
 			}
