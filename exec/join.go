@@ -146,6 +146,8 @@ type joinCand struct {
 	count, assoc   int64
 	kg             int
 	dirty          bool
+	// rowInValue: the stored value holds the row (a write-back keeps it)
+	rowInValue bool
 }
 
 const joinStateV1 = 1
@@ -543,6 +545,7 @@ func (j *streamJoin) addCand(s *joinSideState, key, v []byte, kg, plen int) {
 	if !ok {
 		return // corrupt values never match (cannot happen: we wrote them)
 	}
+	c.rowInValue = len(row) > 0
 	if (s.layout == layoutMultiset || s.layout == layoutAppend) && len(row) == 0 {
 		// the row is the key's row frame (an entry of the multiset layout)
 		m, w := binary.Uvarint(key[plen:])
@@ -806,40 +809,8 @@ func (j *streamJoin) retractOwn(s *joinSideState, i int) {
 		j.kv.Delete(j.kg(i), state.Key(j.kbuf, s.ns, j.jk(i), j.ukBuf[j.ukOffs[i]:j.ukOffs[i+1]]))
 	case layoutAppend:
 		// (an insert-only side retracts nothing; should a row come, one
-		// copy of it goes: the join key's entries scanned for the row)
-		j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i))
-		plen := len(j.kbuf)
-		want := j.row(i)
-		found := false
-		var c, a int64
-		var row []byte
-		_ = j.kv.Scan(j.kg(i), j.kbuf, func(k, v []byte) error {
-			c, a, row, found = parseJoinValue(v)
-			if found && len(row) == 0 { // a multiset entry: the row is in the key
-				m, w := binary.Uvarint(k[plen:])
-				found = w > 0 && int(m) <= len(k)-plen-w
-				if found {
-					row = k[plen+w : plen+w+int(m)]
-				}
-			}
-			if !found || !bytes.Equal(row, want) {
-				found = false
-				return nil
-			}
-			j.delKey = append(j.delKey[:0], k...)
-			j.rowScratch = append(j.rowScratch[:0], v...)
-			return errStopScan
-		})
-		if !found {
-			return
-		}
-		if c > 1 {
-			_, _, row, _ = parseJoinValue(j.rowScratch)
-			j.vbuf = appendJoinValue(j.vbuf, c-1, a, row)
-			j.kv.Put(j.kg(i), j.delKey, j.vbuf)
-			return
-		}
-		j.kv.Delete(j.kg(i), j.delKey)
+		// copy of it goes)
+		j.retractScan(s, i)
 	default:
 		// one copy of the row: the first entry with the row's prefix
 		j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i), j.row(i))
@@ -851,7 +822,11 @@ func (j *streamJoin) retractOwn(s *joinSideState, i int) {
 			return errStopScan
 		})
 		if !found {
-			return // retraction of an absent (or expired) row: ignored, as Flink
+			// an entry of the insert-only layout (a checkpoint of a plan
+			// whose side was insert-only), or an absent (or expired) row:
+			// ignored then, as Flink
+			j.retractScan(s, i)
+			return
 		}
 		if c > 1 { // an entry of a count-keeping checkpoint
 			j.vbuf = appendJoinValue(j.vbuf, c-1, a, nil)
@@ -860,6 +835,45 @@ func (j *streamJoin) retractOwn(s *joinSideState, i int) {
 		}
 		j.kv.Delete(j.kg(i), j.delKey)
 	}
+}
+
+// retractScan removes one copy of row i from side s by scanning the join
+// key's entries for it, in either no-unique-key layout (the row in the
+// value, or the key's row frame); an absent row is ignored.
+func (j *streamJoin) retractScan(s *joinSideState, i int) {
+	j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i))
+	plen := len(j.kbuf)
+	want := j.row(i)
+	found := false
+	var c, a int64
+	var row []byte
+	_ = j.kv.Scan(j.kg(i), j.kbuf, func(k, v []byte) error {
+		c, a, row, found = parseJoinValue(v)
+		if found && len(row) == 0 { // a multiset entry: the row is in the key
+			m, w := binary.Uvarint(k[plen:])
+			found = w > 0 && int(m) <= len(k)-plen-w
+			if found {
+				row = k[plen+w : plen+w+int(m)]
+			}
+		}
+		if !found || !bytes.Equal(row, want) {
+			found = false
+			return nil
+		}
+		j.delKey = append(j.delKey[:0], k...)
+		j.rowScratch = append(j.rowScratch[:0], v...)
+		return errStopScan
+	})
+	if !found {
+		return
+	}
+	if c > 1 {
+		_, _, row, _ = parseJoinValue(j.rowScratch)
+		j.vbuf = appendJoinValue(j.vbuf, c-1, a, row)
+		j.kv.Put(j.kg(i), j.delKey, j.vbuf)
+		return
+	}
+	j.kv.Delete(j.kg(i), j.delKey)
 }
 
 // errStopScan ends a Scan after its first key.
@@ -874,7 +888,7 @@ func (j *streamJoin) writeBack(s *joinSideState) {
 		}
 		c.dirty = false
 		var row []byte
-		if s.layout != layoutMultiset {
+		if s.layout != layoutMultiset || c.rowInValue {
 			row = j.arena[c.rowOff : c.rowOff+c.rowLen]
 		}
 		j.vbuf = appendJoinValue(j.vbuf, c.count, c.assoc, row)

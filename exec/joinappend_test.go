@@ -139,23 +139,33 @@ func TestJoinInsertOnlyRetractions(t *testing.T) {
 // a join whose sides were checkpointed in the row-keyed layout (a plan
 // that did not know them insert-only) and restored in the insert-only
 // one: its rows are read from their keys, and new rows' sequence numbers
-// continue after the restored ones.
+// continue after the restored ones. The other way round (a plan whose
+// sides now retract), retractions find the rows the insert-only layout
+// stored.
 func TestJoinInsertOnlyRestore(t *testing.T) {
 	for _, typ := range []planner.JoinType{planner.InnerJoin, planner.LeftJoin, planner.AntiJoin} {
 		for _, pp := range [][2]int{{1, 1}, {1, 2}, {2, 1}} {
-			for _, fromRowKeyed := range []bool{false, true} {
-				name := fmt.Sprintf("%s/p%d-to-p%d/fromRowKeyed%v", typ, pp[0], pp[1], fromRowKeyed)
-				t.Run(name, func(t *testing.T) { runInsertOnlyRestore(t, typ, pp[0], pp[1], fromRowKeyed) })
+			for _, change := range []string{"same", "fromRowKeyed", "toRowKeyed"} {
+				name := fmt.Sprintf("%s/p%d-to-p%d/%s", typ, pp[0], pp[1], change)
+				t.Run(name, func(t *testing.T) { runInsertOnlyRestore(t, typ, pp[0], pp[1], change) })
 			}
 		}
 	}
 }
 
-func runInsertOnlyRestore(t *testing.T, typ planner.JoinType, from, to int, fromRowKeyed bool) {
+func runInsertOnlyRestore(t *testing.T, typ planner.JoinType, from, to int, change string) {
 	spec := insertOnlySpec(typ, true)
 	first := spec
-	if fromRowKeyed {
+	switch change {
+	case "fromRowKeyed":
 		first = joinSpec(typ, 0, false, true) // Retract sides: the row-keyed layout
+	case "toRowKeyed":
+		// rows stored insert-only, then retracted by a plan whose sides
+		// keep the row-keyed layout
+		spec = joinSpec(typ, 0, false, true)
+		steps := joinSteps(int64(typ)*7+int64(from), 0, 110)
+		restoreAndCompare(t, first, spec, steps, from, to, true)
+		return
 	}
 	rng := rand.New(rand.NewSource(int64(typ)*7 + int64(from)))
 	lg := &joinGen{rng: rng, nk: 6}
