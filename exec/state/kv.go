@@ -111,9 +111,6 @@ type kvEnt struct {
 	// fresh: created by PutNew and not yet in a snapshot, so the committed
 	// state cannot hold its key (its removal needs no tombstone)
 	fresh bool
-	// aged: a dirty entry the clock hand passed once (with a committed
-	// state, dirty entries get a second chance: evicting them costs a write)
-	aged bool
 	// evicted: dead by eviction (not deletion), its value still the key's
 	// as it left memory; multi: a change set held another entry of its key
 	// too (then the cold tier, not this entry, has the key's last value)
@@ -491,7 +488,7 @@ func (s *KV) insert(kg int, k, v []byte) *kvEnt {
 // changed finishes an update of e: TTL time, change tracking, eviction.
 func (s *KV) changed(e *kvEnt, oldCap int) {
 	e.last = s.now
-	e.stale, e.aged = true, false
+	e.stale = true
 	s.track(e)
 	if s.cold != nil {
 		s.cold.resized(s, e, oldCap)

@@ -97,11 +97,17 @@ type coldTier struct {
 	used     bool          // anything was written to Pebble
 	// gen counts writes to Pebble: a kept iterator (Iter.keep) older than
 	// the last write no longer sees the DB and is replaced
-	gen      uint64
-	seekIt   *pebble.Iterator
-	evb      *pebble.Batch // write-backs, reused
-	enc, val []byte
-	st       TierStats
+	gen    uint64
+	seekIt *pebble.Iterator
+	evb    *pebble.Batch // write-backs, reused
+	// stuck: with a committed state, the last eviction pass found no clean
+	// entry (at cleanBelow stuckClean, hotBytes stuckBytes): eviction
+	// waits until either changes
+	stuck      bool
+	stuckClean uint64
+	stuckBytes int64
+	enc, val   []byte
+	st         TierStats
 }
 
 // openCold opens a spill DB; framed: its keys are the KV's framed keys
@@ -406,13 +412,27 @@ func (c *coldTier) maybeEvict(s *KV) {
 	}
 	target := c.budget*7/8 - chgBytes
 	s.noteCommitted()
+	// dirty entries stay (see below) unless the hot entries take three
+	// times their share: about the whole budget
+	keepDirty := s.com != nil && c.hotBytes <= 3*c.budget
+	if keepDirty && c.stuck && c.stuckClean == s.cleanBelow && c.hotBytes < c.stuckBytes+c.budget/8 {
+		return // a pass found nothing clean: wait for a commit (or growth)
+	}
+	c.stuck = false
 	if c.evb == nil {
 		c.evb = c.db.NewBatch()
 	}
 	b := c.evb
+	visited := 0
 	for c.hotBytes > target && len(c.clock) > 0 {
 		if c.hand >= len(c.clock) {
 			c.hand = 0
+		}
+		if visited++; visited > 2*len(c.clock)+1 {
+			// every entry seen twice, none clean: the rest is the
+			// changes not yet committed
+			c.stuck, c.stuckClean, c.stuckBytes = true, s.cleanBelow, c.hotBytes
+			break
 		}
 		e := c.clock[c.hand]
 		if e.ref {
@@ -422,8 +442,11 @@ func (c *coldTier) maybeEvict(s *KV) {
 		}
 		// clean: the committed state holds the entry's current value
 		clean := s.com != nil && e.mark < s.cleanBelow
-		if s.com != nil && !clean && !e.aged {
-			e.aged = true // a second chance: evicting it costs a write
+		if keepDirty && !clean {
+			// a dirty entry stays: the change set holds it (and its
+			// value) until its checkpoint is committed anyway, so
+			// evicting it frees only its index slots, for a write to the
+			// spill DB
 			c.hand++
 			continue
 		}
