@@ -16,13 +16,14 @@ import (
 //
 // A tiered KV given one (Options.Committed, checkpointing on, no TTL)
 // keeps one LSM for its cold state instead of two, as Flink's RocksDB
-// backend does: an entry whose current value a completed checkpoint holds
+// backend does: an entry whose current value a committed checkpoint holds
 // (clean) leaves memory without a write, and a key missing from memory
-// and from the spill DB is read from the committed state. The spill DB
-// then only takes entries evicted while dirty (changed since the last
-// completed checkpoint) and deletions of keys the committed state may
-// still hold (an empty value: a tombstone that masks it). A restore
-// writes nothing: the restored keys are already in the committed state.
+// and from the spill DB is read from the committed state. Dirty entries
+// (changed since) stay in memory until committed, unless the hot entries
+// take about the whole budget; the spill DB then only takes those and
+// deletions of keys the committed state may still hold (an empty value: a
+// tombstone that masks it). A restore writes nothing: the restored keys
+// are already in the committed state.
 //
 // The invariants that make this one consistent view:
 //   - an entry is clean when its mark (the epoch of its last change) is
@@ -38,7 +39,7 @@ import (
 //     PutNew entry no snapshot has seen: fresh) leaves a tombstone in the
 //     spill DB;
 //   - a kept committed iterator is replaced when cleanBelow rises, before
-//     any entry that made clean can be dropped;
+//     any entry that rise made clean can be dropped;
 //   - a snapshot reads a changed key without a live entry from the spill
 //     DB, then from the committed state (an entry merged back by an abort
 //     may have been dropped clean).
