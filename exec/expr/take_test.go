@@ -428,11 +428,7 @@ func TestCaseRunsAgainstRows(t *testing.T) {
 				}
 			}
 		}
-		full := b.NewRecord()
-		b.Release()
-		lo := rng.Intn(n)
-		rec := full.NewSlice(int64(lo), int64(lo+1+rng.Intn(n-lo)))
-		full.Release()
+		rec, _, _ := randomSlice(rng, b, n)
 		kc := rec.Column(0).(*array.Int32)
 		for e, ev := range evs {
 			got, err := ev.Eval(rec, mem)
@@ -538,12 +534,7 @@ func TestLogicWordsAgainstRows(t *testing.T) {
 				}
 			}
 		}
-		full := b.NewRecord()
-		b.Release()
-		lo := rng.Intn(n)
-		hi := lo + 1 + rng.Intn(n-lo)
-		rec := full.NewSlice(int64(lo), int64(hi))
-		full.Release()
+		rec, lo, hi := randomSlice(rng, b, n)
 		for _, c := range []struct {
 			ev Evaluator
 			f  func(a, b int) int
@@ -592,12 +583,7 @@ func TestFilterWordsAgainstRows(t *testing.T) {
 			}
 			vb.Append(int64(i))
 		}
-		full := b.NewRecord()
-		b.Release()
-		lo := rng.Intn(n)
-		hi := lo + 1 + rng.Intn(n-lo)
-		rec := full.NewSlice(int64(lo), int64(hi))
-		full.Release()
+		rec, _, _ := randomSlice(rng, b, n)
 		mask := rec.Column(0).(*array.Boolean)
 		var want []string
 		for i := 0; i < mask.Len(); i++ {
@@ -619,4 +605,16 @@ func TestFilterWordsAgainstRows(t *testing.T) {
 		got.Release()
 		rec.Release()
 	}
+}
+
+// randomSlice builds b's record of n rows (releasing b) and returns a
+// random non-empty slice of it, rows [lo, hi): offsets into its buffers.
+func randomSlice(rng *rand.Rand, b *array.RecordBuilder, n int) (rec arrow.Record, lo, hi int) {
+	full := b.NewRecord()
+	b.Release()
+	lo = rng.Intn(n)
+	hi = lo + 1 + rng.Intn(n-lo)
+	rec = full.NewSlice(int64(lo), int64(hi))
+	full.Release()
+	return rec, lo, hi
 }
