@@ -697,8 +697,7 @@ func (s *Store) installSavepoint(dir string, b *savepointBody) error {
 	if err != nil {
 		if s.db != nil {
 			s.db.Close()
-			s.db = nil
-			s.rdb.Store(nil)
+			s.setDB(nil)
 		}
 		s.setLastID(0)
 		s.broken = fmt.Errorf("loading savepoint %s: %w", dir, err)

@@ -270,8 +270,7 @@ func (s *Store) installWorking(srcJobDir string, b *metaBody) error {
 		if err := s.guard(true, s.db.Close); err != nil {
 			s.o.logf("checkpoint: closing working state: %v", err)
 		}
-		s.db = nil
-		s.rdb.Store(nil)
+		s.setDB(nil)
 	}
 	s.setLastID(0)
 	s.lastSyncMS = 0
@@ -326,8 +325,8 @@ func (s *Store) installWorking(srcJobDir string, b *metaBody) error {
 			}
 		}
 	}
-	s.db, s.popts = db, popts
-	s.rdb.Store(db)
+	s.setDB(db)
+	s.popts = popts
 	s.broken = nil
 	return nil
 }
@@ -432,8 +431,7 @@ func (s *Store) guard(fatal bool, fn func() error) (err error) {
 			err = fmt.Errorf("state store: %w", cause)
 			return
 		}
-		s.db = nil
-		s.rdb.Store(nil)
+		s.setDB(nil)
 		s.setLastID(0)
 		err = fmt.Errorf("checkpoint: state store failed (restore from the latest checkpoint): %w", cause)
 		s.broken = err
@@ -465,6 +463,13 @@ func (s *Store) LastCommitted() int64 {
 // Reader reads the committed state. It follows the store across
 // RestoreLatest.
 func (s *Store) Reader() StateReader { return reader{s} }
+
+// setDB sets the working DB, for callers holding mu and for
+// NewCommittedIter (caller holds mu).
+func (s *Store) setDB(db *pebble.DB) {
+	s.db = db
+	s.rdb.Store(db)
+}
 
 // setLastID sets lastID (caller holds mu).
 func (s *Store) setLastID(id int64) {
@@ -546,8 +551,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	err := s.db.Close()
-	s.db = nil
-	s.rdb.Store(nil)
+	s.setDB(nil)
 	s.releaseCache()
 	return err
 }

@@ -1191,8 +1191,9 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 	if err != nil {
 		return []string{err.Error()}, ""
 	}
-	var stateDir string
+	var stateDir, backend string
 	if schedTiered(s) {
+		backend = "rocksdb"
 		if stateDir, err = os.MkdirTemp("", "faultsched-state-"); err != nil {
 			return []string{err.Error()}, ""
 		}
@@ -1215,7 +1216,7 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 		r.mu.Unlock()
 		plan := s.plan.build(par)
 		cfg := JobConfig{Mem: mem, BatchSize: schedBatch, Checkpoint: ck, MaxParallelism: s.maxPar, ChannelCapacity: s.chanCap,
-			StateBackend: map[bool]string{true: "rocksdb"}[stateDir != ""], StateDir: stateDir, StateTierHotBytes: schedTierHotBytes,
+			StateBackend: backend, StateDir: stateDir, StateTierHotBytes: schedTierHotBytes,
 			NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
 				r.mu.Lock()
 				defer r.mu.Unlock()

@@ -61,12 +61,8 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 		Logf:          func(format string, args ...any) { fmt.Fprintf(s.cfg.Log, format+"\n", args...) }}
 	if b, err := state.ParseBackend(o.Get(state.OptBackendType)); err == nil && b == state.BackendPebble {
 		// tiered keyed state reads its cold keys from the working DB: it
-		// gets the block cache a spill DB would (a third of one budget)
-		budget := o.MemorySize(state.OptMemoryBudget)
-		if budget <= 0 {
-			budget = state.DefaultMemoryBudget
-		}
-		opts.CacheSize = budget / 3
+		// gets the block cache a spill DB would
+		opts.CacheSize = state.SpillCacheSize(o.MemorySize(state.OptMemoryBudget))
 	}
 	c := &ckptSetup{retain: strings.EqualFold(o.Get("execution.checkpointing.externalized-checkpoint-retention"), "RETAIN_ON_CANCELLATION")}
 	c.cfg = &exec.CheckpointConfig{

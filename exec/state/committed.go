@@ -61,10 +61,17 @@ type Committed interface {
 // into the change set, whose snapshot reads a dropped one back from the
 // committed state: fetchCold).
 func (s *KV) noteCommitted() {
-	if s.com == nil || s.pendingID == 0 || s.cleanBelow > s.pendEpoch {
-		return
+	if s.com != nil && s.pendingID != 0 && s.com.CommittedID() >= s.pendingID {
+		s.pendingCommitted()
 	}
-	if s.com.CommittedID() >= s.pendingID {
+}
+
+// pendingCommitted records that the committed state holds the pending
+// snapshot's writes (a commit seen by noteCommitted, or Complete): every
+// change up to its epoch is clean, and reads of the committed state must
+// see them (kept iterators are replaced).
+func (s *KV) pendingCommitted() {
+	if s.cleanBelow <= s.pendEpoch {
 		s.cleanBelow = s.pendEpoch + 1
 		s.comGen++
 	}
@@ -125,42 +132,35 @@ func (p *prefixFilter) scanMayBeCold(prefix []byte) bool {
 	return true
 }
 
-// comFull is the committed-state key of framed key k in key group kg
-// (into s.comKey).
-func (s *KV) comFull(kg int, k []byte) []byte {
-	s.comKey = append(append(s.comKey[:0], s.keyPrefix(kg)...), k...)
-	return s.comKey
-}
-
-// comIter returns the KV's kept committed iterator for point reads, a
-// fresh one after a checkpoint completed.
-func (s *KV) comIter() (*pebble.Iterator, error) {
-	if s.comIt != nil && s.comItGen != s.comGen {
-		err := s.comIt.Close()
-		s.comIt = nil
+// keptComIter returns *it, a committed iterator kept across reads, first
+// replacing it when cleanBelow rose since it was opened at *gen.
+func (s *KV) keptComIter(it **pebble.Iterator, gen *uint64) (*pebble.Iterator, error) {
+	if *it != nil && *gen != s.comGen {
+		err := (*it).Close()
+		*it = nil
 		if err != nil {
 			return nil, err
 		}
 	}
-	if s.comIt == nil {
-		it, err := s.com.NewCommittedIter()
+	if *it == nil {
+		n, err := s.com.NewCommittedIter()
 		if err != nil {
 			return nil, err
 		}
-		s.comIt, s.comItGen = it, s.comGen
+		*it, *gen = n, s.comGen
 	}
-	return s.comIt, nil
+	return *it, nil
 }
 
 // comGet reads framed key k of key group kg from the committed state; the
 // value is valid until the next read.
 func (s *KV) comGet(kg int, k []byte) ([]byte, bool, error) {
-	it, err := s.comIter()
+	it, err := s.keptComIter(&s.comIt, &s.comItGen)
 	if err != nil {
 		return nil, false, err
 	}
-	// the bounds stay untouched until the next SetBounds: two buffers
-	s.comLo = append(s.comLo[:0], s.comFull(kg, k)...)
+	// bounds [full key, its successor): the iterator copies them
+	s.comLo = append(append(s.comLo[:0], s.keyPrefix(kg)...), k...)
 	s.comHi = append(append(s.comHi[:0], s.comLo...), 0)
 	it.SetBounds(s.comLo, s.comHi)
 	if !it.First() {

@@ -85,14 +85,15 @@ type KV struct {
 	// com: the committed state, a second cold source (committed.go; nil:
 	// the spill DB is the only one). cleanBelow: entries with a mark below
 	// it have their current value in the committed state; pendEpoch: the
-	// epoch of the pending snapshot's changes. comGen counts completed
-	// checkpoints (a kept committed iterator older than it is replaced).
-	com                  Committed
-	cleanBelow           uint64
-	pendEpoch            uint64
-	comGen, comItGen     uint64
-	comIt                *pebble.Iterator
-	comKey, comLo, comHi []byte
+	// epoch of the pending snapshot's changes. comGen counts the rises of
+	// cleanBelow (a kept committed iterator older than it is replaced);
+	// comIt is comGet's, opened at comItGen, with bounds comLo, comHi.
+	com              Committed
+	cleanBelow       uint64
+	pendEpoch        uint64
+	comGen, comItGen uint64
+	comIt            *pebble.Iterator
+	comLo, comHi     []byte
 }
 
 // kvEnt is one hot entry.
@@ -896,13 +897,9 @@ func (s *KV) sortChanges() {
 // set is dropped if id covers it.
 func (s *KV) Complete(id int64) {
 	if s.pendingID != 0 && id >= s.pendingID {
+		s.pendingCommitted() // (if noteCommitted has not seen it)
 		s.pend.reset()
 		s.pendingID = 0
-		// every change up to the pending snapshot's epoch is committed:
-		// those entries may leave memory without a write, and reads of
-		// the committed state must see this checkpoint
-		s.cleanBelow = s.pendEpoch + 1
-		s.comGen++
 	}
 }
 

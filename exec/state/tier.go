@@ -119,7 +119,7 @@ func openCold(o Options, framed bool) (*coldTier, error) {
 		total = DefaultMemoryBudget
 	}
 	memtable := clamp(total/16, 4<<20, 64<<20)
-	cacheSize := clamp(total/3, 512<<10, 4<<30)
+	cacheSize := SpillCacheSize(total)
 	if o.Committed != nil && o.Checkpointing && o.TTL == 0 && framed {
 		// the spill DB only takes entries evicted while dirty and
 		// tombstones (Committed): its reads are rare, so the hot entries
@@ -220,6 +220,17 @@ var framedComparer = func() *pebble.Comparer {
 }()
 
 func clamp(v, lo, hi int64) int64 { return max(lo, min(hi, v)) }
+
+// SpillCacheSize is the block cache of a spill DB for a memory budget
+// (0: DefaultMemoryBudget): a third of it. A job with the Pebble backend
+// gives its checkpoint store's working DB the same (committed.go: a KV
+// reads its clean cold keys there).
+func SpillCacheSize(budget int64) int64 {
+	if budget <= 0 {
+		budget = DefaultMemoryBudget
+	}
+	return clamp(budget/3, 512<<10, 4<<30)
+}
 
 func sanitize(s string) string {
 	return strings.Map(func(r rune) rune {
@@ -561,7 +572,12 @@ type Iter struct {
 
 // release closes the iterator and any kept Pebble iterator.
 func (it *Iter) release() error {
-	err := it.Close()
+	return it.closePebble(it.Close())
+}
+
+// closePebble closes the Pebble iterators and returns err, else their
+// first error.
+func (it *Iter) closePebble(err error) error {
 	for _, p := range []**pebble.Iterator{&it.ci, &it.mi} {
 		if *p != nil {
 			if cerr := (*p).Close(); err == nil {
@@ -658,21 +674,9 @@ func (it *Iter) seekCommitted(kg int, from bool) {
 		it.mOK = len(slow) > 0
 		return
 	}
-	if it.mi != nil && it.miGen != s.comGen {
-		err := it.mi.Close()
-		it.mi = nil
-		if err != nil {
-			it.err = err
-			return
-		}
-	}
-	if it.mi == nil {
-		mi, err := s.com.NewCommittedIter()
-		if err != nil {
-			it.err = err
-			return
-		}
-		it.mi, it.miGen = mi, s.comGen
+	if _, err := s.keptComIter(&it.mi, &it.miGen); err != nil {
+		it.err = err
+		return
 	}
 	p := s.keyPrefix(kg)
 	it.mplen = len(p)
@@ -819,13 +823,5 @@ func (it *Iter) Close() error {
 	if it.keep && err == nil {
 		return nil // the Pebble iterators stay for the next Seek
 	}
-	for _, p := range []**pebble.Iterator{&it.ci, &it.mi} {
-		if *p != nil {
-			if cerr := (*p).Close(); err == nil {
-				err = cerr
-			}
-			*p = nil
-		}
-	}
-	return err
+	return it.closePebble(err)
 }
