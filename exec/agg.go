@@ -36,6 +36,7 @@ type groupAgg struct {
 	// accumulators are columns indexed by slot
 	tbl      *state.Table
 	intKey   bool // single INT/BIGINT/TIMESTAMP key: looked up without encoding
+	tiered   bool // tbl keeps cold groups in Pebble: lookups pass key groups
 	keyBuf   []byte
 	keyOffs  []int
 	keys     []keyStore
@@ -96,9 +97,11 @@ func newAgg(s *planner.AggOp, ctx *OpContext) (*groupAgg, error) {
 	}
 	a.tbl = tbl
 	// With the rocksdb backend cold groups live in Pebble (statetier.go).
-	if err := tbl.EnableTier(state.TierHooks{Decode: a.decodeSlot, Clear: a.clearSlot, Bytes: a.slotBytes}); err != nil {
+	if err := tbl.EnableTier(state.TierHooks{Decode: a.decodeSlot, Clear: a.clearSlot, Bytes: a.slotBytes,
+		IntKey: a.intKeyCodec}); err != nil {
 		return nil, err
 	}
+	a.tiered = tbl.Tiered()
 	return a, nil
 }
 
@@ -112,6 +115,24 @@ func (a *groupAgg) Close() error {
 	}
 	a.tbl, a.accs = nil, nil
 	return err
+}
+
+// intKeyCodec appends the encoded key of int key v (what aggCodec's
+// AppendKey writes for a slot holding it): a tiered table reads a cold
+// int key from the committed state by it.
+func (a *groupAgg) intKeyCodec(dst []byte, v int64, null bool) []byte {
+	w := 8
+	if a.spec.Out[0].Type.Kind == catalog.KindInt {
+		w = 4
+	}
+	if null {
+		return append(dst, make([]byte, 1+w)...)
+	}
+	dst = append(dst, 1)
+	if w == 4 {
+		return binary.LittleEndian.AppendUint32(dst, uint32(int32(v)))
+	}
+	return binary.LittleEndian.AppendUint64(dst, uint64(v))
 }
 
 // keyGroupOf is the key group of row row of rec, as the hash exchange
@@ -172,7 +193,11 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 	a.encodeKeys(rec)
 	for i := 0; i < n; i++ {
 		k := a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]]
-		g, ok := a.tbl.LookupBytes(k)
+		kg := -1
+		if a.tiered {
+			kg = a.keyGroupOf(rec, i) // a cold key may be read by key group
+		}
+		g, ok := a.tbl.LookupBytesIn(kg, k)
 		if ok && a.tbl.Expired(g) {
 			a.dropSlot(g)
 			ok = false
@@ -188,8 +213,12 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record, col arrow.Array, vs []T) {
 	nm, nulls := nullsOf(col)
 	for i, v := range vs {
+		kg := -1
+		if a.tiered {
+			kg = a.keyGroupOf(rec, i)
+		}
 		if nulls && nm.null(i) {
-			g, ok := a.tbl.LookupNull()
+			g, ok := a.tbl.LookupNullIn(kg)
 			if ok && a.tbl.Expired(g) {
 				a.dropSlot(g)
 				ok = false
@@ -201,7 +230,7 @@ func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record
 			a.gids[i] = g
 			continue
 		}
-		g, ok := a.tbl.LookupInt(int64(v))
+		g, ok := a.tbl.LookupIntIn(kg, int64(v))
 		if ok && a.tbl.Expired(g) {
 			a.dropSlot(g)
 			ok = false
@@ -579,8 +608,7 @@ func (a *groupAgg) dropSlot(g int32) {
 	var ik int64
 	null := false
 	if a.intKey {
-		ng, ok := a.tbl.LookupNull()
-		null = ok && ng == g
+		null = a.tbl.NullSlot() == g
 		if !null {
 			ik = a.keys[0].(intKeyOf).int64At(g)
 		}

@@ -114,7 +114,7 @@ func (d *dedup) ProcessBatch(_ int, b Batch, out Collector) error {
 	}
 	for i := 0; i < n; i++ {
 		key := d.keyBuf[d.keyOffs[i]:d.keyOffs[i+1]]
-		g, ok := d.tbl.LookupBytes(key)
+		g, ok := d.tbl.LookupBytesIn(int(d.hashes[i]%uint64(d.maxP)), key)
 		if ok && d.tbl.Expired(g) {
 			d.dropSlot(g)
 			ok = false

@@ -151,7 +151,7 @@ func (t *topN) ProcessBatch(_ int, b Batch, out Collector) error {
 	}
 	for i := 0; i < n; i++ {
 		key := t.keyBuf[t.keyOffs[i]:t.keyOffs[i+1]]
-		g, ok := t.tbl.LookupBytes(key)
+		g, ok := t.tbl.LookupBytesIn(int(t.hashes[i]%uint64(t.maxP)), key)
 		if ok && t.tbl.Expired(g) {
 			t.dropSlot(g)
 			ok = false

@@ -48,7 +48,7 @@ func TestTableTierColdFilter(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := 0; i < n; i++ {
-				if got, want := o.get(key(i)), fmt.Sprintf("%x", val(i)); got != want {
+				if got, want := o.get(key(i), i%4), fmt.Sprintf("%x", val(i)); got != want {
 					t.Fatalf("key %d: %q, want %q", i, got, want)
 				}
 				if i%100 == 99 {
@@ -72,7 +72,7 @@ func TestTableTierColdFilter(t *testing.T) {
 				if f.mayHold(pk) {
 					maybe++
 				}
-				if _, ok := o.find(k); ok {
+				if _, ok := o.find(k, i%4); ok {
 					t.Fatalf("key %d was never written but was found", i)
 				}
 			}

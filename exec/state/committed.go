@@ -77,17 +77,46 @@ func (s *KV) pendingCommitted() {
 	}
 }
 
-// prefixFilter is a Bloom filter over the framed prefixes (namespace and
+// growFilter is a Bloom filter that grows without the keys being read
+// again: a chain of coldFilters, each four times the size of the one
+// before. A key added is never removed.
+type growFilter struct {
+	fs []coldFilter
+}
+
+func (p *growFilter) add(k []byte) {
+	if len(p.fs) == 0 || p.fs[len(p.fs)-1].full() {
+		bits := uint64(coldFilterMinBits)
+		if len(p.fs) > 0 {
+			bits = 4 * (p.fs[len(p.fs)-1].mask + 1)
+		}
+		var f coldFilter
+		f.size(bits)
+		p.fs = append(p.fs, f)
+	}
+	p.fs[len(p.fs)-1].add(k)
+}
+
+// mayHold reports whether k may have been added (false: certainly not).
+func (p *growFilter) mayHold(k []byte) bool {
+	for i := range p.fs {
+		if p.fs[i].mayHold(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// prefixFilter is a growFilter over the framed prefixes (namespace and
 // key frames, framedPrefix; a key that does not parse is its own prefix)
-// of every key that may be in the cold tier: written to the spill DB,
+// of every key that may be in a KV's cold tier: written to the spill DB,
 // dropped from memory while clean (then in the committed state) or
 // restored. A lookup or prefix scan whose prefix it does not hold never
 // reads Pebble: a join probe for a key whose rows are all in memory (or
-// that has none, as a new auction in Nexmark q20) costs no seek. It is a
-// chain of coldFilters, each four times the size of the one before, so it
-// grows without the keys being read again; a key added is never removed.
+// that has none, as a new auction in Nexmark q20) costs no seek. mayHold
+// takes the filter key (filterKey).
 type prefixFilter struct {
-	fs []coldFilter
+	growFilter
 }
 
 // filterKey is the part of k the filter is keyed by.
@@ -98,29 +127,8 @@ func filterKey(k []byte) []byte {
 	return k
 }
 
-func (p *prefixFilter) add(k []byte) {
-	pk := filterKey(k)
-	if len(p.fs) == 0 || p.fs[len(p.fs)-1].full() {
-		bits := uint64(coldFilterMinBits)
-		if len(p.fs) > 0 {
-			bits = 4 * (p.fs[len(p.fs)-1].mask + 1)
-		}
-		var f coldFilter
-		f.size(bits)
-		p.fs = append(p.fs, f)
-	}
-	p.fs[len(p.fs)-1].add(pk)
-}
-
-// mayHold reports whether a key with filter key pk may be cold.
-func (p *prefixFilter) mayHold(pk []byte) bool {
-	for i := range p.fs {
-		if p.fs[i].mayHold(pk) {
-			return true
-		}
-	}
-	return false
-}
+// add adds framed key k's prefix.
+func (p *prefixFilter) add(k []byte) { p.growFilter.add(filterKey(k)) }
 
 // scanMayBeCold reports whether a key with the given prefix may be cold:
 // a prefix of whole namespace and key frames (or longer) is looked up in
@@ -132,10 +140,13 @@ func (p *prefixFilter) scanMayBeCold(prefix []byte) bool {
 	return true
 }
 
-// keptComIter returns *it, a committed iterator kept across reads, first
-// replacing it when cleanBelow rose since it was opened at *gen.
-func (s *KV) keptComIter(it **pebble.Iterator, gen *uint64) (*pebble.Iterator, error) {
-	if *it != nil && *gen != s.comGen {
+// keptIter returns *it, a committed iterator kept across reads, first
+// replacing it when the reader's generation moved from the one it was
+// opened at (*gen) to cur: a rise of what counts as clean, after which the
+// iterator must see the commits that made entries clean before any of them
+// is dropped.
+func keptIter(com Committed, it **pebble.Iterator, gen *uint64, cur uint64) (*pebble.Iterator, error) {
+	if *it != nil && *gen != cur {
 		err := (*it).Close()
 		*it = nil
 		if err != nil {
@@ -143,30 +154,59 @@ func (s *KV) keptComIter(it **pebble.Iterator, gen *uint64) (*pebble.Iterator, e
 		}
 	}
 	if *it == nil {
-		n, err := s.com.NewCommittedIter()
+		n, err := com.NewCommittedIter()
 		if err != nil {
 			return nil, err
 		}
-		*it, *gen = n, s.comGen
+		*it, *gen = n, cur
 	}
 	return *it, nil
+}
+
+// keptComIter is keptIter at the KV's generation.
+func (s *KV) keptComIter(it **pebble.Iterator, gen *uint64) (*pebble.Iterator, error) {
+	return keptIter(s.com, it, gen, s.comGen)
+}
+
+// comPoint reads single keys of the committed state through one kept
+// iterator (a KV's or a tiered Table's point reads).
+type comPoint struct {
+	it     *pebble.Iterator
+	gen    uint64 // the generation it was opened at
+	lo, hi []byte // its bounds
+}
+
+// get reads the committed value of full state key prefix+k at generation
+// gen; the value is valid until the next read.
+func (p *comPoint) get(com Committed, gen uint64, prefix, k []byte) ([]byte, bool, error) {
+	it, err := keptIter(com, &p.it, &p.gen, gen)
+	if err != nil {
+		return nil, false, err
+	}
+	// bounds [full key, its successor): the iterator copies them
+	p.lo = append(append(p.lo[:0], prefix...), k...)
+	p.hi = append(append(p.hi[:0], p.lo...), 0)
+	it.SetBounds(p.lo, p.hi)
+	if !it.First() {
+		return nil, false, it.Error()
+	}
+	return it.Value(), true, nil
+}
+
+// close closes the kept iterator (idempotent).
+func (p *comPoint) close() error {
+	if p.it == nil {
+		return nil
+	}
+	err := p.it.Close()
+	p.it = nil
+	return err
 }
 
 // comGet reads framed key k of key group kg from the committed state; the
 // value is valid until the next read.
 func (s *KV) comGet(kg int, k []byte) ([]byte, bool, error) {
-	it, err := s.keptComIter(&s.comIt, &s.comItGen)
-	if err != nil {
-		return nil, false, err
-	}
-	// bounds [full key, its successor): the iterator copies them
-	s.comLo = append(append(s.comLo[:0], s.keyPrefix(kg)...), k...)
-	s.comHi = append(append(s.comHi[:0], s.comLo...), 0)
-	it.SetBounds(s.comLo, s.comHi)
-	if !it.First() {
-		return nil, false, it.Error()
-	}
-	return it.Value(), true, nil
+	return s.comPt.get(s.com, s.comGen, s.keyPrefix(kg), k)
 }
 
 // loadCold brings framed key k of key group kg into memory from the cold

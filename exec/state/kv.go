@@ -9,7 +9,6 @@ import (
 	"sort"
 	"sync/atomic"
 
-	"github.com/cockroachdb/pebble"
 	"github.com/streamsql/streamsql/checkpoint"
 	"github.com/tidwall/btree"
 )
@@ -87,13 +86,12 @@ type KV struct {
 	// it have their current value in the committed state; pendEpoch: the
 	// epoch of the pending snapshot's changes. comGen counts the rises of
 	// cleanBelow (a kept committed iterator older than it is replaced);
-	// comIt is comGet's, opened at comItGen, with bounds comLo, comHi.
-	com              Committed
-	cleanBelow       uint64
-	pendEpoch        uint64
-	comGen, comItGen uint64
-	comIt            *pebble.Iterator
-	comLo, comHi     []byte
+	// comPt is comGet's kept iterator.
+	com        Committed
+	cleanBelow uint64
+	pendEpoch  uint64
+	comGen     uint64
+	comPt      comPoint
 }
 
 // kvEnt is one hot entry.
@@ -215,14 +213,15 @@ func NewKV(o Options) (*KV, error) {
 		kv.ttl = 1
 	}
 	if backend == BackendPebble {
-		c, err := openCold(o, true)
+		// (with a TTL, Sweep must see every key: committed keys are read
+		// by key group, so a TTL keeps the spill DB as the only cold source)
+		com := o.Committed != nil && o.Checkpointing && kv.ttl == 0
+		c, err := openCold(o, true, com)
 		if err != nil {
 			return nil, err
 		}
 		kv.cold = c
-		// (with a TTL, Sweep must see every key: committed keys are read
-		// by key group, so a TTL keeps the spill DB as the only cold source)
-		if o.Committed != nil && o.Checkpointing && kv.ttl == 0 {
+		if com {
 			kv.com = o.Committed
 			kv.cleanBelow = 1 // mark 0: never changed here (loaded or restored)
 		}
@@ -237,11 +236,8 @@ func (s *KV) Close() error {
 		return nil
 	}
 	err := s.it.release()
-	if s.comIt != nil {
-		if cerr := s.comIt.Close(); err == nil {
-			err = cerr
-		}
-		s.comIt = nil
+	if cerr := s.comPt.close(); err == nil {
+		err = cerr
 	}
 	st := s.Stats()
 	kvTotals.evictions.Add(st.Evictions)

@@ -213,10 +213,16 @@ func (t *Table) newSlot(kg int) int32 {
 }
 
 // LookupInt finds the slot of an int key (tiered: loading it from the
-// cold tier on a miss).
-func (t *Table) LookupInt(v int64) (int32, bool) {
+// cold tier on a miss). A tiered table may need the key's key group for
+// that: use LookupIntIn.
+func (t *Table) LookupInt(v int64) (int32, bool) { return t.LookupIntIn(-1, v) }
+
+// LookupIntIn is LookupInt of a key in key group kg (-1: unknown; a
+// tiered table that reads the committed state needs it on a miss, and
+// fails the table without it: MaybeEvict returns the error).
+func (t *Table) LookupIntIn(kg int, v int64) (int32, bool) {
 	if t.tier != nil {
-		return t.tier.lookupInt(t, v)
+		return t.tier.lookupInt(t, kg, v)
 	}
 	g, ok := t.intMap[v]
 	return g, ok
@@ -234,13 +240,22 @@ func (t *Table) InsertInt(v int64, kg int) int32 {
 	return g
 }
 
-// LookupNull finds the slot of the NULL key of an int-keyed table.
-func (t *Table) LookupNull() (int32, bool) {
+// LookupNull finds the slot of the NULL key of an int-keyed table (see
+// LookupNullIn).
+func (t *Table) LookupNull() (int32, bool) { return t.LookupNullIn(-1) }
+
+// LookupNullIn is LookupNull of the NULL key in key group kg (as
+// LookupIntIn).
+func (t *Table) LookupNullIn(kg int) (int32, bool) {
 	if t.tier != nil {
-		return t.tier.lookupNull(t)
+		return t.tier.lookupNull(t, kg)
 	}
 	return t.nullSlot, t.nullSlot >= 0
 }
+
+// NullSlot is the live slot of the NULL key in memory (-1: none; a
+// tiered table does not look in its cold tier).
+func (t *Table) NullSlot() int32 { return t.nullSlot }
 
 // InsertNull allocates the slot of the NULL key.
 func (t *Table) InsertNull(kg int) int32 {
@@ -249,10 +264,13 @@ func (t *Table) InsertNull(kg int) int32 {
 }
 
 // LookupBytes finds the slot of an encoded key (no allocation; tiered:
-// loading it from the cold tier on a miss).
-func (t *Table) LookupBytes(k []byte) (int32, bool) {
+// loading it from the cold tier on a miss; see LookupBytesIn).
+func (t *Table) LookupBytes(k []byte) (int32, bool) { return t.LookupBytesIn(-1, k) }
+
+// LookupBytesIn is LookupBytes of a key in key group kg (as LookupIntIn).
+func (t *Table) LookupBytesIn(kg int, k []byte) (int32, bool) {
 	if t.tier != nil {
-		return t.tier.lookupBytes(t, k)
+		return t.tier.lookupBytes(t, kg, k)
 	}
 	g, ok := t.strMap[string(k)]
 	return g, ok

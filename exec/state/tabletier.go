@@ -57,6 +57,10 @@ type TierHooks struct {
 	// Bytes estimates the operator's memory of slot g (its columns, rows,
 	// multisets); the table adds its own per-slot overhead and the key.
 	Bytes func(g int32) int
+	// IntKey appends the codec's key of an int key (null: the NULL key),
+	// what AppendKey appends for a slot holding it. An int-keyed table
+	// reads cold keys from the committed state only with it (optional).
+	IntKey func(dst []byte, v int64, null bool) []byte
 }
 
 // slotOverhead is the table's own accounted memory per slot beyond the
@@ -96,7 +100,48 @@ type tableTier struct {
 	err        error      // sticky: a failed cold read or decode
 	closed     bool
 	st         TierStats
+
+	// com: the committed state, a second cold source (nil: the spill DB
+	// is the only one; see "One LSM" below). comF holds the codec keys
+	// that may be in it (dropped clean or restored); comGen counts the
+	// commits seen (comSeen: the last checkpoint id whose commit counted),
+	// comPt reads it. ckbuf: an int key's codec key.
+	com     Committed
+	comF    growFilter
+	comGen  uint64
+	comSeen int64
+	comPt   comPoint
+	ckbuf   []byte
+	// stuck: the last eviction pass found nothing it may evict (at comGen
+	// stuckGen, hotBytes stuckBytes): eviction waits until either changes
+	stuck      bool
+	stuckGen   uint64
+	stuckBytes int64
 }
+
+// One LSM: a tiered Table given a committed state (Options.Committed,
+// checkpointing on, no TTL; an int-keyed one also needs TierHooks.IntKey)
+// reads its cold keys from the checkpoint store's working DB too, as a
+// Committed KV does (committed.go):
+//   - a slot is clean when neither the current change set nor a pending
+//     one the store has not committed holds it: the committed state has
+//     its value. A clean slot leaves memory without a write unless the
+//     spill DB may hold an older copy or a tombstone of its key (its
+//     filter says so), which would shadow the committed value;
+//   - dirty slots stay in memory until committed (the change set holds
+//     them until then anyway) unless the hot slots take three times their
+//     share; then they are written back to the spill DB as before;
+//   - a lookup reads memory, then the spill DB (an empty value is a
+//     tombstone: the key is absent), then the committed state (key
+//     group prefix + codec key: the caller passes the key group);
+//   - a removed key that a read could find cold (a filter holds it)
+//     leaves a tombstone in the spill DB;
+//   - a snapshot reads a changed key that has no live slot from the spill
+//     DB, then from the committed state (a key merged back by an abort may
+//     have been dropped clean);
+//   - the kept committed iterator is replaced once a commit made pending
+//     slots clean, before any of them is dropped;
+//   - a restore writes nothing: its keys are in the committed state.
 
 // keyList is a list of state keys (full key, then for an int-keyed table
 // the Pebble key) in one arena; duplicates are removed at Snapshot.
@@ -171,14 +216,15 @@ func SetTableTierHotBytes(n int64) (restore func()) {
 	return func() { tableTestHotBytes.Store(old) }
 }
 
-var tableTotals struct{ evictions, writeBacks, coldReads atomic.Int64 }
+var tableTotals struct{ evictions, writeBacks, coldReads, cleanDrops, comReads atomic.Int64 }
 
 // TableTierTotals are the counters of every tiered Table closed so far in
-// the process (Evictions, WriteBacks, ColdReads): tests of SQL jobs read
-// them to assert that the tier paged.
+// the process (Evictions, WriteBacks, ColdReads, CleanDrops, ComReads):
+// tests of SQL jobs read them to assert that the tier paged.
 func TableTierTotals() TierStats {
 	return TierStats{Evictions: tableTotals.evictions.Load(), WriteBacks: tableTotals.writeBacks.Load(),
-		ColdReads: tableTotals.coldReads.Load()}
+		ColdReads: tableTotals.coldReads.Load(), CleanDrops: tableTotals.cleanDrops.Load(),
+		ComReads: tableTotals.comReads.Load()}
 }
 
 // EnableTier makes t tiered when Options.Backend is rocksdb or pebble (a
@@ -205,12 +251,16 @@ func (t *Table) EnableTier(h TierHooks) error {
 	if o.TierHotBytes <= 0 {
 		o.TierHotBytes = tableTestHotBytes.Load()
 	}
-	c, err := openCold(o, false)
+	var com Committed
+	if o.Committed != nil && o.Checkpointing && o.TTL == 0 && (!o.IntKeys || h.IntKey != nil) {
+		com = o.Committed
+	}
+	c, err := openCold(o, false, com != nil)
 	if err != nil {
 		return err
 	}
 	tt := &tableTier{cold: c, hooks: h, intKey: t.o.IntKeys, ttl: t.o.TTL.Milliseconds(),
-		plen: len(checkpoint.KeyedPrefix(t.o.OpID, 0))}
+		plen: len(checkpoint.KeyedPrefix(t.o.OpID, 0)), com: com}
 	if t.o.TTL > 0 && tt.ttl == 0 {
 		tt.ttl = 1
 	}
@@ -235,11 +285,17 @@ func (t *Table) Close() error {
 	tableTotals.evictions.Add(tt.st.Evictions)
 	tableTotals.writeBacks.Add(tt.st.WriteBacks)
 	tableTotals.coldReads.Add(tt.st.ColdReads)
+	tableTotals.cleanDrops.Add(tt.st.CleanDrops)
+	tableTotals.comReads.Add(tt.st.ComReads)
 	if tt.wb != nil {
 		tt.wb.Close()
 		tt.wb = nil
 	}
-	return tt.cold.close()
+	err := tt.comPt.close()
+	if cerr := tt.cold.close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // TierStats returns the cold tier's counters (Hot is the live slots).
@@ -334,41 +390,81 @@ func (tt *tableTier) parseCold(v []byte) (kg int, last int64, ck, val []byte, er
 
 func (tt *tableTier) expired(t *Table, last int64) bool { return tt.ttl > 0 && t.now-last > tt.ttl }
 
-func (tt *tableTier) lookupBytes(t *Table, k []byte) (int32, bool) {
+func (tt *tableTier) lookupBytes(t *Table, kg int, k []byte) (int32, bool) {
 	g, ok := t.strMap[string(k)]
 	if ok {
 		tt.hit(g)
 		return g, true
 	}
-	return tt.load(t, k, 0, false)
+	return tt.load(t, kg, k, 0, false)
 }
 
-func (tt *tableTier) lookupInt(t *Table, v int64) (int32, bool) {
+func (tt *tableTier) lookupInt(t *Table, kg int, v int64) (int32, bool) {
 	g, ok := t.intMap[v]
 	if ok {
 		tt.hit(g)
 		return g, true
 	}
 	tt.kbuf = intPK(tt.kbuf, v, false)
-	return tt.load(t, tt.kbuf, v, false)
+	return tt.load(t, kg, tt.kbuf, v, false)
 }
 
-func (tt *tableTier) lookupNull(t *Table) (int32, bool) {
+func (tt *tableTier) lookupNull(t *Table, kg int) (int32, bool) {
 	if g := t.nullSlot; g >= 0 {
 		tt.hit(g)
 		return g, true
 	}
 	tt.kbuf = intPK(tt.kbuf, 0, true)
-	return tt.load(t, tt.kbuf, 0, true)
+	return tt.load(t, kg, tt.kbuf, 0, true)
+}
+
+// ck is the codec key of Pebble key pk (an int table's key iv, or NULL).
+func (tt *tableTier) ck(pk []byte, iv int64, null bool) []byte {
+	if !tt.intKey {
+		return pk
+	}
+	tt.ckbuf = tt.hooks.IntKey(tt.ckbuf[:0], iv, null)
+	return tt.ckbuf
+}
+
+// slotCK is the codec key of live slot g.
+func (tt *tableTier) slotCK(t *Table, g int32) []byte {
+	if !tt.intKey {
+		tt.ckbuf = append(tt.ckbuf[:0], t.keyOf[g]...)
+		return tt.ckbuf
+	}
+	return tt.ck(nil, t.ikey[g], g == t.nullSlot)
+}
+
+// noteCommitted counts a commit of the pending change set by the store
+// (or its Complete): its slots are clean from now on, so the kept
+// committed iterator must be replaced before one of them is dropped.
+func (tt *tableTier) noteCommitted(t *Table, completed bool) {
+	if tt.com == nil || t.pendingID == 0 || tt.comSeen >= t.pendingID {
+		return
+	}
+	if completed || tt.com.CommittedID() >= t.pendingID {
+		tt.comSeen = t.pendingID
+		tt.comGen++
+	}
+}
+
+// clean reports whether the committed state holds live slot g's value
+// (noteCommitted ran).
+func (tt *tableTier) clean(t *Table, g int32) bool {
+	return !t.dirty[g] && (!tt.pflag[g] || tt.comSeen >= t.pendingID)
 }
 
 // load reads Pebble key pk (an int table's key iv, or NULL) from the cold
 // tier into a fresh clean slot. An expired key is removed instead
 // (tombstoned) and reported absent. A failure is kept (MaybeEvict
 // returns it) and the key reported absent.
-func (tt *tableTier) load(t *Table, pk []byte, iv int64, null bool) (int32, bool) {
-	if !tt.used || tt.err != nil {
+func (tt *tableTier) load(t *Table, kg int, pk []byte, iv int64, null bool) (int32, bool) {
+	if tt.err != nil {
 		return -1, false
+	}
+	if !tt.used {
+		return tt.loadCommitted(t, kg, pk, iv, null)
 	}
 	if tt.filter.full() && (tt.wb == nil || tt.wb.Empty()) {
 		if err := tt.rebuildFilter(); err != nil {
@@ -377,17 +473,21 @@ func (tt *tableTier) load(t *Table, pk []byte, iv int64, null bool) (int32, bool
 		}
 	}
 	if !tt.filter.mayHold(pk) {
-		return -1, false // never written to the cold tier (coldfilter.go)
+		// never written to the spill DB (coldfilter.go)
+		return tt.loadCommitted(t, kg, pk, iv, null)
 	}
 	v, closer, err := tt.cold.db.Get(pk)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return -1, false
+		return tt.loadCommitted(t, kg, pk, iv, null)
 	}
 	if err != nil {
 		tt.err = fmt.Errorf("state spill DB: %w", err)
 		return -1, false
 	}
 	defer closer.Close()
+	if len(v) == 0 {
+		return -1, false // a tombstone: removed (One LSM)
+	}
 	kg, last, ck, val, err := tt.parseCold(v)
 	if err != nil {
 		tt.err = err
@@ -419,10 +519,57 @@ func (tt *tableTier) load(t *Table, pk []byte, iv int64, null bool) (int32, bool
 	return g, true
 }
 
+// loadCommitted reads Pebble key pk (an int table's key iv, or NULL) of
+// key group kg from the committed state into a fresh clean slot.
+func (tt *tableTier) loadCommitted(t *Table, kg int, pk []byte, iv int64, null bool) (int32, bool) {
+	if tt.com == nil {
+		return -1, false
+	}
+	ck := tt.ck(pk, iv, null)
+	if !tt.comF.mayHold(ck) {
+		return -1, false
+	}
+	if kg < 0 || kg >= t.o.MaxParallelism {
+		tt.err = fmt.Errorf("state: a lookup of a tiered table without its key group (%d)", kg)
+		return -1, false
+	}
+	val, ok, err := tt.comPt.get(tt.com, tt.comGen, t.keyPrefix(kg), ck)
+	if err != nil {
+		tt.err = fmt.Errorf("state: reading the committed state: %w", err)
+		return -1, false
+	}
+	if !ok {
+		return -1, false
+	}
+	g := t.newSlot(kg)
+	t.bind(g, pk, iv, null)
+	tt.hit(g)
+	tt.st.ColdReads++
+	tt.st.ComReads++
+	if _, _, err := tt.hooks.Decode(g, ck, val); err != nil {
+		tt.err = fmt.Errorf("state: decoding a committed key: %w", err)
+	}
+	return g, true
+}
+
 // remove forgets slot g (Remove): its Pebble copy is deleted, its change
 // flags cleared (the tombstone covers it).
 func (tt *tableTier) remove(t *Table, g int32) {
-	if tt.inCold[g] {
+	switch {
+	case tt.com != nil:
+		// a read reaches a cold copy of the key only if a filter holds
+		// it (a lookup; a snapshot reads keys evicted while changed, which
+		// the filters hold too): then a tombstone masks the copy
+		pk := tt.pk(t, g)
+		tt.kbuf = pk
+		if tt.inCold[g] || tt.filter.mayHold(pk) || tt.comF.mayHold(tt.slotCK(t, g)) {
+			tt.filter.add(pk)
+			tt.used = true
+			if err := tt.cold.db.Set(pk, nil, pebble.NoSync); err != nil && tt.err == nil {
+				tt.err = fmt.Errorf("state spill DB: %w", err)
+			}
+		}
+	case tt.inCold[g]:
 		if err := tt.cold.db.Delete(tt.pk(t, g), pebble.NoSync); err != nil && tt.err == nil {
 			tt.err = fmt.Errorf("state spill DB: %w", err)
 		}
@@ -475,12 +622,27 @@ func (tt *tableTier) maybeEvict(t *Table) error {
 		return nil
 	}
 	target := budget*7/8 - chg
+	tt.noteCommitted(t, false)
+	// with a committed state dirty slots stay (One LSM) unless the hot
+	// slots take three times their share: about the whole budget
+	keepDirty := tt.com != nil && tt.hotBytes <= 3*budget
+	if keepDirty && tt.stuck && tt.stuckGen == tt.comGen && tt.hotBytes < tt.stuckBytes+budget/8 {
+		return nil // a pass found nothing clean: wait for a commit (or growth)
+	}
+	tt.stuck = false
 	if tt.wb == nil {
 		tt.wb = tt.cold.db.NewBatch()
 	}
+	visited := 0
 	for tt.hotBytes > target && t.live > 0 {
 		if tt.hand >= len(t.alive) {
 			tt.hand = 0
+		}
+		if visited++; visited > 2*len(t.alive)+1 {
+			// every slot seen twice, none clean: the rest is changes not
+			// yet committed
+			tt.stuck, tt.stuckGen, tt.stuckBytes = true, tt.comGen, tt.hotBytes
+			break
 		}
 		g := int32(tt.hand)
 		tt.hand++
@@ -491,7 +653,11 @@ func (tt *tableTier) maybeEvict(t *Table) error {
 			tt.ref[g] = false
 			continue
 		}
-		if err := tt.evict(t, g); err != nil {
+		clean := tt.com != nil && tt.clean(t, g)
+		if keepDirty && !clean {
+			continue
+		}
+		if err := tt.evict(t, g, clean); err != nil {
 			tt.err = err
 			return err
 		}
@@ -541,18 +707,28 @@ func (tt *tableTier) coldValue(t *Table, g int32) []byte {
 	return v
 }
 
-// evict writes slot g back (if changed), moves its change flags to the
-// key lists and frees it.
-func (tt *tableTier) evict(t *Table, g int32) error {
+// evict writes slot g back (if changed, unless clean: then the
+// committed state holds it), moves its change flags to the key lists and
+// frees it.
+func (tt *tableTier) evict(t *Table, g int32, clean bool) error {
 	pk := tt.pk(t, g)
 	tt.kbuf = pk
-	if tt.stale[g] {
+	switch {
+	case tt.stale[g] && (!clean || tt.filter.mayHold(pk)):
+		// changed, and no committed copy, or the spill DB may hold an
+		// older one (or a tombstone) that would shadow it
 		if err := tt.wb.Set(pk, tt.coldValue(t, g), nil); err != nil {
 			return fmt.Errorf("state spill DB: %w", err)
 		}
 		tt.used = true
 		tt.filter.add(pk)
 		tt.st.WriteBacks++
+	case clean && !tt.inCold[g]:
+		// read back from the committed state
+		if ck := tt.slotCK(t, g); !tt.comF.mayHold(ck) {
+			tt.comF.add(ck)
+		}
+		tt.st.CleanDrops++
 	}
 	if t.o.Checkpointing && (t.dirty[g] || tt.pflag[g]) {
 		t.scratch = t.fullKey(t.scratch[:0], g)
@@ -617,10 +793,24 @@ func (tt *tableTier) snapshotCold(t *Table) error {
 		} else {
 			v, closer, err := tt.cold.db.Get(pk)
 			switch {
+			case errors.Is(err, pebble.ErrNotFound) && tt.com != nil:
+				// dropped clean (One LSM): the committed state has it
+				cv, ok, cerr := tt.comPt.get(tt.com, tt.comGen, nil, full)
+				if cerr != nil {
+					return fmt.Errorf("state: reading the committed state: %w", cerr)
+				}
+				if ok {
+					t.arena = append(t.arena, cv...)
+				} else {
+					e.del = true
+				}
 			case errors.Is(err, pebble.ErrNotFound):
 				e.del = true
 			case err != nil:
 				return fmt.Errorf("state spill DB: %w", err)
+			case len(v) == 0:
+				e.del = true // a tombstone
+				closer.Close()
 			default:
 				_, last, _, val, perr := tt.parseCold(v)
 				if perr == nil {
@@ -674,6 +864,7 @@ func (tt *tableTier) mergePending(t *Table) {
 
 // dropPending forgets the pending change set (Complete).
 func (tt *tableTier) dropPending(t *Table) {
+	tt.noteCommitted(t, true)
 	for _, g := range t.pDirty {
 		tt.pflag[g] = false
 	}
@@ -684,6 +875,20 @@ func (tt *tableTier) dropPending(t *Table) {
 // int-keyed table decodes each key into a scratch slot (then cleared) to
 // learn its int; a bytes-keyed table only copies.
 func (tt *tableTier) restore(t *Table, r checkpoint.StateReader, start, end int, decode Decoder) error {
+	if tt.com != nil {
+		// the keys are in the committed state: only the filter learns them
+		for kg := start; kg < end; kg++ {
+			prefix := t.keyPrefix(kg)
+			err := r.Scan(prefix, func(key, _ []byte) error {
+				tt.comF.add(key[len(prefix):])
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("restoring key group %d: %w", kg, err)
+			}
+		}
+		return nil
+	}
 	if tt.wb == nil {
 		tt.wb = tt.cold.db.NewBatch()
 	}

@@ -42,7 +42,7 @@ func TestTableTierLookupsNeverEvict(t *testing.T) {
 	}
 	// every key reads back from the cold tier
 	for i := 0; i < 1000; i++ {
-		if got := o.get(bkey(i)); got != fmt.Sprintf("%x", "some value") {
+		if got := o.get(bkey(i), i%4); got != fmt.Sprintf("%x", "some value") {
 			t.Fatalf("key %d: %s", i, got)
 		}
 		if i%50 == 0 {
@@ -92,7 +92,7 @@ func TestTableTierRestoreLargerThanBudget(t *testing.T) {
 				t.Fatalf("restore held slots in memory: %+v, %d slots", st, o.t.Slots())
 			}
 			for i := 0; i < n; i++ {
-				if got, want := o.get(key(i)), fmt.Sprintf("%x", val(i, 0)); got != want {
+				if got, want := o.get(key(i), i%8), fmt.Sprintf("%x", val(i, 0)); got != want {
 					t.Fatalf("key %d: %s, want %s", i, got, want)
 				}
 				if i%100 == 99 {
@@ -113,8 +113,8 @@ func TestTableTierRestoreLargerThanBudget(t *testing.T) {
 				src.put(key(i), i%8, val(i, 1), false)
 			}
 			for _, i := range []int{11, 3000} {
-				o.del(key(i))
-				src.del(key(i))
+				o.del(key(i), i%8)
+				src.del(key(i), i%8)
 			}
 			if err := o.t.MaybeEvict(); err != nil {
 				t.Fatal(err)
@@ -177,7 +177,7 @@ func TestTableTierSweepsColdKeys(t *testing.T) {
 		t.Fatalf("expire was called for %d hot keys, want %d (cold keys are removed by the table)", swept, hot)
 	}
 	for i := 0; i < n; i += 37 {
-		if got := o.get(bkey(i)); got != "absent" {
+		if got := o.get(bkey(i), i%4); got != "absent" {
 			t.Fatalf("swept key %d reads %s", i, got)
 		}
 	}
@@ -201,7 +201,7 @@ func TestTableTierDecodeFailure(t *testing.T) {
 	bad := errors.New("undecodable")
 	calls := 0
 	o.t.tier.hooks.Decode = func(g int32, key, val []byte) (int64, bool, error) { calls++; return 0, false, bad }
-	o.get(bkey(0))
+	o.get(bkey(0), 0)
 	err := o.t.MaybeEvict()
 	if calls != 1 || !errors.Is(err, bad) {
 		t.Fatalf("decode called %d times, MaybeEvict: %v", calls, err)

@@ -112,15 +112,16 @@ type coldTier struct {
 
 // openCold opens a spill DB; framed: its keys are the KV's framed keys
 // (bloom filters on their namespace and key, framedSplit), otherwise
-// opaque (a Table's codec keys: whole-key bloom filters).
-func openCold(o Options, framed bool) (*coldTier, error) {
+// opaque (a Table's codec keys: whole-key bloom filters); committed: the
+// tier reads a committed state too (its spill DB is then small).
+func openCold(o Options, framed, committed bool) (*coldTier, error) {
 	total := o.MemoryBudget
 	if total <= 0 {
 		total = DefaultMemoryBudget
 	}
 	memtable := clamp(total/16, 4<<20, 64<<20)
 	cacheSize := SpillCacheSize(total)
-	if o.Committed != nil && o.Checkpointing && o.TTL == 0 && framed {
+	if committed {
 		// the spill DB only takes entries evicted while dirty and
 		// tombstones (Committed): its reads are rare, so the hot entries
 		// get most of the memory
