@@ -1156,12 +1156,20 @@ func (o *schedOp) Restore(rd checkpoint.StateReader) error {
 
 func schedJobID(n int) string { return fmt.Sprintf("%032x", 0xfa17+n) }
 
-// schedTiered: half of the join plan's schedules keep the join's state in
-// the Pebble tier with a hot budget of a few rows, so that rows leave
-// memory and come back all the time (write-backs, clean drops read back
-// from the committed state, tombstones of retracted rows) across every
-// fault the schedule injects.
-func schedTiered(s *schedule) bool { return s.plan == planJoin && s.seed%4 >= 2 }
+// schedTiered: half of the schedules of the join plan and of the chained
+// and two-level aggregations keep their state in the Pebble tier with a
+// hot budget of a few rows (the join's KV and the aggregations' tables),
+// so that rows and groups leave memory and come back all the time
+// (write-backs, clean drops read back from the committed state,
+// tombstones of retracted rows and of groups whose count fell to zero)
+// across every fault the schedule injects.
+func schedTiered(s *schedule) bool {
+	switch s.plan {
+	case planJoin, planChained, planTwoLevel:
+		return s.seed%4 >= 2
+	}
+	return false
+}
 
 const schedTierHotBytes = 2 << 10
 
@@ -1400,8 +1408,10 @@ func TestFaultSchedule(t *testing.T) {
 	// the tiered join schedules must have paged: rows dropped clean and
 	// read back from the committed state (checked once every subtest ran;
 	// dirty rows stay in memory, so write-backs are rare)
-	before := state.KVTierTotals()
-	var tiered atomic.Int64
+	// (and the aggregations' tiered tables the same, over every tiered
+	// schedule)
+	before, tbefore := state.KVTierTotals(), state.TableTierTotals()
+	var tiered, tieredTables atomic.Int64
 	t.Cleanup(func() {
 		after := state.KVTierTotals()
 		drops, com, wb := after.CleanDrops-before.CleanDrops, after.ComReads-before.ComReads, after.WriteBacks-before.WriteBacks
@@ -1409,11 +1419,20 @@ func TestFaultSchedule(t *testing.T) {
 			t.Errorf("%d tiered join schedules: %d clean drops, %d reads from the committed state; want some of each", n, drops, com)
 		}
 		t.Logf("tiered join schedules: %d (clean drops %d, committed reads %d, write-backs %d)", tiered.Load(), drops, com, wb)
+		tafter := state.TableTierTotals()
+		tdrops, tcom, twb := tafter.CleanDrops-tbefore.CleanDrops, tafter.ComReads-tbefore.ComReads, tafter.WriteBacks-tbefore.WriteBacks
+		if n := tieredTables.Load(); n >= 3 && (tdrops == 0 || tcom == 0) {
+			t.Errorf("%d tiered schedules: the aggregations' tables made %d clean drops, %d reads from the committed state; want some of each", n, tdrops, tcom)
+		}
+		t.Logf("tiered schedules: %d; the aggregations' tables: clean drops %d, committed reads %d, write-backs %d", tieredTables.Load(), tdrops, tcom, twb)
 	})
 	for _, seed := range seeds {
 		s := genSchedule(seed)
 		if schedTiered(s) {
-			tiered.Add(1)
+			tieredTables.Add(1)
+			if s.plan == planJoin {
+				tiered.Add(1)
+			}
 		}
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
