@@ -28,13 +28,13 @@ type output interface {
 
 // exchangeOutput routes batches to the subtasks of the next task.
 type exchangeOutput struct {
-	st      *subtask
-	edge    *planner.Edge
-	chans   []*outChan // indexed by target subtask; nil where not routed
-	rr      int
-	hashes  []uint64
-	targets []int32
-	idx     [][]int32
+	st     *subtask
+	edge   *planner.Edge
+	chans  []*outChan // indexed by target subtask; nil where not routed
+	rr     int
+	hashes []uint64
+	route  []int32 // key group -> target (Hash)
+	idx    [][]int32
 }
 
 func newExchangeOutput(st *subtask, e *planner.Edge, chans []*outChan) *exchangeOutput {
@@ -166,21 +166,13 @@ func (o *exchangeOutput) hashRoute(b Batch) error {
 		return o.send(0, Message{Kind: MsgData, Batch: b})
 	}
 	o.hashes = HashKeys(b.Rec, o.edge.Keys, o.hashes[:0])
-	if cap(o.targets) < n {
-		o.targets = make([]int32, n)
-	}
-	o.targets = o.targets[:n]
-	maxP := uint64(o.st.cfg.MaxParallelism)
-	same := true
-	for i, h := range o.hashes {
-		kg := h % maxP
-		o.targets[i] = int32(kg * uint64(p) / maxP)
-		if o.targets[i] != o.targets[0] {
-			same = false
+	if len(o.route) == 0 {
+		// the target of each key group (as KeyGroupRange assigns them)
+		maxP := o.st.cfg.MaxParallelism
+		o.route = make([]int32, maxP)
+		for kg := range o.route {
+			o.route[kg] = int32(uint64(kg) * uint64(p) / uint64(maxP))
 		}
-	}
-	if same {
-		return o.send(int(o.targets[0]), Message{Kind: MsgData, Batch: b})
 	}
 	if len(o.idx) != p {
 		o.idx = make([][]int32, p)
@@ -188,8 +180,23 @@ func (o *exchangeOutput) hashRoute(b Batch) error {
 	for t := range o.idx {
 		o.idx[t] = o.idx[t][:0]
 	}
-	for i, t := range o.targets {
-		o.idx[t] = append(o.idx[t], int32(i))
+	route, maxP := o.route, uint64(len(o.route))
+	if maxP&(maxP-1) == 0 { // a power of two (the default, 128): no division
+		mask := maxP - 1
+		for i, h := range o.hashes {
+			t := route[h&mask]
+			o.idx[t] = append(o.idx[t], int32(i))
+		}
+	} else {
+		for i, h := range o.hashes {
+			t := route[h%maxP]
+			o.idx[t] = append(o.idx[t], int32(i))
+		}
+	}
+	for t, idx := range o.idx {
+		if len(idx) == n { // every row to one target: the batch as it is
+			return o.send(t, Message{Kind: MsgData, Batch: b})
+		}
 	}
 	var err error
 	for t, idx := range o.idx {

@@ -39,11 +39,13 @@ func (f *coldFilter) size(bits uint64) {
 	f.bits, f.mask, f.n = make([]uint64, p/64), p-1, 0
 }
 
-func (f *coldFilter) add(pk []byte) {
+func (f *coldFilter) add(pk []byte) { f.addHash(xxhash.Sum64(pk)) }
+
+// addHash adds a key by its hash (xxhash.Sum64).
+func (f *coldFilter) addHash(h uint64) {
 	if f.bits == nil {
 		f.size(coldFilterMinBits)
 	}
-	h := xxhash.Sum64(pk)
 	d := h>>33 | h<<31 | 1
 	for i := 0; i < coldFilterProbes; i++ {
 		b := h & f.mask
@@ -58,7 +60,11 @@ func (f *coldFilter) mayHold(pk []byte) bool {
 	if f.bits == nil {
 		return false
 	}
-	h := xxhash.Sum64(pk)
+	return f.mayHoldHash(xxhash.Sum64(pk))
+}
+
+// mayHoldHash is mayHold of a key by its hash.
+func (f *coldFilter) mayHoldHash(h uint64) bool {
 	d := h>>33 | h<<31 | 1
 	for i := 0; i < coldFilterProbes; i++ {
 		b := h & f.mask

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble"
 )
 
@@ -99,8 +100,12 @@ func (p *growFilter) add(k []byte) {
 
 // mayHold reports whether k may have been added (false: certainly not).
 func (p *growFilter) mayHold(k []byte) bool {
+	if len(p.fs) == 0 {
+		return false
+	}
+	h := xxhash.Sum64(k) // once for every filter of the chain
 	for i := range p.fs {
-		if p.fs[i].mayHold(k) {
+		if p.fs[i].mayHoldHash(h) {
 			return true
 		}
 	}
