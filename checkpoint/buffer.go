@@ -2,8 +2,8 @@ package checkpoint
 
 // Buffer collects one subtask's state writes for one checkpoint. It
 // implements StateWriter. Keys and values are copied into chunks (4 KiB
-// growing to 1 MiB) that are kept across Reset, so a Put does not allocate once the
-// buffer has grown, and growing never copies what was written (a doubling
+// growing to 1 MiB) that are kept across Reset (as many as the last
+// checkpoint used), so a Put does not allocate once the buffer has grown, and growing never copies what was written (a doubling
 // slice would hold up to three times a large checkpoint's delta while it
 // grows). Not safe for concurrent use. Commit applies buffers in order and
 // resets them.
@@ -78,19 +78,25 @@ func (b *Buffer) Len() int { return len(b.ops) }
 // Bytes is the size of the recorded keys and values.
 func (b *Buffer) Bytes() int { return b.bytes }
 
-// bufKeep is how many chunks a reset Buffer keeps: a subtask's buffer
-// lives from one checkpoint to the next, so a large delta's memory is
-// given back rather than held for the whole interval.
-const bufKeep = 4
+// bufKeep is how many chunks a reset Buffer keeps at least; it keeps as
+// many as the checkpoint just committed used (the next one is likely of
+// the same size: a job writing 60 MB a checkpoint allocated, zeroed and
+// faulted in 60 MB of chunks every second), up to bufKeepMax. A large
+// delta's memory is given back by the next smaller checkpoint.
+const (
+	bufKeep    = 4
+	bufKeepMax = 256
+)
 
-// Reset empties the buffer, keeping up to bufKeep chunks of its memory.
+// Reset empties the buffer, keeping the chunks it used (see bufKeep).
 func (b *Buffer) Reset() {
-	if len(b.chunks) > bufKeep {
-		clear(b.chunks[bufKeep:])
-		b.chunks = b.chunks[:bufKeep]
+	keep := min(max(bufKeep, b.cur+1), bufKeepMax)
+	if len(b.chunks) > keep {
+		clear(b.chunks[keep:])
+		b.chunks = b.chunks[:keep]
 	}
-	if cap(b.ops) > bufKeep*bufChunk/16 {
-		b.ops = nil
+	if cap(b.ops) > bufKeep*bufChunk/16 && cap(b.ops) > 2*len(b.ops) {
+		b.ops = nil // twice what this checkpoint used
 	}
 	b.ops = b.ops[:0]
 	for i := range b.chunks {

@@ -8,7 +8,8 @@ import (
 
 // TestBufferRoundTrip: random Puts and Deletes, some larger than a chunk,
 // over several Resets, come back from each in order with their bytes; a
-// reset buffer keeps (and reuses) up to bufKeep chunks.
+// reset buffer keeps (and reuses) the chunks the round used, at least
+// bufKeep, and a smaller round gives the rest back.
 func TestBufferRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
 	b := NewBuffer()
@@ -16,10 +17,15 @@ func TestBufferRoundTrip(t *testing.T) {
 		del  bool
 		k, v []byte
 	}
-	for round := 0; round < 4; round++ {
+	kept := 0 // chunks kept by the last Reset
+	for round := 0; round < 6; round++ {
 		var want []rec
 		n := 0
-		for i := 0; i < 3000; i++ {
+		ops := 3000
+		if round%3 == 2 {
+			ops = 100 // a small checkpoint after large ones
+		}
+		for i := 0; i < ops; i++ {
 			k := make([]byte, 1+rng.Intn(40))
 			rng.Read(k)
 			r := rec{k: k, del: rng.Intn(4) == 0}
@@ -46,10 +52,17 @@ func TestBufferRoundTrip(t *testing.T) {
 				t.Fatalf("round %d: op %d differs", round, i)
 			}
 		}
-		chunks := min(len(b.chunks), bufKeep)
+		chunks := min(len(b.chunks), max(bufKeep, b.cur+1))
 		b.Reset()
 		if b.Len() != 0 || b.Bytes() != 0 || len(b.chunks) != chunks {
 			t.Fatalf("Reset: Len %d Bytes %d chunks %d (had %d)", b.Len(), b.Bytes(), len(b.chunks), chunks)
 		}
+		switch {
+		case round%3 != 2 && len(b.chunks) <= bufKeep:
+			t.Fatalf("round %d: a large round kept %d chunks", round, len(b.chunks))
+		case round%3 == 2 && len(b.chunks) >= kept:
+			t.Fatalf("round %d: a small round after a large one kept %d chunks (had %d)", round, len(b.chunks), kept)
+		}
+		kept = len(b.chunks)
 	}
 }
