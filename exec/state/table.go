@@ -123,6 +123,7 @@ type Table struct {
 
 	ents    []entry
 	arena   []byte
+	vbuf    []byte // a value being written
 	prefix  [][]byte // KeyedPrefix per key group, built lazily
 	scratch []byte
 
@@ -133,7 +134,12 @@ type Table struct {
 }
 
 type entry struct {
-	del        bool
+	del bool
+	// slot >= 0: the value is that live slot's, encoded as it is written
+	// (only keys go into the arena: a snapshot of large values, a TopN's
+	// rows, does not copy them twice nor grow an arena as large);
+	// otherwise arena[vOff:vOff+vLen]
+	slot       int32
 	kOff, kLen int
 	vOff, vLen int
 	// p0, p1: 16 bytes of the key from its key group on (the operator
@@ -416,19 +422,13 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		if !t.alive[g] || !t.dirty[g] { // (tiered: a slot evicted or removed is no longer dirty)
 			continue
 		}
-		e := entry{kOff: len(t.arena)}
+		e := entry{slot: g, kOff: len(t.arena)}
 		t.arena = t.fullKey(t.arena, g)
 		e.kLen = len(t.arena) - e.kOff
-		e.vOff = len(t.arena)
-		if t.last != nil {
-			t.arena = binary.BigEndian.AppendUint64(append(t.arena, ttlHeader), uint64(t.last[g]))
-		}
-		t.arena = t.codec.AppendValue(t.arena, g)
-		e.vLen = len(t.arena) - e.vOff
 		t.ents = append(t.ents, e)
 	}
 	for _, k := range t.tombs {
-		e := entry{del: true, kOff: len(t.arena), kLen: len(k)}
+		e := entry{del: true, slot: -1, kOff: len(t.arena), kLen: len(k)}
 		t.arena = append(t.arena, k...)
 		t.ents = append(t.ents, e)
 	}
@@ -468,9 +468,17 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		}
 		last = k
 		var err error
-		if e.del {
+		switch {
+		case e.del:
 			err = w.Delete(k)
-		} else {
+		case e.slot >= 0:
+			t.vbuf = t.vbuf[:0]
+			if t.last != nil {
+				t.vbuf = binary.BigEndian.AppendUint64(append(t.vbuf, ttlHeader), uint64(t.last[e.slot]))
+			}
+			t.vbuf = t.codec.AppendValue(t.vbuf, e.slot)
+			err = w.Put(k, t.vbuf)
+		default:
 			err = w.Put(k, t.arena[e.vOff:e.vOff+e.vLen])
 		}
 		if err != nil {

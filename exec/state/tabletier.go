@@ -779,17 +779,14 @@ func (tt *tableTier) snapshotCold(t *Table) error {
 		if tt.intKey {
 			pk = l.buf[r.off+r.fl : r.off+r.fl+r.pl]
 		}
-		e := entry{kOff: len(t.arena), kLen: len(full)}
+		e := entry{slot: -1, kOff: len(t.arena), kLen: len(full)}
 		t.arena = append(t.arena, full...)
 		e.vOff = len(t.arena)
 		if g, hot := tt.hotOf(t, pk); hot {
 			if t.dirty[g] {
 				continue // written from the dirty list (its key bytes stay unused)
 			}
-			if t.last != nil {
-				t.arena = binary.BigEndian.AppendUint64(append(t.arena, ttlHeader), uint64(t.last[g]))
-			}
-			t.arena = t.codec.AppendValue(t.arena, g)
+			e.slot = g // (encoded as it is written)
 		} else {
 			v, closer, err := tt.cold.db.Get(pk)
 			switch {
