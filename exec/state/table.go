@@ -123,7 +123,7 @@ type Table struct {
 
 	ents    []entry
 	arena   []byte
-	vbuf    []byte // a value being written
+	vbuf    []byte   // a value being written
 	prefix  [][]byte // KeyedPrefix per key group, built lazily
 	scratch []byte
 
