@@ -102,7 +102,7 @@ type Table struct {
 	// current change set
 	dirty     []bool
 	dirtyList []int32
-	tombs     [][]byte // full state keys removed
+	tombs     keyList // full state keys removed (one arena: no allocation per key)
 	// born: the epoch (snapshots taken + 1) each slot was allocated in,
 	// 0 for restored slots (in memory, checkpointing only). A slot
 	// allocated and removed between two snapshots was written by none,
@@ -113,7 +113,7 @@ type Table struct {
 	// outcome is not known yet (0: none)
 	pendingID int64
 	pDirty    []int32
-	pTombs    [][]byte
+	pTombs    keyList
 
 	// TTL: last update (unix ms) per slot, the time of the current batch,
 	// and the incremental cleanup's cursor
@@ -351,7 +351,8 @@ func (t *Table) Sweep(n int, expire func(g int32)) {
 // the operator (the codec encodes the tombstone).
 func (t *Table) Remove(g int32, intKey int64, null bool) {
 	if t.o.Checkpointing && (!t.o.ElideTransient || t.tier != nil || t.born[g] != t.epoch) {
-		t.tombs = append(t.tombs, t.fullKey(nil, g))
+		t.scratch = t.fullKey(t.scratch[:0], g)
+		t.tombs.add(t.scratch, nil)
 	}
 	if t.tier != nil {
 		t.tier.remove(t, g)
@@ -391,8 +392,9 @@ func (t *Table) fullKey(dst []byte, g int32) []byte {
 func (t *Table) mergePending() {
 	if t.tier != nil {
 		t.tier.mergePending(t)
-		t.tombs = append(t.tombs, t.pTombs...)
-		t.pDirty, t.pTombs, t.pendingID = t.pDirty[:0], nil, 0
+		t.tombs.appendList(&t.pTombs)
+		t.pTombs.reset()
+		t.pDirty, t.pendingID = t.pDirty[:0], 0
 		return
 	}
 	for _, g := range t.pDirty {
@@ -401,8 +403,9 @@ func (t *Table) mergePending() {
 			t.dirtyList = append(t.dirtyList, g)
 		}
 	}
-	t.tombs = append(t.tombs, t.pTombs...)
-	t.pDirty, t.pTombs, t.pendingID = t.pDirty[:0], nil, 0
+	t.tombs.appendList(&t.pTombs)
+	t.pTombs.reset()
+	t.pDirty, t.pendingID = t.pDirty[:0], 0
 }
 
 // Snapshot writes the changes of checkpoint id to w, sorted by key: a Put
@@ -427,7 +430,8 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		e.kLen = len(t.arena) - e.kOff
 		t.ents = append(t.ents, e)
 	}
-	for _, k := range t.tombs {
+	for _, r := range t.tombs.ents {
+		k := t.tombs.full(r)
 		e := entry{del: true, slot: -1, kOff: len(t.arena), kLen: len(k)}
 		t.arena = append(t.arena, k...)
 		t.ents = append(t.ents, e)
@@ -493,7 +497,8 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		t.dirty[g] = false
 	}
 	t.pDirty, t.dirtyList = t.dirtyList, t.pDirty[:0]
-	t.pTombs, t.tombs = t.tombs, t.tombs[:0:0]
+	t.pTombs, t.tombs = t.tombs, t.pTombs
+	t.tombs.reset()
 	t.pendingID = id
 	t.epoch++
 	return nil
@@ -506,7 +511,8 @@ func (t *Table) Complete(id int64) {
 		if t.tier != nil {
 			t.tier.dropPending(t)
 		}
-		t.pDirty, t.pTombs, t.pendingID = t.pDirty[:0], nil, 0
+		t.pTombs.reset()
+		t.pDirty, t.pendingID = t.pDirty[:0], 0
 	}
 }
 
@@ -522,7 +528,7 @@ func (t *Table) Abort(id int64) {
 // Changed is the number of slots and tombstones the next Snapshot would
 // consider (current and pending).
 func (t *Table) Changed() int {
-	n := len(t.dirtyList) + len(t.tombs) + len(t.pDirty) + len(t.pTombs)
+	n := len(t.dirtyList) + len(t.tombs.ents) + len(t.pDirty) + len(t.pTombs.ents)
 	if t.tier != nil {
 		n += len(t.tier.cur.ents) + len(t.tier.pend.ents)
 	}

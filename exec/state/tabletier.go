@@ -161,7 +161,21 @@ func (l *keyList) add(full, pk []byte) {
 	l.ents = append(l.ents, r)
 }
 
+// addJoined adds the full key a+b (no Pebble key).
+func (l *keyList) addJoined(a, b []byte) {
+	r := keyRef{off: int32(len(l.buf)), fl: int32(len(a) + len(b))}
+	l.buf = append(append(l.buf, a...), b...)
+	l.ents = append(l.ents, r)
+}
+
 func (l *keyList) full(r keyRef) []byte { return l.buf[r.off : r.off+r.fl] }
+
+// appendList adds every key of o.
+func (l *keyList) appendList(o *keyList) {
+	for _, r := range o.ents {
+		l.add(o.full(r), o.buf[r.off+r.fl:r.off+r.fl+r.pl])
+	}
+}
 
 func (l *keyList) reset() {
 	l.ents, l.deduped = l.ents[:0], 0
@@ -501,7 +515,7 @@ func (tt *tableTier) load(t *Table, kg int, pk []byte, iv int64, null bool) (int
 			tt.err = fmt.Errorf("state spill DB: %w", err)
 		}
 		if t.o.Checkpointing {
-			t.tombs = append(t.tombs, append(append([]byte(nil), t.keyPrefix(kg)...), ck...))
+			t.tombs.addJoined(t.keyPrefix(kg), ck)
 		}
 		return -1, false
 	}
@@ -852,10 +866,7 @@ func (tt *tableTier) mergePending(t *Table) {
 			t.dirtyList = append(t.dirtyList, g)
 		}
 	}
-	for _, r := range tt.pend.ents {
-		full := tt.pend.full(r)
-		tt.cur.add(full, tt.pend.buf[r.off+r.fl:r.off+r.fl+r.pl])
-	}
+	tt.cur.appendList(&tt.pend)
 	tt.pend.reset()
 }
 
@@ -998,7 +1009,7 @@ func (tt *tableTier) sweepCold(t *Table, n int) {
 					ck = k
 				}
 				if t.o.Checkpointing {
-					t.tombs = append(t.tombs, append(append([]byte(nil), t.keyPrefix(kg)...), ck...))
+					t.tombs.addJoined(t.keyPrefix(kg), ck)
 				}
 				if err := tt.wb.Delete(k, nil); err != nil {
 					tt.err = err

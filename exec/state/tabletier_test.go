@@ -184,7 +184,7 @@ func TestTableTierSweepsColdKeys(t *testing.T) {
 }
 
 // countDeletes is the number of tombstones the next snapshot would write.
-func countDeletes(o *tOp) int { return len(o.t.tombs) }
+func countDeletes(o *tOp) int { return len(o.t.tombs.ents) }
 
 // TestTableTierDecodeFailure: a cold key the operator cannot decode fails
 // the batch (MaybeEvict returns the error) instead of being taken for an
