@@ -2,9 +2,9 @@ package state
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -122,6 +122,8 @@ type Table struct {
 	cursor int
 
 	ents    []entry
+	radix   [2][]radixItem // Snapshot's sort buffers
+	sorted  []entry
 	arena   []byte
 	vbuf    []byte   // a value being written
 	prefix  [][]byte // KeyedPrefix per key group, built lazily
@@ -140,8 +142,8 @@ type entry struct {
 	// rows, does not copy them twice nor grow an arena as large);
 	// otherwise arena[vOff:vOff+vLen]
 	slot       int32
-	kOff, kLen int
-	vOff, vLen int
+	kOff, kLen uint32 // (40 bytes an entry: the sort moves less)
+	vOff, vLen uint32
 	// p0, p1: 16 bytes of the key from its key group on (the operator
 	// prefix before it is every key's), so most comparisons of a sort
 	// touch no key bytes
@@ -425,14 +427,14 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		if !t.alive[g] || !t.dirty[g] { // (tiered: a slot evicted or removed is no longer dirty)
 			continue
 		}
-		e := entry{slot: g, kOff: len(t.arena)}
+		e := entry{slot: g, kOff: uint32(len(t.arena))}
 		t.arena = t.fullKey(t.arena, g)
-		e.kLen = len(t.arena) - e.kOff
+		e.kLen = uint32(len(t.arena)) - e.kOff
 		t.ents = append(t.ents, e)
 	}
 	for _, r := range t.tombs.ents {
 		k := t.tombs.full(r)
-		e := entry{del: true, slot: -1, kOff: len(t.arena), kLen: len(k)}
+		e := entry{del: true, slot: -1, kOff: uint32(len(t.arena)), kLen: uint32(len(k))}
 		t.arena = append(t.arena, k...)
 		t.ents = append(t.ents, e)
 	}
@@ -441,29 +443,16 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 			return err
 		}
 	}
+	if len(t.arena) > math.MaxUint32 {
+		t.ents, t.arena = t.ents[:0], nil
+		return fmt.Errorf("state: the changes of checkpoint %d take more than 4 GiB in one subtask", id)
+	}
 	key := func(e entry) []byte { return t.arena[e.kOff : e.kOff+e.kLen] }
 	off := len(t.keyPrefix(0)) - 4 // the key group's 4 bytes
 	for i := range t.ents {
 		t.ents[i].p0, t.ents[i].p1 = ordWords(key(t.ents[i]), off)
 	}
-	slices.SortFunc(t.ents, func(a, b entry) int {
-		switch {
-		case a.p0 != b.p0:
-			return cmp.Compare(a.p0, b.p0)
-		case a.p1 != b.p1:
-			return cmp.Compare(a.p1, b.p1)
-		}
-		if c := bytes.Compare(key(a), key(b)); c != 0 {
-			return c
-		}
-		switch {
-		case a.del == b.del:
-			return 0
-		case !a.del:
-			return -1 // a Put before a Delete of the same key
-		}
-		return 1
-	})
+	t.sortEntries(key)
 	var last []byte
 	for i, e := range t.ents {
 		k := key(e)
@@ -602,4 +591,114 @@ func (t *Table) Restore(r checkpoint.StateReader, start, end int, decode Decoder
 	}
 	t.dirtyList = t.dirtyList[:0]
 	return nil
+}
+
+// radixItem is an entry's sort key and index (sortEntries).
+type radixItem struct {
+	p0, p1 uint64
+	i      int32
+}
+
+// sortEntries sorts t.ents by key (a Put before a Delete of the same key):
+// an LSD radix sort of their first 16 bytes from the key group on (p0, p1;
+// bytes every entry shares cost no pass), then a comparison sort of each
+// run of entries whose 16 bytes tie. A comparison sort of hundreds of
+// thousands of 40-byte entries took 20 ns a comparison.
+func (t *Table) sortEntries(key func(entry) []byte) {
+	n := len(t.ents)
+	cmpEntries := func(x, y entry) int {
+		switch {
+		case x.p0 != y.p0:
+			return cmpU64(x.p0, y.p0)
+		case x.p1 != y.p1:
+			return cmpU64(x.p1, y.p1)
+		}
+		if c := bytes.Compare(key(x), key(y)); c != 0 {
+			return c
+		}
+		switch {
+		case x.del == y.del:
+			return 0
+		case !x.del:
+			return -1 // a Put before a Delete of the same key
+		}
+		return 1
+	}
+	if n < 256 {
+		slices.SortFunc(t.ents, cmpEntries)
+		return
+	}
+	a := slices.Grow(t.radix[0][:0], n)[:n]
+	b := slices.Grow(t.radix[1][:0], n)[:n]
+	for i, e := range t.ents {
+		a[i] = radixItem{p0: e.p0, p1: e.p1, i: int32(i)}
+	}
+	for pass := 0; pass < 16; pass++ {
+		if radixPass(a, b, uint(8*(pass%8)), pass >= 8) {
+			a, b = b, a
+		}
+	}
+	t.radix[0], t.radix[1] = a, b
+	t.sorted = slices.Grow(t.sorted[:0], n)[:n]
+	for i := range a {
+		t.sorted[i] = t.ents[a[i].i]
+	}
+	t.ents, t.sorted = t.sorted, t.ents
+	// runs whose 16 bytes tie: by the whole key, a Put first
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		for hi < n && t.ents[hi].p0 == t.ents[lo].p0 && t.ents[hi].p1 == t.ents[lo].p1 {
+			hi++
+		}
+		if hi-lo > 1 {
+			slices.SortFunc(t.ents[lo:hi], cmpEntries)
+		}
+		lo = hi
+	}
+}
+
+// radixPass moves a into b by byte shift/8 of p0 (else p1), stable; false:
+// every item has the same byte there (nothing moved).
+func radixPass(a, b []radixItem, shift uint, p0 bool) bool {
+	var cnt [256]int
+	if p0 {
+		for i := range a {
+			cnt[byte(a[i].p0>>shift)]++
+		}
+		if cnt[byte(a[0].p0>>shift)] == len(a) {
+			return false
+		}
+	} else {
+		for i := range a {
+			cnt[byte(a[i].p1>>shift)]++
+		}
+		if cnt[byte(a[0].p1>>shift)] == len(a) {
+			return false
+		}
+	}
+	sum := 0
+	for d := range cnt {
+		cnt[d], sum = sum, sum+cnt[d]
+	}
+	if p0 {
+		for i := range a {
+			d := byte(a[i].p0 >> shift)
+			b[cnt[d]] = a[i]
+			cnt[d]++
+		}
+	} else {
+		for i := range a {
+			d := byte(a[i].p1 >> shift)
+			b[cnt[d]] = a[i]
+			cnt[d]++
+		}
+	}
+	return true
+}
+
+func cmpU64(a, b uint64) int {
+	if a < b {
+		return -1
+	}
+	return 1
 }

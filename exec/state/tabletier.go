@@ -793,9 +793,9 @@ func (tt *tableTier) snapshotCold(t *Table) error {
 		if tt.intKey {
 			pk = l.buf[r.off+r.fl : r.off+r.fl+r.pl]
 		}
-		e := entry{slot: -1, kOff: len(t.arena), kLen: len(full)}
+		e := entry{slot: -1, kOff: uint32(len(t.arena)), kLen: uint32(len(full))}
 		t.arena = append(t.arena, full...)
-		e.vOff = len(t.arena)
+		e.vOff = uint32(len(t.arena))
 		if g, hot := tt.hotOf(t, pk); hot {
 			if t.dirty[g] {
 				continue // written from the dirty list (its key bytes stay unused)
@@ -836,7 +836,7 @@ func (tt *tableTier) snapshotCold(t *Table) error {
 				}
 			}
 		}
-		e.vLen = len(t.arena) - e.vOff
+		e.vLen = uint32(len(t.arena)) - e.vOff
 		t.ents = append(t.ents, e)
 	}
 	return nil
