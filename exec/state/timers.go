@@ -59,6 +59,7 @@ type Timers struct {
 	pending   []string
 
 	scratch []byte
+	fireKey []byte
 	prefix  [][]byte
 	epoch   uint32 // snapshots taken so far, + 1
 }
@@ -120,7 +121,16 @@ func (t *Timers) compact(kg int, ts int64, key []byte) []byte {
 }
 
 func compactTS(k string) int64 {
-	return int64(binary.BigEndian.Uint64([]byte(k[4:timerHdr])) ^ (1 << 63))
+	var ts uint64
+	for i := 4; i < timerHdr; i++ {
+		ts = ts<<8 | uint64(k[i])
+	}
+	return int64(ts ^ (1 << 63))
+}
+
+// compactKG is the key group of compact key k.
+func compactKG(k string) int {
+	return int(uint32(k[0])<<24 | uint32(k[1])<<16 | uint32(k[2])<<8 | uint32(k[3]))
 }
 
 func (t *Timers) note(k string) {
@@ -237,8 +247,10 @@ func (t *Timers) Advance(upTo int64, fire func(kg int, ts int64, key []byte) err
 			}
 			delete(t.live, k)
 			t.noteRemoved(k, life)
-			kg := int(binary.BigEndian.Uint32([]byte(k[:4])))
-			if err := fire(kg, ts, []byte(k[timerHdr:])); err != nil {
+			// the key, in a buffer reused across fires (valid during the
+			// call only): no allocation per timer
+			t.fireKey = append(t.fireKey[:0], k[timerHdr:]...)
+			if err := fire(compactKG(k), ts, t.fireKey); err != nil {
 				return err
 			}
 		}
@@ -306,7 +318,7 @@ func (t *Timers) Snapshot(id int64, w checkpoint.StateWriter) error {
 		t.changes = t.changes[1:]
 	}
 	for _, k := range t.changes {
-		kg := int(binary.BigEndian.Uint32([]byte(k[:4])))
+		kg := compactKG(k)
 		t.scratch = append(append(t.scratch[:0], t.keyPrefix(kg)...), k[4:]...)
 		var err error
 		if _, ok := t.live[k]; ok {
