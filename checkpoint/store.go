@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -255,6 +257,10 @@ func (s *Store) pebbleOptions() *pebble.Options {
 		FormatMajorVersion:          pebble.FormatNewest,
 		Logger:                      pebbleLogger{o},
 		DisableAutomaticCompactions: o.disableCompactions,
+		// Whole-key Bloom filters: operators read single cold keys of the
+		// committed state (CommittedGet), and without filters such a read
+		// seeks every L0 file and level.
+		Levels: filteredLevels(),
 		EventListener: &pebble.EventListener{
 			BackgroundError: func(err error) { o.logf("checkpoint: state store background error: %v", err) },
 		},
@@ -500,6 +506,17 @@ func (s *Store) NewCommittedIter() (*pebble.Iterator, error) {
 	return db.NewIter(&pebble.IterOptions{LowerBound: minUserKey})
 }
 
+// CommittedGet reads one key of the committed state (state.Committed): a
+// point read that the working DB's Bloom filters keep off the tables
+// without the key. The value is valid until closer is closed.
+func (s *Store) CommittedGet(key []byte) ([]byte, io.Closer, error) {
+	db := s.rdb.Load()
+	if db == nil {
+		return nil, nil, errors.New("checkpoint: no working state")
+	}
+	return db.Get(key)
+}
+
 type reader struct{ s *Store }
 
 var minUserKey = []byte{tagKeyed}
@@ -597,4 +614,14 @@ func (s *Store) DiscardWorking() error {
 		}
 	}
 	return err
+}
+
+// filteredLevels are the working DB's level options: Pebble's defaults
+// plus a whole-key Bloom filter (10 bits a key) at every level.
+func filteredLevels() []pebble.LevelOptions {
+	l := make([]pebble.LevelOptions, 7)
+	for i := range l {
+		l[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	return l
 }

@@ -2,7 +2,9 @@ package state
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
@@ -53,6 +55,9 @@ type Committed interface {
 	// none). Once it reaches a KV's pending snapshot, that snapshot's
 	// writes are readable, whatever the checkpoint's outcome.
 	CommittedID() int64
+	// CommittedGet reads one key (pebble.ErrNotFound: absent) of the
+	// current committed state; the value is valid until closer is closed.
+	CommittedGet(key []byte) (value []byte, closer io.Closer, err error)
 }
 
 // noteCommitted makes the pending snapshot's entries clean once the
@@ -173,45 +178,40 @@ func (s *KV) keptComIter(it **pebble.Iterator, gen *uint64) (*pebble.Iterator, e
 	return keptIter(s.com, it, gen, s.comGen)
 }
 
-// comPoint reads single keys of the committed state through one kept
-// iterator (a KV's or a tiered Table's point reads).
+// comPoint reads single keys of the committed state (a KV's or a tiered
+// Table's point reads) with CommittedGet: the working DB's Bloom filters
+// skip the tables without the key, and a read always sees the last
+// commit (no iterator to keep or replace).
 type comPoint struct {
-	it     *pebble.Iterator
-	gen    uint64 // the generation it was opened at
-	lo, hi []byte // its bounds
+	key    []byte // the key read
+	val    []byte // its value, copied
+	closer io.Closer
 }
 
-// get reads the committed value of full state key prefix+k at generation
-// gen; the value is valid until the next read.
-func (p *comPoint) get(com Committed, gen uint64, prefix, k []byte) ([]byte, bool, error) {
-	it, err := keptIter(com, &p.it, &p.gen, gen)
+// get reads the committed value of full state key prefix+k; the value is
+// valid until the next read.
+func (p *comPoint) get(com Committed, prefix, k []byte) ([]byte, bool, error) {
+	p.key = append(append(p.key[:0], prefix...), k...)
+	v, closer, err := com.CommittedGet(p.key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
 	if err != nil {
 		return nil, false, err
 	}
-	// bounds [full key, its successor): the iterator copies them
-	p.lo = append(append(p.lo[:0], prefix...), k...)
-	p.hi = append(append(p.hi[:0], p.lo...), 0)
-	it.SetBounds(p.lo, p.hi)
-	if !it.First() {
-		return nil, false, it.Error()
-	}
-	return it.Value(), true, nil
+	p.val = append(p.val[:0], v...)
+	err = closer.Close()
+	return p.val, true, err
 }
 
-// close closes the kept iterator (idempotent).
-func (p *comPoint) close() error {
-	if p.it == nil {
-		return nil
-	}
-	err := p.it.Close()
-	p.it = nil
-	return err
-}
+// close releases nothing today (the reads close as they go); kept so
+// that the owners' Close stays as it is.
+func (p *comPoint) close() error { return nil }
 
 // comGet reads framed key k of key group kg from the committed state; the
 // value is valid until the next read.
 func (s *KV) comGet(kg int, k []byte) ([]byte, bool, error) {
-	return s.comPt.get(s.com, s.comGen, s.keyPrefix(kg), k)
+	return s.comPt.get(s.com, s.keyPrefix(kg), k)
 }
 
 // loadCold brings framed key k of key group kg into memory from the cold

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"slices"
@@ -120,6 +121,9 @@ func newTestCommitted(t *testing.T, s store) *testCommitted {
 
 func (c *testCommitted) NewCommittedIter() (*pebble.Iterator, error) { return c.db.NewIter(nil) }
 func (c *testCommitted) CommittedID() int64                          { return c.last }
+func (c *testCommitted) CommittedGet(k []byte) ([]byte, io.Closer, error) {
+	return c.db.Get(k)
+}
 
 // commit applies a snapshot's writes, as Store.Commit does.
 func (c *testCommitted) commit(t *testing.T, id int64, ops []string) {

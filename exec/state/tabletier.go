@@ -104,8 +104,9 @@ type tableTier struct {
 	// com: the committed state, a second cold source (nil: the spill DB
 	// is the only one; see "One LSM" below). comF holds the codec keys
 	// that may be in it (dropped clean or restored); comGen counts the
-	// commits seen (comSeen: the last checkpoint id whose commit counted),
-	// comPt reads it. ckbuf: an int key's codec key.
+	// commits seen (comSeen: the last checkpoint id whose commit counted;
+	// a stuck eviction waits for the next), comPt reads it. ckbuf: an int
+	// key's codec key.
 	com     Committed
 	comF    growFilter
 	comGen  uint64
@@ -139,8 +140,9 @@ type tableTier struct {
 //   - a snapshot reads a changed key that has no live slot from the spill
 //     DB, then from the committed state (a key merged back by an abort may
 //     have been dropped clean);
-//   - the kept committed iterator is replaced once a commit made pending
-//     slots clean, before any of them is dropped;
+//   - committed reads are point reads (Committed.CommittedGet: they see
+//     the last commit, and the working DB's whole-key Bloom filters keep
+//     them off the tables without the key);
 //   - a restore writes nothing: its keys are in the committed state.
 
 // keyList is a list of state keys (full key, then for an int-keyed table
@@ -451,8 +453,7 @@ func (tt *tableTier) slotCK(t *Table, g int32) []byte {
 }
 
 // noteCommitted counts a commit of the pending change set by the store
-// (or its Complete): its slots are clean from now on, so the kept
-// committed iterator must be replaced before one of them is dropped.
+// (or its Complete): its slots are clean from now on.
 func (tt *tableTier) noteCommitted(t *Table, completed bool) {
 	if tt.com == nil || t.pendingID == 0 || tt.comSeen >= t.pendingID {
 		return
@@ -547,7 +548,7 @@ func (tt *tableTier) loadCommitted(t *Table, kg int, pk []byte, iv int64, null b
 		tt.err = fmt.Errorf("state: a lookup of a tiered table without its key group (%d)", kg)
 		return -1, false
 	}
-	val, ok, err := tt.comPt.get(tt.com, tt.comGen, t.keyPrefix(kg), ck)
+	val, ok, err := tt.comPt.get(tt.com, t.keyPrefix(kg), ck)
 	if err != nil {
 		tt.err = fmt.Errorf("state: reading the committed state: %w", err)
 		return -1, false
@@ -806,7 +807,7 @@ func (tt *tableTier) snapshotCold(t *Table) error {
 			switch {
 			case errors.Is(err, pebble.ErrNotFound) && tt.com != nil:
 				// dropped clean (One LSM): the committed state has it
-				cv, ok, cerr := tt.comPt.get(tt.com, tt.comGen, nil, full)
+				cv, ok, cerr := tt.comPt.get(tt.com, nil, full)
 				if cerr != nil {
 					return fmt.Errorf("state: reading the committed state: %w", cerr)
 				}
