@@ -43,7 +43,12 @@ func init() {
 // Insert-only, no unique key (a side that never retracts, as the bids of
 // Nexmark q7 and q20): the row is in the value and the key is short (side,
 // join key, sequence number), so the ordered index and the snapshot's sort
-// compare a few bytes, not whole rows. A retraction (none is expected)
+// compare a few bytes, not whole rows. Such a side that keeps no
+// association counts is held by a state.Rows instead of the KV (no TTL;
+// tiered, with checkpoints and the committed state): rows appended to
+// chunks, chained by join key, a snapshot writing a range of them, the same
+// keys and values as the KV's. Should a retraction reach it after all, its
+// rows move into the KV (toKV). A retraction (none is expected)
 // still finds the row: a scan of the join key's entries. Candidates of one
 // join key are put in row order, as the key order of the other layout
 // gives them, so that the output does not depend on sequence numbers
@@ -118,6 +123,9 @@ type streamJoin struct {
 	seqBuf []byte
 	// retractOwn's scan result, reused
 	delKey, rowScratch []byte
+	// err: a failure found in the middle of a batch (a Rows side's
+	// committed read, a retraction on a Rows side); process returns it
+	err error
 }
 
 // joinSideState is the static description of one side.
@@ -129,6 +137,10 @@ type joinSideState struct {
 	all    []int // every column: the row encoding
 	schema *arrow.Schema
 	bld    []array.Builder // decoding of candidate rows, reused
+	// rows keeps the side's state instead of the KV: an insert-only side
+	// without a unique key that keeps no association counts
+	// (layoutAppend, state.Rows)
+	rows *state.Rows
 }
 
 const (
@@ -223,6 +235,16 @@ func newJoin(s *planner.JoinOp, ctx *OpContext) (*streamJoin, error) {
 		return nil, err
 	}
 	j.kv = kv
+	if o := ctx.KVOptions(j.maxP); state.RowsFit(o) {
+		for _, side := range j.sides {
+			if side.layout == layoutAppend && !side.outer {
+				if side.rows, err = state.NewRows(o); err != nil {
+					kv.Close()
+					return nil, err
+				}
+			}
+		}
+	}
 	return j, nil
 }
 
@@ -249,6 +271,11 @@ func (j *streamJoin) Close() error {
 		if s == nil {
 			continue
 		}
+		if s.rows != nil {
+			if rerr := s.rows.Close(); err == nil {
+				err = rerr
+			}
+		}
 		for _, b := range s.bld {
 			b.Release()
 		}
@@ -257,17 +284,81 @@ func (j *streamJoin) Close() error {
 	return err
 }
 
-func (j *streamJoin) Snapshot(id int64, w checkpoint.StateWriter) error { return j.kv.Snapshot(id, w) }
-func (j *streamJoin) NotifyComplete(id int64) error                     { j.kv.Complete(id); return nil }
-func (j *streamJoin) NotifyAborted(id int64) error                      { j.kv.Abort(id); return nil }
+// Snapshot writes the KV's changes, then each Rows side's new rows (a
+// sorted run of their own: a checkpoint buffer merges runs).
+func (j *streamJoin) Snapshot(id int64, w checkpoint.StateWriter) error {
+	if err := j.kv.Snapshot(id, w); err != nil {
+		return err
+	}
+	for _, s := range j.sides {
+		if s.rows != nil {
+			if err := s.rows.Snapshot(id, w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
-// Restore loads both sides' rows of the subtask's key groups.
+func (j *streamJoin) NotifyComplete(id int64) error {
+	j.kv.Complete(id)
+	for _, s := range j.sides {
+		if s.rows != nil {
+			s.rows.Complete(id)
+		}
+	}
+	return nil
+}
+
+func (j *streamJoin) NotifyAborted(id int64) error {
+	j.kv.Abort(id)
+	for _, s := range j.sides {
+		if s.rows != nil {
+			s.rows.Abort(id)
+		}
+	}
+	return nil
+}
+
+// Restore loads both sides' rows of the subtask's key groups: a Rows
+// side's from its namespace, the KV's from the rest.
 func (j *streamJoin) Restore(r checkpoint.StateReader) error {
 	kg := j.ctx.KeyGroups
 	if kg.End <= kg.Start {
 		kg.Start, kg.End = 0, j.maxP
 	}
-	return j.kv.Restore(seqReader{r, j}, kg.Start, kg.End)
+	sr := seqReader{r, j}
+	var skip [][]byte
+	for _, s := range j.sides {
+		if s.rows != nil {
+			if err := s.rows.Restore(sr, s.ns, kg.Start, kg.End); err != nil {
+				return err
+			}
+			skip = append(skip, state.Key(nil, s.ns, nil)[:1+len(s.ns)])
+		}
+	}
+	if len(skip) == 0 {
+		return j.kv.Restore(sr, kg.Start, kg.End)
+	}
+	return j.kv.Restore(skipReader{sr, skip}, kg.Start, kg.End)
+}
+
+// skipReader passes a checkpoint's keys on except those whose framed key
+// (after the scanned key group's prefix) starts with one of skip.
+type skipReader struct {
+	r    checkpoint.StateReader
+	skip [][]byte
+}
+
+func (s skipReader) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	return s.r.Scan(prefix, func(key, value []byte) error {
+		for _, p := range s.skip {
+			if bytes.HasPrefix(key[len(prefix):], p) {
+				return nil
+			}
+		}
+		return fn(key, value)
+	})
 }
 
 // seqReader passes a checkpoint's keys through and advances the join's
@@ -416,7 +507,23 @@ func (j *streamJoin) process(input int, b Batch, out Collector) error {
 		j.joinRows(input, in, other, b, n)
 	}
 	j.writeBack(other)
+	if err := j.stateErr(); err != nil {
+		return err
+	}
 	return j.emit(input, rec, candRec, out)
+}
+
+// stateErr is the first error the batch's state work found.
+func (j *streamJoin) stateErr() error {
+	if j.err != nil {
+		return j.err
+	}
+	for _, s := range j.sides {
+		if s.rows != nil && s.rows.Err() != nil {
+			return fmt.Errorf("join %s: %w", j.spec.ID, s.rows.Err())
+		}
+	}
+	return nil
 }
 
 // checkInput verifies that a batch has the columns of its side (one check
@@ -525,10 +632,17 @@ func (j *streamJoin) scanSide(s *joinSideState, k []byte, kg int) {
 	plen := len(j.kbuf)
 	// the prefix stays in kbuf: Scan's keys are fresh
 	lo := len(j.cands)
-	_ = j.kv.Scan(kg, j.kbuf[:plen], func(key, v []byte) error {
-		j.addCand(s, key, v, kg, plen)
-		return nil
-	})
+	if s.rows != nil {
+		_ = s.rows.Scan(kg, j.kbuf[:plen], func(key, v []byte) error {
+			j.addCand(s, key, v, kg, plen)
+			return nil
+		}) // (an error stays in s.rows: process returns it)
+	} else {
+		_ = j.kv.Scan(kg, j.kbuf[:plen], func(key, v []byte) error {
+			j.addCand(s, key, v, kg, plen)
+			return nil
+		})
+	}
 	if s.layout == layoutAppend && len(j.cands)-lo > 1 {
 		c := j.cands[lo:]
 		slices.SortStableFunc(c, func(a, b joinCand) int {
@@ -783,6 +897,10 @@ func (j *streamJoin) addOwn(s *joinSideState, i int, assoc int64) {
 		j.seq++
 		j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i), j.seqBuf)
 		j.vbuf = appendJoinValue(j.vbuf, 1, assoc, j.row(i))
+		if s.rows != nil {
+			s.rows.Add(j.kg(i), j.kbuf, len(j.kbuf)-1-len(j.seqBuf), j.vbuf)
+			return
+		}
 		j.kv.PutNew(j.kg(i), j.kbuf, j.vbuf)
 		return
 	default:
@@ -809,7 +927,10 @@ func (j *streamJoin) retractOwn(s *joinSideState, i int) {
 		j.kv.Delete(j.kg(i), state.Key(j.kbuf, s.ns, j.jk(i), j.ukBuf[j.ukOffs[i]:j.ukOffs[i+1]]))
 	case layoutAppend:
 		// (an insert-only side retracts nothing; should a row come, one
-		// copy of it goes)
+		// copy of it goes: from a KV; Rows never remove a row)
+		if s.rows != nil && !j.toKV(s) {
+			return
+		}
 		j.retractScan(s, i)
 	default:
 		// one copy of the row: the first entry with the row's prefix
@@ -835,6 +956,26 @@ func (j *streamJoin) retractOwn(s *joinSideState, i int) {
 		}
 		j.kv.Delete(j.kg(i), j.delKey)
 	}
+}
+
+// toKV moves side s's rows from its Rows into the KV, once a retraction
+// reaches the side (planned insert-only: it never happens in a planned
+// job), so that the KV can remove rows. They are written as changes (a
+// Put: the committed state may hold them) and the next snapshot writes
+// them again. False: it failed (j.err).
+func (j *streamJoin) toKV(s *joinSideState) bool {
+	err := s.rows.Each(s.ns, func(kg int, key, val []byte) error {
+		j.kv.Put(kg, key, val)
+		return nil
+	})
+	if cerr := s.rows.Close(); err == nil {
+		err = cerr
+	}
+	s.rows = nil
+	if err != nil && j.err == nil {
+		j.err = fmt.Errorf("join %s: moving the insert-only side's rows: %w", j.spec.ID, err)
+	}
+	return err == nil
 }
 
 // retractScan removes one copy of row i from side s by scanning the join

@@ -90,7 +90,10 @@ type growFilter struct {
 	fs []coldFilter
 }
 
-func (p *growFilter) add(k []byte) {
+func (p *growFilter) add(k []byte) { p.addHash(xxhash.Sum64(k)) }
+
+// addHash adds a key by its hash (xxhash.Sum64 of the key, as add).
+func (p *growFilter) addHash(h uint64) {
 	if len(p.fs) == 0 || p.fs[len(p.fs)-1].full() {
 		bits := uint64(coldFilterMinBits)
 		if len(p.fs) > 0 {
@@ -100,7 +103,7 @@ func (p *growFilter) add(k []byte) {
 		f.size(bits)
 		p.fs = append(p.fs, f)
 	}
-	p.fs[len(p.fs)-1].add(k)
+	p.fs[len(p.fs)-1].addHash(h)
 }
 
 // mayHold reports whether k may have been added (false: certainly not).
@@ -108,7 +111,11 @@ func (p *growFilter) mayHold(k []byte) bool {
 	if len(p.fs) == 0 {
 		return false
 	}
-	h := xxhash.Sum64(k) // once for every filter of the chain
+	return p.mayHoldHash(xxhash.Sum64(k)) // hashed once for every filter of the chain
+}
+
+// mayHoldHash is mayHold of a key by its hash.
+func (p *growFilter) mayHoldHash(h uint64) bool {
 	for i := range p.fs {
 		if p.fs[i].mayHoldHash(h) {
 			return true

@@ -633,11 +633,7 @@ func (t *Table) sortEntries(key func(entry) []byte) {
 	for i, e := range t.ents {
 		a[i] = radixItem{p0: e.p0, p1: e.p1, i: int32(i)}
 	}
-	for pass := 0; pass < 16; pass++ {
-		if radixPass(a, b, uint(8*(pass%8)), pass >= 8) {
-			a, b = b, a
-		}
-	}
+	a, b = radixSort(a, b)
 	t.radix[0], t.radix[1] = a, b
 	t.sorted = slices.Grow(t.sorted[:0], n)[:n]
 	for i := range a {
@@ -655,6 +651,18 @@ func (t *Table) sortEntries(key func(entry) []byte) {
 		}
 		lo = hi
 	}
+}
+
+// radixSort sorts a by (p0, p1), stable, with b (as long) as scratch: an
+// LSD radix sort of 16 byte passes, a pass skipped where every item has the
+// same byte. It returns the sorted slice and the other.
+func radixSort(a, b []radixItem) (sorted, spare []radixItem) {
+	for pass := 0; pass < 16; pass++ {
+		if radixPass(a, b, uint(8*(pass%8)), pass >= 8) {
+			a, b = b, a
+		}
+	}
+	return a, b
 }
 
 // radixPass moves a into b by byte shift/8 of p0 (else p1), stable; false:

@@ -1,0 +1,616 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/cockroachdb/pebble"
+	"github.com/streamsql/streamsql/checkpoint"
+)
+
+// Rows is the state of an insert-only join side without a unique key (the
+// bids of Nexmark q7, q9 and q20): rows added under fresh sequence numbers
+// and never changed, read by join key. It keeps the keys and values a KV
+// would (framed namespace, join key and sequence number), and its
+// snapshots write the same bytes, so checkpoints do not depend on which of
+// the two held a side.
+//
+// What the KV spends per row, Rows does not: no object, no ordered index,
+// no change-set item, no clock slot. Rows are appended in arrival order to
+// chunks of records (rowsPerChunk rows each); a row's index is its arrival
+// number. A join key's rows are a chain through the chunks, newest first,
+// from a map of the hash of its framed prefix (namespace and join key) to
+// its newest row. The change set of a checkpoint is a range of indexes:
+//
+//	[base, cleanTo)     in memory and in the committed state (clean)
+//	[cleanTo, snapFrom) written by the pending snapshot (pendID), or, once
+//	                    it completed, by one before it
+//	[snapFrom, n)       in no snapshot yet
+//
+// A snapshot sorts its range by state key and writes it; Complete makes the
+// pending range clean, Abort puts it back into the next snapshot's range.
+//
+// With a committed state (Options.Committed, checkpointing on), memory is
+// bounded: once the chunks take more than the budget, the oldest chunks
+// whose rows are all clean are dropped (no write: the committed state has
+// them). A restore loads nothing: its rows are in the committed state. A
+// scan walks the join key's chain in memory and, when the chain runs into
+// dropped rows or the key may have restored rows (a Bloom filter of the
+// prefix hashes that left the map), reads the committed state's entries of
+// the prefix too, skipping those still in memory: rows in memory are the
+// ones added since the restore, whose sequence numbers grow with their
+// index, so a committed entry with a sequence number at or above that of
+// the oldest row in memory is in memory. Without a committed state every
+// row stays in memory and a restore loads the rows.
+//
+// Not safe for concurrent use.
+type Rows struct {
+	o      Options
+	com    Committed // nil: every row stays in memory
+	budget int64     // bytes of chunks memory may hold (with com)
+	shift  uint      // log2 of the rows of a chunk
+	prefix [][]byte  // KeyedPrefix per key group, built lazily
+
+	chunks    []*rowChunk // chunks[i]: rows from (chunkBase+i) << shift
+	chunkBase int64
+	n         int64 // rows added (indexes 0..n-1)
+	base      int64 // rows below base are dropped (in the committed state)
+	bytes     int64 // accounted size of the chunks in memory
+
+	// heads: the hash of a framed prefix -> its newest row; cold holds
+	// (by hash) the prefixes whose rows may be in the committed state
+	// without a chain leading there (restored, or swept out of heads)
+	heads   headIndex
+	cold    growFilter
+	sweptAt int64 // base at the last sweep of heads
+
+	snapFrom, cleanTo        int64
+	pendID, pendFrom, pendTo int64
+
+	// committed scans: a kept iterator, replaced once rows became clean
+	// (comGen) since it was opened (itGen)
+	comIt         *pebble.Iterator
+	itGen, comGen uint64
+	lo, hi        []byte
+
+	sorted  [2][]radixItem // a snapshot's sort buffers, reused
+	scratch []byte
+	st      TierStats
+	err     error
+}
+
+// rowChunk holds the records of 1 << shift consecutive rows: kg (2
+// bytes), prefix, key and value lengths (4 bytes each), the key, the
+// value. off and prev are per row: the record's offset, and the index of
+// the previous row of the row's chain (-1: none).
+type rowChunk struct {
+	data []byte
+	off  []uint32
+	prev []int64
+}
+
+const rowHeader = 14
+
+// rowsChunkShift: 4096 rows a chunk; rowsSmallShift: 16, with a test's
+// tiny hot budget (Options.TierHotBytes), so that few rows fill chunks
+// that are then dropped.
+const (
+	rowsChunkShift = 12
+	rowsSmallShift = 4
+)
+
+// RowsFit reports whether Rows can keep a side's state under o: without a
+// TTL, in memory or, tiered, with checkpoints and a committed state (a
+// tiered KV without one keeps cold keys in its spill DB; Rows has none).
+func RowsFit(o Options) bool {
+	backend, err := ParseBackend(o.Backend)
+	if err != nil || o.TTL > 0 {
+		return false
+	}
+	return backend != BackendPebble || (o.Checkpointing && o.Committed != nil)
+}
+
+// NewRows returns empty Rows state (RowsFit(o) must hold).
+func NewRows(o Options) (*Rows, error) {
+	if o.MaxParallelism <= 0 || o.MaxParallelism > MaxKeyGroups {
+		return nil, fmt.Errorf("state: max parallelism %d out of range 1..%d", o.MaxParallelism, MaxKeyGroups)
+	}
+	if !RowsFit(o) {
+		return nil, fmt.Errorf("state: insert-only rows need no TTL and, tiered, checkpoints with a committed state")
+	}
+	r := &Rows{o: o, shift: rowsChunkShift, prefix: make([][]byte, o.MaxParallelism)}
+	if backend, _ := ParseBackend(o.Backend); backend == BackendPebble {
+		r.com = o.Committed
+		total := o.MemoryBudget
+		if total <= 0 {
+			total = DefaultMemoryBudget
+		}
+		// Go's collector lets the heap grow to about twice the live
+		// data; the other side's KV has the budget too
+		r.budget = total / 4
+		if o.TierHotBytes > 0 {
+			r.budget = o.TierHotBytes
+			if o.TierHotBytes < 1<<20 {
+				r.shift = rowsSmallShift
+			}
+		}
+	}
+	return r, nil
+}
+
+func (r *Rows) keyPrefix(kg int) []byte {
+	if r.prefix[kg] == nil {
+		r.prefix[kg] = checkpoint.KeyedPrefix(r.o.OpID, kg)
+	}
+	return r.prefix[kg]
+}
+
+// Err is the first error of a committed read (Scan); the state is not
+// usable after one.
+func (r *Rows) Err() error { return r.err }
+
+// Len is the number of rows in memory.
+func (r *Rows) Len() int { return int(r.n - r.base) }
+
+// Stats returns the counters: Evictions and CleanDrops count dropped
+// rows, ColdReads and ComReads the committed entries scans read.
+func (r *Rows) Stats() TierStats {
+	st := r.st
+	st.Hot, st.HotBytes, st.Budget = r.Len(), r.bytes, r.budget
+	return st
+}
+
+// Close releases the committed iterator and adds the counters to
+// KVTierTotals (the join state's tier). Idempotent.
+func (r *Rows) Close() error {
+	var err error
+	if r.comIt != nil {
+		err = r.comIt.Close()
+		r.comIt = nil
+	}
+	kvTotals.evictions.Add(r.st.Evictions)
+	kvTotals.cleanDrops.Add(r.st.CleanDrops)
+	kvTotals.coldReads.Add(r.st.ColdReads)
+	kvTotals.comReads.Add(r.st.ComReads)
+	r.st = TierStats{}
+	return err
+}
+
+// chunk returns row i's chunk and its slot in it (i must be in memory).
+func (r *Rows) chunk(i int64) (*rowChunk, int) {
+	return r.chunks[i>>r.shift-r.chunkBase], int(i & (1<<r.shift - 1))
+}
+
+// record returns row i's key group, framed key, prefix length and value.
+func (r *Rows) record(i int64) (kg int, key []byte, plen int, val []byte) {
+	c, s := r.chunk(i)
+	d := c.data[c.off[s]:]
+	kg = int(binary.LittleEndian.Uint16(d))
+	plen = int(binary.LittleEndian.Uint32(d[2:]))
+	kl := int(binary.LittleEndian.Uint32(d[6:]))
+	vl := int(binary.LittleEndian.Uint32(d[10:]))
+	key = d[rowHeader : rowHeader+kl : rowHeader+kl]
+	val = d[rowHeader+kl : rowHeader+kl+vl : rowHeader+kl+vl]
+	return
+}
+
+// Add appends a row: framed key (its first plen bytes the framed namespace
+// and join key, then the sequence number's frame) in key group kg with
+// value val (both copied). The key must be new: its sequence number above
+// every one added or restored before.
+func (r *Rows) Add(kg int, key []byte, plen int, val []byte) {
+	h := xxhash.Sum64(key[:plen])
+	if r.n>>r.shift-r.chunkBase == int64(len(r.chunks)) {
+		size := 64 << 10
+		if len(r.chunks) > 0 {
+			// the size the last chunk reached, and a little more
+			last := r.chunks[len(r.chunks)-1]
+			size = len(last.data) + len(last.data)/8
+		}
+		rows := 1 << r.shift
+		c := &rowChunk{data: make([]byte, 0, size), off: make([]uint32, rows), prev: make([]int64, rows)}
+		r.chunks = append(r.chunks, c)
+		r.bytes += int64(cap(c.data) + rows*12)
+	}
+	c, s := r.chunk(r.n)
+	oldCap := cap(c.data)
+	c.off[s] = uint32(len(c.data))
+	var hdr [rowHeader]byte
+	binary.LittleEndian.PutUint16(hdr[:], uint16(kg))
+	binary.LittleEndian.PutUint32(hdr[2:], uint32(plen))
+	binary.LittleEndian.PutUint32(hdr[6:], uint32(len(key)))
+	binary.LittleEndian.PutUint32(hdr[10:], uint32(len(val)))
+	c.data = append(append(append(c.data, hdr[:]...), key...), val...)
+	r.bytes += int64(cap(c.data) - oldCap)
+	c.prev[s] = r.heads.set(h, r.n)
+	r.n++
+	if r.com != nil && r.bytes > r.budget {
+		r.drop()
+	}
+}
+
+// drop drops the oldest chunks whose rows are all clean while the chunks
+// take more than 7/8 of the budget (the chunk being filled stays).
+func (r *Rows) drop() {
+	for len(r.chunks) > 1 && r.bytes > r.budget*7/8 {
+		end := (r.chunkBase + 1) << r.shift
+		if end > r.cleanTo {
+			break // the rest is not committed yet
+		}
+		c := r.chunks[0]
+		r.bytes -= int64(cap(c.data) + len(c.off)*12)
+		r.chunks[0] = nil
+		r.chunks = r.chunks[1:]
+		r.chunkBase++
+		r.st.Evictions += end - r.base
+		r.st.CleanDrops += end - r.base
+		r.base = end
+	}
+	if r.base-r.sweptAt > int64(r.heads.Len()) {
+		// heads of prefixes whose rows all left memory go into the
+		// filter: the index does not grow with every key ever seen
+		r.heads.keepIf(func(h uint64, i int64) bool {
+			if i < r.base {
+				r.cold.addHash(h)
+				return false
+			}
+			return true
+		})
+		r.sweptAt = r.base
+	}
+}
+
+// Scan calls fn with the framed key and value of every row whose framed
+// key starts with prefix (a framed namespace and join key) in key group
+// kg: rows in memory newest first, then those only the committed state
+// holds, in key order. Keys and values are valid during the call.
+func (r *Rows) Scan(kg int, prefix []byte, fn func(key, val []byte) error) error {
+	if r.err != nil {
+		return r.err
+	}
+	h := xxhash.Sum64(prefix)
+	i, ok := r.heads.get(h)
+	if !ok {
+		i = -1
+	}
+	for ; i >= r.base; i = r.chunkPrev(i) {
+		rkg, key, plen, val := r.record(i)
+		if rkg == kg && plen == len(prefix) && bytes.Equal(key[:plen], prefix) {
+			if err := fn(key, val); err != nil {
+				return err
+			}
+		}
+	}
+	if r.com == nil || (i < 0 && !r.cold.mayHoldHash(h)) {
+		return nil
+	}
+	if err := r.scanCommitted(kg, prefix, fn); err != nil {
+		if r.err == nil {
+			r.err = fmt.Errorf("state: reading the committed state: %w", err)
+		}
+		return r.err
+	}
+	return nil
+}
+
+func (r *Rows) chunkPrev(i int64) int64 {
+	c, s := r.chunk(i)
+	return c.prev[s]
+}
+
+// scanCommitted calls fn with the committed entries of prefix in key group
+// kg that are not in memory.
+func (r *Rows) scanCommitted(kg int, prefix []byte, fn func(key, val []byte) error) error {
+	it, err := keptIter(r.com, &r.comIt, &r.itGen, r.comGen)
+	if err != nil {
+		return err
+	}
+	// entries with a sequence number at or above floor are in memory
+	floor, inMem := uint64(0), r.base < r.n
+	if inMem {
+		_, key, plen, _ := r.record(r.base)
+		floor, _ = rowSeq(key[plen:])
+	}
+	kp := r.keyPrefix(kg)
+	r.lo = append(append(r.lo[:0], kp...), prefix...)
+	r.hi = prefixEnd(append(r.hi[:0], r.lo...))
+	it.SetBounds(r.lo, r.hi)
+	for ok := it.First(); ok; ok = it.Next() {
+		key := it.Key()[len(kp):]
+		if q, ok := rowSeq(key[len(prefix):]); ok && inMem && q >= floor {
+			continue
+		}
+		r.st.ColdReads++
+		r.st.ComReads++
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		if err := fn(key, v); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// Each calls fn with every row of namespace ns (the side's, as Restore
+// takes it): those in memory, oldest first, then those only the committed
+// state holds, by key group. A join whose insert-only side receives a
+// retraction after all (never from the planner) moves the side's rows into
+// a KV with it.
+func (r *Rows) Each(ns []byte, fn func(kg int, key, val []byte) error) error {
+	for i := r.base; i < r.n; i++ {
+		kg, key, _, val := r.record(i)
+		if err := fn(kg, key, val); err != nil {
+			return err
+		}
+	}
+	if r.com == nil {
+		return r.err
+	}
+	it, err := keptIter(r.com, &r.comIt, &r.itGen, r.comGen)
+	if err != nil {
+		return err
+	}
+	floor, inMem := uint64(0), r.base < r.n
+	if inMem {
+		_, key, plen, _ := r.record(r.base)
+		floor, _ = rowSeq(key[plen:])
+	}
+	start, end := r.o.KeyGroupStart, r.o.KeyGroupEnd
+	if end <= start {
+		start, end = 0, r.o.MaxParallelism
+	}
+	for kg := start; kg < end; kg++ {
+		kp := r.keyPrefix(kg)
+		r.lo = append(binary.AppendUvarint(append(r.lo[:0], kp...), uint64(len(ns))), ns...)
+		r.hi = prefixEnd(append(r.hi[:0], r.lo...))
+		it.SetBounds(r.lo, r.hi)
+		for ok := it.First(); ok; ok = it.Next() {
+			key := it.Key()[len(kp):]
+			if plen, ok := framedPrefix(key); ok && inMem {
+				if q, ok := rowSeq(key[plen:]); ok && q >= floor {
+					continue
+				}
+			}
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return err
+			}
+			if err := fn(kg, key, v); err != nil {
+				return err
+			}
+		}
+		if err := it.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rowSeq parses the sequence number frame that follows a row key's prefix
+// (false: the rest is not exactly one such frame, e.g. a multiset entry).
+func rowSeq(rest []byte) (uint64, bool) {
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || n != uint64(len(rest)-w) {
+		return 0, false
+	}
+	q, qw := binary.Uvarint(rest[w:])
+	if qw <= 0 || qw != int(n) {
+		return 0, false
+	}
+	return q, true
+}
+
+// Snapshot writes the rows of no snapshot (with a pending snapshot's rows
+// merged back first) to w, sorted by state key, as KV.Snapshot writes
+// them; they are then pending until Complete or Abort. The order is a
+// radix sort of (key group, the key's first 14 bytes), then a comparison
+// of the whole keys where those tie.
+func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
+	if !r.o.Checkpointing {
+		return nil
+	}
+	if r.pendID != 0 {
+		r.snapFrom, r.pendID = r.pendFrom, 0
+	}
+	if r.snapFrom < r.base {
+		// cannot happen: only clean rows are dropped
+		return fmt.Errorf("state: rows %d..%d of a snapshot left memory", r.snapFrom, r.base)
+	}
+	if r.n-r.snapFrom > 1<<31-1 {
+		return fmt.Errorf("state: %d rows in one snapshot", r.n-r.snapFrom)
+	}
+	n := int(r.n - r.snapFrom)
+	refs := slices.Grow(r.sorted[0][:0], n)[:n]
+	for j := range refs {
+		kg, key, _, _ := r.record(r.snapFrom + int64(j))
+		var b [14]byte
+		copy(b[:], key)
+		refs[j] = radixItem{
+			p0: uint64(kg)<<48 | uint64(binary.BigEndian.Uint16(b[:]))<<32 | uint64(binary.BigEndian.Uint32(b[2:])),
+			p1: binary.BigEndian.Uint64(b[6:]), i: int32(j)}
+	}
+	cmpKeys := func(a, b radixItem) int {
+		_, ka, _, _ := r.record(r.snapFrom + int64(a.i))
+		_, kb, _, _ := r.record(r.snapFrom + int64(b.i))
+		return bytes.Compare(ka, kb)
+	}
+	if n > 1 {
+		spare := slices.Grow(r.sorted[1][:0], n)[:n]
+		refs, spare = radixSort(refs, spare)
+		r.sorted[1] = spare
+		for lo := 0; lo < n; {
+			hi := lo + 1
+			for hi < n && refs[hi].p0 == refs[lo].p0 && refs[hi].p1 == refs[lo].p1 {
+				hi++
+			}
+			if hi-lo > 1 {
+				slices.SortFunc(refs[lo:hi], cmpKeys)
+			}
+			lo = hi
+		}
+	}
+	r.sorted[0] = refs
+	defer func() {
+		if cap(r.sorted[0]) > 1<<21 { // (kept up to 96 MiB for both)
+			r.sorted = [2][]radixItem{}
+		}
+	}()
+	for _, ref := range refs {
+		kg, key, _, val := r.record(r.snapFrom + int64(ref.i))
+		r.scratch = append(append(r.scratch[:0], r.keyPrefix(kg)...), key...)
+		if err := w.Put(r.scratch, val); err != nil {
+			return err
+		}
+	}
+	r.pendID, r.pendFrom, r.pendTo = id, r.snapFrom, r.n
+	r.snapFrom = r.n
+	return nil
+}
+
+// Complete is called when checkpoint id is committed: the pending rows are
+// clean if id covers them.
+func (r *Rows) Complete(id int64) {
+	if r.pendID == 0 || id < r.pendID {
+		return
+	}
+	r.cleanTo, r.pendID = r.pendTo, 0
+	r.comGen++ // a committed iterator must see them before any is dropped
+	if r.com != nil && r.bytes > r.budget {
+		r.drop()
+	}
+}
+
+// Abort is called when checkpoint id failed: its rows go into the next
+// snapshot again.
+func (r *Rows) Abort(id int64) {
+	if r.pendID != 0 && id == r.pendID {
+		r.snapFrom, r.pendID = r.pendFrom, 0
+	}
+}
+
+// Restore loads the rows of namespace ns (a side) of key groups
+// [start, end) from rd: with a committed state it only notes their
+// prefixes (the rows stay there), otherwise it adds them to memory, clean.
+func (r *Rows) Restore(rd checkpoint.StateReader, ns []byte, start, end int) error {
+	var last []byte
+	for kg := start; kg < end; kg++ {
+		kp := r.keyPrefix(kg)
+		scan := append(binary.AppendUvarint(append([]byte(nil), kp...), uint64(len(ns))), ns...)
+		err := rd.Scan(scan, func(key, val []byte) error {
+			k := key[len(kp):]
+			plen, ok := framedPrefix(k)
+			if !ok {
+				return fmt.Errorf("state: a row key that does not parse: %x", k)
+			}
+			if r.com == nil {
+				r.Add(kg, k, plen, val)
+				return nil
+			}
+			if !bytes.Equal(last, k[:plen]) {
+				last = append(last[:0], k[:plen]...)
+				r.cold.addHash(xxhash.Sum64(last))
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("restoring key group %d: %w", kg, err)
+		}
+	}
+	r.snapFrom, r.cleanTo = r.n, r.n
+	return nil
+}
+
+// headIndex maps a prefix hash to the index of its newest row: open
+// addressing with linear probing, at most half full, one probe sequence
+// per row added (a Go map took a lookup and an assignment, a third of
+// Add's time).
+type headIndex struct {
+	slots []headSlot
+	n     int
+}
+
+// headSlot: row is the index + 1 (0: empty).
+type headSlot struct {
+	h   uint64
+	row int64
+}
+
+func (x *headIndex) Len() int { return x.n }
+
+// set makes row the newest of hash h and returns the one before it (-1:
+// none).
+func (x *headIndex) set(h uint64, row int64) int64 {
+	if 2*(x.n+1) > len(x.slots) {
+		x.grow()
+	}
+	mask := uint64(len(x.slots) - 1)
+	for p := mix(h) & mask; ; p = (p + 1) & mask {
+		s := &x.slots[p]
+		if s.row == 0 {
+			s.h, s.row = h, row+1
+			x.n++
+			return -1
+		}
+		if s.h == h {
+			prev := s.row - 1
+			s.row = row + 1
+			return prev
+		}
+	}
+}
+
+// get returns the newest row of hash h (false: none).
+func (x *headIndex) get(h uint64) (int64, bool) {
+	if x.n == 0 {
+		return 0, false
+	}
+	mask := uint64(len(x.slots) - 1)
+	for p := mix(h) & mask; ; p = (p + 1) & mask {
+		s := &x.slots[p]
+		if s.row == 0 {
+			return 0, false
+		}
+		if s.h == h {
+			return s.row - 1, true
+		}
+	}
+}
+
+// keepIf rebuilds the index with the entries keep accepts.
+func (x *headIndex) keepIf(keep func(h uint64, row int64) bool) {
+	old := x.slots
+	x.slots, x.n = nil, 0
+	for _, s := range old {
+		if s.row != 0 && keep(s.h, s.row-1) {
+			x.set(s.h, s.row-1)
+		}
+	}
+}
+
+func (x *headIndex) grow() {
+	old := x.slots
+	size := max(2*len(old), 64)
+	for 2*x.n > size/2 { // after keepIf: sized for what is left
+		size *= 2
+	}
+	x.slots, x.n = make([]headSlot, size), 0
+	for _, s := range old {
+		if s.row != 0 {
+			x.set(s.h, s.row-1)
+		}
+	}
+}
+
+// mix spreads a hash's bits over the low ones the slots are picked by
+// (xxhash's low bits are good already; keys handed in by tests may not be).
+func mix(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	return h
+}

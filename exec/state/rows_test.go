@@ -1,0 +1,236 @@
+package state
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// TestRowsMetamorphic replays random sequences of row inserts, scans by
+// join key, snapshots (some failing), commits, completions, aborts and
+// failovers (restores by key-group ranges, some at another split) against
+// an in-memory KV given the same rows with PutNew (the reference), Rows in
+// memory and Rows with a committed state and a hot budget of a few rows.
+// Every scan must give the reference's rows, every snapshot its exact
+// bytes, Each the side's whole state; the committed state must equal what
+// the completed snapshots wrote. It asserts that the tiered Rows dropped
+// rows and read them back from the committed state, and that some restored
+// rows were read back too.
+func TestRowsMetamorphic(t *testing.T) {
+	for seed := int64(1); seed <= 16; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { rowsMetaSeed(t, seed) })
+	}
+}
+
+func rowsMetaSeed(t *testing.T, seed int64) {
+	rng := rand.New(rand.NewSource(seed))
+	maxP := 1 + rng.Intn(8)
+	o := Options{OpID: "join", MaxParallelism: maxP, Checkpointing: true}
+	ns := []byte("L")
+	nkeys := 3 + rng.Intn(60)
+	cdb := newTestCommitted(t, store{})
+	var ref *KV
+	var mem, com *Rows
+	var st TierStats
+	open := func() {
+		var err error
+		if ref, err = NewKV(o); err != nil {
+			t.Fatal(err)
+		}
+		if mem, err = NewRows(o); err != nil {
+			t.Fatal(err)
+		}
+		to := o
+		to.Backend, to.TierHotBytes, to.Committed = "rocksdb", 2<<10, cdb
+		if com, err = NewRows(to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeRows := func() {
+		s := com.Stats()
+		st.CleanDrops += s.CleanDrops
+		st.ComReads += s.ComReads
+		for _, r := range []*Rows{mem, com} {
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	open()
+	prefixOf := func(jk int) ([]byte, int) {
+		k := []byte(fmt.Sprintf("k%03d", jk))
+		if jk%2 == 0 {
+			// longer than the 14 bytes the radix sort orders by: the
+			// rows of the key tie there
+			k = []byte(fmt.Sprintf("a-long-join-key-%03d", jk))
+		}
+		return Key(nil, ns, k), int(xxhash.Sum64(k) % uint64(maxP))
+	}
+	sortedScan := func(scan func(fn func(k, v []byte) error) error) string {
+		var out []string
+		if err := scan(func(k, v []byte) error {
+			out = append(out, fmt.Sprintf("%x=%x", k, v))
+			return nil
+		}); err != nil {
+			return "error " + err.Error()
+		}
+		sort.Strings(out)
+		return strings.Join(out, ";")
+	}
+	seq := uint64(1)
+	nextID := int64(1)
+	snaps := map[int64][]string{}
+	committed := store{}
+	var uncommitted []int64
+	commitUpTo := func(id int64) {
+		for len(uncommitted) > 0 && uncommitted[0] <= id {
+			if ops, ok := snaps[uncommitted[0]]; ok {
+				cdb.commit(t, uncommitted[0], ops)
+			}
+			uncommitted = uncommitted[1:]
+		}
+	}
+	restoredReads := 0
+	restoredSeq := uint64(0) // sequence numbers up to it were restored
+	for step := 0; step < 2500; step++ {
+		switch p := rng.Intn(100); {
+		case p < 45:
+			prefix, kg := prefixOf(rng.Intn(nkeys))
+			sb := binary.AppendUvarint(nil, seq)
+			seq++
+			key := append(append(append([]byte(nil), prefix...), byte(len(sb))), sb...)
+			val := make([]byte, 1+rng.Intn(40))
+			rng.Read(val)
+			ref.PutNew(kg, key, val)
+			mem.Add(kg, key, len(prefix), val)
+			com.Add(kg, key, len(prefix), val)
+		case p < 65:
+			prefix, kg := prefixOf(rng.Intn(nkeys))
+			want := sortedScan(func(fn func(k, v []byte) error) error { return ref.Scan(kg, prefix, fn) })
+			for i, r := range []*Rows{mem, com} {
+				got := sortedScan(func(fn func(k, v []byte) error) error { return r.Scan(kg, prefix, fn) })
+				if got != want {
+					t.Fatalf("step %d: scan of %x: rows %d gives\n%s\nthe KV gives\n%s", step, prefix, i, got, want)
+				}
+			}
+			if restoredSeq > 0 {
+				_ = com.Scan(kg, prefix, func(k, v []byte) error {
+					if q, ok := rowSeq(k[len(prefix):]); ok && q <= restoredSeq {
+						restoredReads++
+					}
+					return nil
+				})
+			}
+		case p < 67:
+			want := sortedScan(func(fn func(k, v []byte) error) error { return ref.Scan(-1, nil, fn) })
+			for i, r := range []*Rows{mem, com} {
+				got := sortedScan(func(fn func(k, v []byte) error) error {
+					return r.Each(ns, func(_ int, k, v []byte) error { return fn(k, v) })
+				})
+				if got != want {
+					t.Fatalf("step %d: Each of rows %d gives\n%s\nthe KV's scan gives\n%s", step, i, got, want)
+				}
+			}
+		case p < 80:
+			id := nextID
+			nextID++
+			failAt := -1
+			if rng.Intn(6) == 0 {
+				failAt = rng.Intn(10)
+			}
+			l := &opLog{failAt: failAt}
+			err := ref.Snapshot(id, l)
+			want := fmt.Sprint(strings.Join(l.ops, "\n"), err)
+			for i, r := range []*Rows{mem, com} {
+				rl := &opLog{failAt: failAt}
+				err := r.Snapshot(id, rl)
+				if got := fmt.Sprint(strings.Join(rl.ops, "\n"), err); got != want {
+					t.Fatalf("step %d: snapshot %d of rows %d wrote\n%s\nthe KV wrote\n%s", step, id, i, got, want)
+				}
+			}
+			if err == nil {
+				snaps[id] = l.ops
+				uncommitted = append(uncommitted, id)
+				if rng.Intn(2) == 0 {
+					commitUpTo(id)
+				}
+			}
+		case p < 92:
+			if len(snaps) == 0 {
+				continue
+			}
+			var id int64
+			for i := range snaps {
+				id = max(id, i)
+			}
+			if rng.Intn(3) == 0 {
+				if rng.Intn(2) == 0 {
+					commitUpTo(id)
+				} else {
+					commitUpTo(id - 1)
+					uncommitted = slices.DeleteFunc(uncommitted, func(i int64) bool { return i == id })
+				}
+				ref.Abort(id)
+				mem.Abort(id)
+				com.Abort(id)
+				delete(snaps, id)
+			} else {
+				commitUpTo(id)
+				ref.Complete(id)
+				mem.Complete(id)
+				com.Complete(id)
+				var ids []int64
+				for i := range snaps {
+					if i <= id {
+						ids = append(ids, i)
+					}
+				}
+				slices.Sort(ids)
+				for _, i := range ids {
+					applyLog(committed, snaps[i])
+					delete(snaps, i)
+				}
+			}
+		default:
+			// failover: restore the last completed state, in two key-group
+			// ranges
+			closeRows()
+			if err := cdb.db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			cdb = newTestCommitted(t, committed)
+			uncommitted = nil
+			snaps = map[int64][]string{}
+			open()
+			split := rng.Intn(maxP + 1)
+			for _, rg := range [][2]int{{0, split}, {split, maxP}} {
+				if err := ref.Restore(scanStore(committed), rg[0], rg[1]); err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range []*Rows{mem, com} {
+					if err := r.Restore(scanStore(committed), ns, rg[0], rg[1]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if com.Len() != 0 || mem.Len() != len(committed) {
+				t.Fatalf("step %d: restored %d rows in memory (tiered: %d), committed %d", step, mem.Len(), com.Len(), len(committed))
+			}
+			restoredSeq = seq - 1
+		}
+	}
+	closeRows()
+	if err := cdb.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st.CleanDrops == 0 || st.ComReads == 0 || restoredReads == 0 {
+		t.Fatalf("the tiered rows never dropped a row, never read one back or never read a restored one: %+v, %d restored reads", st, restoredReads)
+	}
+	t.Logf("seed %d: tiered rows %+v, %d restored rows read", seed, st, restoredReads)
+}
