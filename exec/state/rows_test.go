@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/streamsql/streamsql/checkpoint"
 )
 
 // TestRowsMetamorphic replays random sequences of row inserts, scans by
@@ -233,4 +234,38 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 		t.Fatalf("the tiered rows never dropped a row, never read one back or never read a restored one: %+v, %d restored reads", st, restoredReads)
 	}
 	t.Logf("seed %d: tiered rows %+v, %d restored rows read", seed, st, restoredReads)
+}
+
+// BenchmarkRowsSnapshot: a snapshot of 500 K new rows of q7's shape (a
+// BIGINT join key of 100 K values, 80-byte values) into a reused
+// checkpoint buffer.
+func BenchmarkRowsSnapshot(b *testing.B) {
+	const n, maxP = 500_000, 128
+	r, err := NewRows(Options{OpID: "join", MaxParallelism: maxP, Checkpointing: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	val := make([]byte, 80)
+	var jk [9]byte
+	jk[0] = 1
+	for i := 0; i < n; i++ {
+		binary.LittleEndian.PutUint64(jk[1:], uint64(rng.Intn(100_000)))
+		sb := binary.AppendUvarint(nil, uint64(i+1))
+		key := append(Key(nil, []byte("L"), jk[:]), byte(len(sb)))
+		plen := len(key) - 1
+		key = append(key, sb...)
+		rng.Read(val)
+		r.Add(int(xxhash.Sum64(jk[:])%maxP), key, plen, val)
+	}
+	buf := checkpoint.NewBuffer()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		buf.Reset()
+		if err := r.Snapshot(int64(i+1), buf); err != nil {
+			b.Fatal(err)
+		}
+		r.Abort(int64(i + 1)) // the same rows again next time
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/row")
 }
