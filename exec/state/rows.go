@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
@@ -48,11 +49,14 @@ import (
 //
 // Not safe for concurrent use.
 type Rows struct {
-	o      Options
-	com    Committed // nil: every row stays in memory
-	budget int64     // bytes of chunks memory may hold (with com)
-	shift  uint      // log2 of the rows of a chunk
-	prefix [][]byte  // KeyedPrefix per key group, built lazily
+	o   Options
+	com Committed // the committed state, where dropped rows are
+	// spill: without a committed state, a tiered Rows writes the rows of
+	// the chunks it drops here (framed key -> key group, value)
+	spill  *coldTier
+	budget int64    // bytes of chunks memory may hold (tiered)
+	shift  uint     // log2 of the rows of a chunk
+	prefix [][]byte // KeyedPrefix per key group, built lazily
 
 	chunks    []*rowChunk // chunks[i]: rows from (chunkBase+i) << shift
 	chunkBase int64
@@ -63,9 +67,9 @@ type Rows struct {
 	// heads: the hash of a framed prefix -> its newest row; cold holds
 	// (by hash) the prefixes whose rows may be in the committed state
 	// without a chain leading there (restored, or swept out of heads)
-	heads   headIndex
-	cold    growFilter
-	sweptAt int64 // base at the last sweep of heads
+	heads    headIndex
+	coldKeys growFilter
+	sweptAt  int64 // base at the last sweep of heads
 
 	snapFrom, cleanTo        int64
 	pendID, pendFrom, pendTo int64
@@ -104,14 +108,10 @@ const (
 )
 
 // RowsFit reports whether Rows can keep a side's state under o: without a
-// TTL, in memory or, tiered, with checkpoints and a committed state (a
-// tiered KV without one keeps cold keys in its spill DB; Rows has none).
+// TTL (its rows have no update time).
 func RowsFit(o Options) bool {
-	backend, err := ParseBackend(o.Backend)
-	if err != nil || o.TTL > 0 {
-		return false
-	}
-	return backend != BackendPebble || (o.Checkpointing && o.Committed != nil)
+	_, err := ParseBackend(o.Backend)
+	return err == nil && o.TTL == 0
 }
 
 // NewRows returns empty Rows state (RowsFit(o) must hold).
@@ -120,11 +120,10 @@ func NewRows(o Options) (*Rows, error) {
 		return nil, fmt.Errorf("state: max parallelism %d out of range 1..%d", o.MaxParallelism, MaxKeyGroups)
 	}
 	if !RowsFit(o) {
-		return nil, fmt.Errorf("state: insert-only rows need no TTL and, tiered, checkpoints with a committed state")
+		return nil, fmt.Errorf("state: insert-only rows take no TTL")
 	}
 	r := &Rows{o: o, shift: rowsChunkShift, prefix: make([][]byte, o.MaxParallelism)}
 	if backend, _ := ParseBackend(o.Backend); backend == BackendPebble {
-		r.com = o.Committed
 		total := o.MemoryBudget
 		if total <= 0 {
 			total = DefaultMemoryBudget
@@ -132,6 +131,15 @@ func NewRows(o Options) (*Rows, error) {
 		// Go's collector lets the heap grow to about twice the live
 		// data; the other side's KV has the budget too
 		r.budget = total / 4
+		if o.Checkpointing && o.Committed != nil {
+			r.com = o.Committed
+		} else {
+			c, err := openCold(o, true, false)
+			if err != nil {
+				return nil, err
+			}
+			r.spill, r.budget = c, c.budget // (its hot share: what Pebble leaves, a third)
+		}
 		if o.TierHotBytes > 0 {
 			r.budget = o.TierHotBytes
 			if o.TierHotBytes < 1<<20 {
@@ -171,6 +179,13 @@ func (r *Rows) Close() error {
 	if r.comIt != nil {
 		err = r.comIt.Close()
 		r.comIt = nil
+	}
+	if r.spill != nil {
+		if cerr := r.spill.close(); err == nil {
+			err = cerr
+		}
+		r.spill = nil
+		kvTotals.writeBacks.Add(r.st.WriteBacks)
 	}
 	kvTotals.evictions.Add(r.st.Evictions)
 	kvTotals.cleanDrops.Add(r.st.CleanDrops)
@@ -228,18 +243,53 @@ func (r *Rows) Add(kg int, key []byte, plen int, val []byte) {
 	r.bytes += int64(cap(c.data) - oldCap)
 	c.prev[s] = r.heads.set(h, r.n)
 	r.n++
-	if r.com != nil && r.bytes > r.budget {
+	if r.tiered() && r.bytes > r.budget {
 		r.drop()
 	}
 }
 
+// tiered: rows leave memory (for the committed state or the spill DB).
+func (r *Rows) tiered() bool { return r.com != nil || r.spill != nil }
+
+// cold is where dropped rows are read from.
+func (r *Rows) cold() Committed {
+	if r.com != nil {
+		return r.com
+	}
+	return spillSource{r.spill.db}
+}
+
+// spillSource reads a spill DB as Committed does the committed state.
+type spillSource struct{ db *pebble.DB }
+
+func (s spillSource) NewCommittedIter() (*pebble.Iterator, error) { return s.db.NewIter(nil) }
+func (s spillSource) CommittedID() int64                          { return 0 }
+func (s spillSource) CommittedGet(k []byte) ([]byte, io.Closer, error) {
+	return s.db.Get(k)
+}
+
 // drop drops the oldest chunks whose rows are all clean while the chunks
-// take more than 7/8 of the budget (the chunk being filled stays).
+// take more than 7/8 of the budget (the chunk being filled stays). Without
+// a committed state their rows are written to the spill DB first (with
+// checkpoints on, only rows no snapshot will write again are dropped:
+// clean ones; without, any).
 func (r *Rows) drop() {
+	limit := r.cleanTo
+	if !r.o.Checkpointing {
+		limit = r.n
+	}
 	for len(r.chunks) > 1 && r.bytes > r.budget*7/8 {
 		end := (r.chunkBase + 1) << r.shift
-		if end > r.cleanTo {
+		if end > limit {
 			break // the rest is not committed yet
+		}
+		if r.spill != nil {
+			if err := r.spillChunk(r.base, end); err != nil {
+				if r.err == nil {
+					r.err = fmt.Errorf("state: spilling rows: %w", err)
+				}
+				return
+			}
 		}
 		c := r.chunks[0]
 		r.bytes -= int64(cap(c.data) + len(c.off)*12)
@@ -255,13 +305,32 @@ func (r *Rows) drop() {
 		// filter: the index does not grow with every key ever seen
 		r.heads.keepIf(func(h uint64, i int64) bool {
 			if i < r.base {
-				r.cold.addHash(h)
+				r.coldKeys.addHash(h)
 				return false
 			}
 			return true
 		})
 		r.sweptAt = r.base
 	}
+}
+
+// spillChunk writes rows [from, end) to the spill DB.
+func (r *Rows) spillChunk(from, end int64) error {
+	b := r.spill.db.NewBatch()
+	defer b.Close()
+	for i := from; i < end; i++ {
+		kg, key, _, val := r.record(i)
+		r.scratch = append(binary.BigEndian.AppendUint16(r.scratch[:0], uint16(kg)), val...)
+		if err := b.Set(key, r.scratch, nil); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	r.st.WriteBacks += end - from
+	r.comGen++ // a kept iterator must see them
+	return nil
 }
 
 // Scan calls fn with the framed key and value of every row whose framed
@@ -285,7 +354,7 @@ func (r *Rows) Scan(kg int, prefix []byte, fn func(key, val []byte) error) error
 			}
 		}
 	}
-	if r.com == nil || (i < 0 && !r.cold.mayHoldHash(h)) {
+	if !r.tiered() || (i < 0 && !r.coldKeys.mayHoldHash(h)) {
 		return nil
 	}
 	if err := r.scanCommitted(kg, prefix, fn); err != nil {
@@ -305,9 +374,29 @@ func (r *Rows) chunkPrev(i int64) int64 {
 // scanCommitted calls fn with the committed entries of prefix in key group
 // kg that are not in memory.
 func (r *Rows) scanCommitted(kg int, prefix []byte, fn func(key, val []byte) error) error {
-	it, err := keptIter(r.com, &r.comIt, &r.itGen, r.comGen)
+	it, err := keptIter(r.cold(), &r.comIt, &r.itGen, r.comGen)
 	if err != nil {
 		return err
+	}
+	if r.spill != nil {
+		// the spill DB holds exactly the dropped rows, by framed key
+		r.lo = append(r.lo[:0], prefix...)
+		r.hi = prefixEnd(append(r.hi[:0], r.lo...))
+		it.SetBounds(r.lo, r.hi)
+		for ok := it.First(); ok; ok = it.Next() {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return err
+			}
+			if len(v) < 2 || int(binary.BigEndian.Uint16(v)) != kg {
+				continue
+			}
+			r.st.ColdReads++
+			if err := fn(it.Key(), v[2:]); err != nil {
+				return err
+			}
+		}
+		return it.Error()
 	}
 	// entries with a sequence number at or above floor are in memory
 	floor, inMem := uint64(0), r.base < r.n
@@ -349,12 +438,28 @@ func (r *Rows) Each(ns []byte, fn func(kg int, key, val []byte) error) error {
 			return err
 		}
 	}
-	if r.com == nil {
+	if !r.tiered() {
 		return r.err
 	}
-	it, err := keptIter(r.com, &r.comIt, &r.itGen, r.comGen)
+	it, err := keptIter(r.cold(), &r.comIt, &r.itGen, r.comGen)
 	if err != nil {
 		return err
+	}
+	if r.spill != nil {
+		it.SetBounds(nil, nil)
+		for ok := it.First(); ok; ok = it.Next() {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return err
+			}
+			if len(v) < 2 {
+				return fmt.Errorf("state: a spilled row without its key group")
+			}
+			if err := fn(int(binary.BigEndian.Uint16(v)), it.Key(), v[2:]); err != nil {
+				return err
+			}
+		}
+		return it.Error()
 	}
 	floor, inMem := uint64(0), r.base < r.n
 	if inMem {
@@ -491,7 +596,7 @@ func (r *Rows) Complete(id int64) {
 	}
 	r.cleanTo, r.pendID = r.pendTo, 0
 	r.comGen++ // a committed iterator must see them before any is dropped
-	if r.com != nil && r.bytes > r.budget {
+	if r.tiered() && r.bytes > r.budget {
 		r.drop()
 	}
 }
@@ -506,7 +611,8 @@ func (r *Rows) Abort(id int64) {
 
 // Restore loads the rows of namespace ns (a side) of key groups
 // [start, end) from rd: with a committed state it only notes their
-// prefixes (the rows stay there), otherwise it adds them to memory, clean.
+// prefixes (the rows stay there), otherwise it adds them, clean (to
+// memory, and tiered, from there to the spill DB as they overflow it).
 func (r *Rows) Restore(rd checkpoint.StateReader, ns []byte, start, end int) error {
 	var last []byte
 	for kg := start; kg < end; kg++ {
@@ -520,11 +626,12 @@ func (r *Rows) Restore(rd checkpoint.StateReader, ns []byte, start, end int) err
 			}
 			if r.com == nil {
 				r.Add(kg, k, plen, val)
+				r.snapFrom, r.cleanTo = r.n, r.n
 				return nil
 			}
 			if !bytes.Equal(last, k[:plen]) {
 				last = append(last[:0], k[:plen]...)
-				r.cold.addHash(xxhash.Sum64(last))
+				r.coldKeys.addHash(xxhash.Sum64(last))
 			}
 			return nil
 		})

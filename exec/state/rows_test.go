@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -37,8 +38,10 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 	nkeys := 3 + rng.Intn(60)
 	cdb := newTestCommitted(t, store{})
 	var ref *KV
-	var mem, com *Rows
-	var st TierStats
+	// mem: in memory; com: reads the committed state; spill: tiered
+	// without a committed state (a spill DB of its own)
+	var mem, com, spill *Rows
+	var st, sst TierStats
 	open := func() {
 		var err error
 		if ref, err = NewKV(o); err != nil {
@@ -48,7 +51,11 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 			t.Fatal(err)
 		}
 		to := o
-		to.Backend, to.TierHotBytes, to.Committed = "rocksdb", 2<<10, cdb
+		to.Backend, to.TierHotBytes, to.SpillDir = "rocksdb", 2<<10, t.TempDir()
+		if spill, err = NewRows(to); err != nil {
+			t.Fatal(err)
+		}
+		to.Committed = cdb
 		if com, err = NewRows(to); err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +64,11 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 		s := com.Stats()
 		st.CleanDrops += s.CleanDrops
 		st.ComReads += s.ComReads
-		for _, r := range []*Rows{mem, com} {
+		s = spill.Stats()
+		sst.CleanDrops += s.CleanDrops
+		sst.WriteBacks += s.WriteBacks
+		sst.ColdReads += s.ColdReads
+		for _, r := range []*Rows{mem, com, spill} {
 			if err := r.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -111,10 +122,11 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 			ref.PutNew(kg, key, val)
 			mem.Add(kg, key, len(prefix), val)
 			com.Add(kg, key, len(prefix), val)
+			spill.Add(kg, key, len(prefix), val)
 		case p < 65:
 			prefix, kg := prefixOf(rng.Intn(nkeys))
 			want := sortedScan(func(fn func(k, v []byte) error) error { return ref.Scan(kg, prefix, fn) })
-			for i, r := range []*Rows{mem, com} {
+			for i, r := range []*Rows{mem, com, spill} {
 				got := sortedScan(func(fn func(k, v []byte) error) error { return r.Scan(kg, prefix, fn) })
 				if got != want {
 					t.Fatalf("step %d: scan of %x: rows %d gives\n%s\nthe KV gives\n%s", step, prefix, i, got, want)
@@ -130,7 +142,7 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 			}
 		case p < 67:
 			want := sortedScan(func(fn func(k, v []byte) error) error { return ref.Scan(-1, nil, fn) })
-			for i, r := range []*Rows{mem, com} {
+			for i, r := range []*Rows{mem, com, spill} {
 				got := sortedScan(func(fn func(k, v []byte) error) error {
 					return r.Each(ns, func(_ int, k, v []byte) error { return fn(k, v) })
 				})
@@ -148,7 +160,7 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 			l := &opLog{failAt: failAt}
 			err := ref.Snapshot(id, l)
 			want := fmt.Sprint(strings.Join(l.ops, "\n"), err)
-			for i, r := range []*Rows{mem, com} {
+			for i, r := range []*Rows{mem, com, spill} {
 				rl := &opLog{failAt: failAt}
 				err := r.Snapshot(id, rl)
 				if got := fmt.Sprint(strings.Join(rl.ops, "\n"), err); got != want {
@@ -180,12 +192,14 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 				ref.Abort(id)
 				mem.Abort(id)
 				com.Abort(id)
+				spill.Abort(id)
 				delete(snaps, id)
 			} else {
 				commitUpTo(id)
 				ref.Complete(id)
 				mem.Complete(id)
 				com.Complete(id)
+				spill.Complete(id)
 				var ids []int64
 				for i := range snaps {
 					if i <= id {
@@ -214,7 +228,7 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 				if err := ref.Restore(scanStore(committed), rg[0], rg[1]); err != nil {
 					t.Fatal(err)
 				}
-				for _, r := range []*Rows{mem, com} {
+				for _, r := range []*Rows{mem, com, spill} {
 					if err := r.Restore(scanStore(committed), ns, rg[0], rg[1]); err != nil {
 						t.Fatal(err)
 					}
@@ -233,7 +247,10 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 	if st.CleanDrops == 0 || st.ComReads == 0 || restoredReads == 0 {
 		t.Fatalf("the tiered rows never dropped a row, never read one back or never read a restored one: %+v, %d restored reads", st, restoredReads)
 	}
-	t.Logf("seed %d: tiered rows %+v, %d restored rows read", seed, st, restoredReads)
+	if sst.WriteBacks == 0 || sst.ColdReads == 0 {
+		t.Fatalf("the rows with a spill DB never spilled or never read back: %+v", sst)
+	}
+	t.Logf("seed %d: tiered rows %+v, %d restored rows read; with a spill DB %+v", seed, st, restoredReads, sst)
 }
 
 // BenchmarkRowsSnapshot: a snapshot of 500 K new rows of q7's shape (a
@@ -268,4 +285,69 @@ func BenchmarkRowsSnapshot(b *testing.B) {
 		r.Abort(int64(i + 1)) // the same rows again next time
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/row")
+}
+
+// TestRowsSpillWithoutCheckpoints: tiered Rows in a job without
+// checkpoints spill any chunk they drop to a spill DB of their own; scans
+// and Each give the rows an in-memory KV holds, and the spill directory
+// is gone after Close.
+func TestRowsSpillWithoutCheckpoints(t *testing.T) {
+	for seed := int64(1); seed <= 4; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		maxP := 1 + rng.Intn(8)
+		o := Options{OpID: "join", MaxParallelism: maxP}
+		ref, err := NewKV(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		o.Backend, o.TierHotBytes, o.SpillDir = "rocksdb", 2<<10, dir
+		r, err := NewRows(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := []byte("R")
+		collect := func(scan func(fn func(k, v []byte) error) error) string {
+			var out []string
+			if err := scan(func(k, v []byte) error { out = append(out, fmt.Sprintf("%x=%x", k, v)); return nil }); err != nil {
+				return "error " + err.Error()
+			}
+			sort.Strings(out)
+			return strings.Join(out, ";")
+		}
+		for i := 1; i <= 3000; i++ {
+			jk := []byte(fmt.Sprintf("key-%d", rng.Intn(40)))
+			kg := int(xxhash.Sum64(jk) % uint64(maxP))
+			prefix := Key(nil, ns, jk)
+			if rng.Intn(3) > 0 {
+				sb := binary.AppendUvarint(nil, uint64(i))
+				key := append(append(append([]byte(nil), prefix...), byte(len(sb))), sb...)
+				val := []byte(fmt.Sprintf("row %d", i))
+				ref.PutNew(kg, key, val)
+				r.Add(kg, key, len(prefix), val)
+				continue
+			}
+			want := collect(func(fn func(k, v []byte) error) error { return ref.Scan(kg, prefix, fn) })
+			if got := collect(func(fn func(k, v []byte) error) error { return r.Scan(kg, prefix, fn) }); got != want {
+				t.Fatalf("seed %d step %d: scan of %s gives\n%s\nwant\n%s", seed, i, jk, got, want)
+			}
+		}
+		want := collect(func(fn func(k, v []byte) error) error { return ref.Scan(-1, nil, fn) })
+		got := collect(func(fn func(k, v []byte) error) error {
+			return r.Each(ns, func(_ int, k, v []byte) error { return fn(k, v) })
+		})
+		if got != want {
+			t.Fatalf("seed %d: Each gives another state than the KV's", seed)
+		}
+		st := r.Stats()
+		if st.WriteBacks == 0 || st.ColdReads == 0 || r.Len() >= ref.Len()/2 {
+			t.Fatalf("seed %d: the rows never spilled or never read back: %+v, %d of %d rows in memory", seed, st, r.Len(), ref.Len())
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if ents, err := os.ReadDir(dir); err != nil || len(ents) != 0 {
+			t.Fatalf("spill directory not cleaned up: %v %v", ents, err)
+		}
+	}
 }
