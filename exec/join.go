@@ -290,31 +290,27 @@ func (j *streamJoin) Snapshot(id int64, w checkpoint.StateWriter) error {
 	if err := j.kv.Snapshot(id, w); err != nil {
 		return err
 	}
-	for _, s := range j.sides {
-		if s.rows != nil {
-			if err := s.rows.Snapshot(id, w); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return j.eachRows(func(r *state.Rows) error { return r.Snapshot(id, w) })
 }
 
 func (j *streamJoin) NotifyComplete(id int64) error {
 	j.kv.Complete(id)
-	for _, s := range j.sides {
-		if s.rows != nil {
-			s.rows.Complete(id)
-		}
-	}
-	return nil
+	return j.eachRows(func(r *state.Rows) error { r.Complete(id); return nil })
 }
 
 func (j *streamJoin) NotifyAborted(id int64) error {
 	j.kv.Abort(id)
+	return j.eachRows(func(r *state.Rows) error { r.Abort(id); return nil })
+}
+
+// eachRows calls fn with the Rows of each side that has one, up to the
+// first error.
+func (j *streamJoin) eachRows(fn func(r *state.Rows) error) error {
 	for _, s := range j.sides {
 		if s.rows != nil {
-			s.rows.Abort(id)
+			if err := fn(s.rows); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -398,12 +398,7 @@ func (r *Rows) scanCommitted(kg int, prefix []byte, fn func(key, val []byte) err
 		}
 		return it.Error()
 	}
-	// entries with a sequence number at or above floor are in memory
-	floor, inMem := uint64(0), r.base < r.n
-	if inMem {
-		_, key, plen, _ := r.record(r.base)
-		floor, _ = rowSeq(key[plen:])
-	}
+	floor, inMem := r.memFloor()
 	kp := r.keyPrefix(kg)
 	r.lo = append(append(r.lo[:0], kp...), prefix...)
 	r.hi = prefixEnd(append(r.hi[:0], r.lo...))
@@ -461,11 +456,7 @@ func (r *Rows) Each(ns []byte, fn func(kg int, key, val []byte) error) error {
 		}
 		return it.Error()
 	}
-	floor, inMem := uint64(0), r.base < r.n
-	if inMem {
-		_, key, plen, _ := r.record(r.base)
-		floor, _ = rowSeq(key[plen:])
-	}
+	floor, inMem := r.memFloor()
 	start, end := r.o.KeyGroupStart, r.o.KeyGroupEnd
 	if end <= start {
 		start, end = 0, r.o.MaxParallelism
@@ -495,6 +486,18 @@ func (r *Rows) Each(ns []byte, fn func(kg int, key, val []byte) error) error {
 		}
 	}
 	return nil
+}
+
+// memFloor is the sequence number of the oldest row in memory (inMem
+// false: none is): with a committed state, a committed entry numbered at
+// or above it is in memory too.
+func (r *Rows) memFloor() (floor uint64, inMem bool) {
+	if r.base == r.n {
+		return 0, false
+	}
+	_, key, plen, _ := r.record(r.base)
+	floor, _ = rowSeq(key[plen:])
+	return floor, true
 }
 
 // rowSeq parses the sequence number frame that follows a row key's prefix
