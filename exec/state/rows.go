@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
@@ -232,6 +233,13 @@ func (r *Rows) Add(kg int, key []byte, plen int, val []byte) {
 		r.bytes += int64(cap(c.data) + rows*12)
 	}
 	c, s := r.chunk(r.n)
+	if uint64(len(c.data))+uint64(rowHeader+len(key)+len(val)) > math.MaxUint32 {
+		// (offsets are 32 bits: rows of a megabyte on average)
+		if r.err == nil {
+			r.err = fmt.Errorf("state: join rows of %d bytes: a chunk of %d rows would exceed 4 GiB", len(key)+len(val), 1<<r.shift)
+		}
+		return
+	}
 	oldCap := cap(c.data)
 	c.off[s] = uint32(len(c.data))
 	var hdr [rowHeader]byte
