@@ -62,12 +62,12 @@ type Rows struct {
 	chunks    []*rowChunk // chunks[i]: rows from (chunkBase+i) << shift
 	chunkBase int64
 	n         int64 // rows added (indexes 0..n-1)
-	base      int64 // rows below base are dropped (in the committed state)
+	base      int64 // rows below base are dropped (in the committed state or the spill DB)
 	bytes     int64 // accounted size of the chunks in memory
 
-	// heads: the hash of a framed prefix -> its newest row; cold holds
-	// (by hash) the prefixes whose rows may be in the committed state
-	// without a chain leading there (restored, or swept out of heads)
+	// heads: the hash of a framed prefix -> its newest row; coldKeys
+	// holds (by hash) the prefixes whose rows may be cold without a chain
+	// leading there (restored, or swept out of heads)
 	heads    headIndex
 	coldKeys growFilter
 	sweptAt  int64 // base at the last sweep of heads
@@ -75,8 +75,8 @@ type Rows struct {
 	snapFrom, cleanTo        int64
 	pendID, pendFrom, pendTo int64
 
-	// committed scans: a kept iterator, replaced once rows became clean
-	// (comGen) since it was opened (itGen)
+	// cold scans: a kept iterator, replaced once rows became clean or
+	// were spilled (comGen) since it was opened (itGen)
 	comIt         *pebble.Iterator
 	itGen, comGen uint64
 	lo, hi        []byte
