@@ -44,8 +44,8 @@ func init() {
 // Nexmark q7 and q20): the row is in the value and the key is short (side,
 // join key, sequence number), so the ordered index and the snapshot's sort
 // compare a few bytes, not whole rows. Such a side that keeps no
-// association counts is held by a state.Rows instead of the KV (no TTL;
-// tiered, with checkpoints and the committed state): rows appended to
+// association counts is held by a state.Rows instead of the KV (without a
+// TTL; docs/state.md "Insert-only join sides"): rows appended to
 // chunks, chained by join key, a snapshot writing a range of them, the same
 // keys and values as the KV's. Should a retraction reach it after all, its
 // rows move into the KV (toKV). A retraction (none is expected)
@@ -330,7 +330,7 @@ func (j *streamJoin) Restore(r checkpoint.StateReader) error {
 			if err := s.rows.Restore(sr, s.ns, kg.Start, kg.End); err != nil {
 				return err
 			}
-			skip = append(skip, state.Key(nil, s.ns, nil)[:1+len(s.ns)])
+			skip = append(skip, state.NamespaceFrame(s.ns))
 		}
 	}
 	if len(skip) == 0 {
@@ -628,17 +628,14 @@ func (j *streamJoin) scanSide(s *joinSideState, k []byte, kg int) {
 	plen := len(j.kbuf)
 	// the prefix stays in kbuf: Scan's keys are fresh
 	lo := len(j.cands)
+	scan := j.kv.Scan
 	if s.rows != nil {
-		_ = s.rows.Scan(kg, j.kbuf[:plen], func(key, v []byte) error {
-			j.addCand(s, key, v, kg, plen)
-			return nil
-		}) // (an error stays in s.rows: process returns it)
-	} else {
-		_ = j.kv.Scan(kg, j.kbuf[:plen], func(key, v []byte) error {
-			j.addCand(s, key, v, kg, plen)
-			return nil
-		})
+		scan = s.rows.Scan // (an error stays in s.rows: process returns it)
 	}
+	_ = scan(kg, j.kbuf[:plen], func(key, v []byte) error {
+		j.addCand(s, key, v, kg, plen)
+		return nil
+	})
 	if s.layout == layoutAppend && len(j.cands)-lo > 1 {
 		c := j.cands[lo:]
 		slices.SortStableFunc(c, func(a, b joinCand) int {

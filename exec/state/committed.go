@@ -190,9 +190,8 @@ func (s *KV) keptComIter(it **pebble.Iterator, gen *uint64) (*pebble.Iterator, e
 // skip the tables without the key, and a read always sees the last
 // commit (no iterator to keep or replace).
 type comPoint struct {
-	key    []byte // the key read
-	val    []byte // its value, copied
-	closer io.Closer
+	key []byte // the key read
+	val []byte // its value, copied
 }
 
 // get reads the committed value of full state key prefix+k; the value is
@@ -210,10 +209,6 @@ func (p *comPoint) get(com Committed, prefix, k []byte) ([]byte, bool, error) {
 	err = closer.Close()
 	return p.val, true, err
 }
-
-// close releases nothing today (the reads close as they go); kept so
-// that the owners' Close stays as it is.
-func (p *comPoint) close() error { return nil }
 
 // comGet reads framed key k of key group kg from the committed state; the
 // value is valid until the next read.

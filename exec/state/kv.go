@@ -236,15 +236,7 @@ func (s *KV) Close() error {
 		return nil
 	}
 	err := s.it.release()
-	if cerr := s.comPt.close(); err == nil {
-		err = cerr
-	}
-	st := s.Stats()
-	kvTotals.evictions.Add(st.Evictions)
-	kvTotals.writeBacks.Add(st.WriteBacks)
-	kvTotals.coldReads.Add(st.ColdReads)
-	kvTotals.cleanDrops.Add(st.CleanDrops)
-	kvTotals.comReads.Add(st.ComReads)
+	kvTotals.add(s.Stats())
 	if cerr := s.cold.close(); err == nil {
 		err = cerr
 	}
@@ -252,13 +244,28 @@ func (s *KV) Close() error {
 	return err
 }
 
-var kvTotals struct{ evictions, writeBacks, coldReads, cleanDrops, comReads atomic.Int64 }
+// kvTotals: the join state's tier (KVs and Rows).
+var kvTotals tierTotals
 
-// KVTierTotals are the counters of every tiered KV closed so far in the
-// process: tests of jobs read them to assert that the tier paged.
-func KVTierTotals() TierStats {
-	return TierStats{Evictions: kvTotals.evictions.Load(), WriteBacks: kvTotals.writeBacks.Load(),
-		ColdReads: kvTotals.coldReads.Load(), CleanDrops: kvTotals.cleanDrops.Load(), ComReads: kvTotals.comReads.Load()}
+// KVTierTotals are the counters of every tiered KV (and Rows) closed so
+// far in the process: tests of jobs read them to assert that the tier
+// paged.
+func KVTierTotals() TierStats { return kvTotals.stats() }
+
+// tierTotals sums the counters of the tiers closed so far in the process.
+type tierTotals struct{ evictions, writeBacks, coldReads, cleanDrops, comReads atomic.Int64 }
+
+func (t *tierTotals) add(st TierStats) {
+	t.evictions.Add(st.Evictions)
+	t.writeBacks.Add(st.WriteBacks)
+	t.coldReads.Add(st.ColdReads)
+	t.cleanDrops.Add(st.CleanDrops)
+	t.comReads.Add(st.ComReads)
+}
+
+func (t *tierTotals) stats() TierStats {
+	return TierStats{Evictions: t.evictions.Load(), WriteBacks: t.writeBacks.Load(),
+		ColdReads: t.coldReads.Load(), CleanDrops: t.cleanDrops.Load(), ComReads: t.comReads.Load()}
 }
 
 // Key frames a state key: namespace, key and optional map key, each

@@ -166,7 +166,8 @@ func (r *Rows) Err() error { return r.err }
 func (r *Rows) Len() int { return int(r.n - r.base) }
 
 // Stats returns the counters: Evictions and CleanDrops count dropped
-// rows, ColdReads and ComReads the committed entries scans read.
+// rows, WriteBacks those spilled, ColdReads the cold rows scans read
+// (ComReads: from the committed state).
 func (r *Rows) Stats() TierStats {
 	st := r.st
 	st.Hot, st.HotBytes, st.Budget = r.Len(), r.bytes, r.budget
@@ -186,12 +187,8 @@ func (r *Rows) Close() error {
 			err = cerr
 		}
 		r.spill = nil
-		kvTotals.writeBacks.Add(r.st.WriteBacks)
 	}
-	kvTotals.evictions.Add(r.st.Evictions)
-	kvTotals.cleanDrops.Add(r.st.CleanDrops)
-	kvTotals.coldReads.Add(r.st.ColdReads)
-	kvTotals.comReads.Add(r.st.ComReads)
+	kvTotals.add(r.st)
 	r.st = TierStats{}
 	return err
 }
@@ -343,8 +340,8 @@ func (r *Rows) spillChunk(from, end int64) error {
 
 // Scan calls fn with the framed key and value of every row whose framed
 // key starts with prefix (a framed namespace and join key) in key group
-// kg: rows in memory newest first, then those only the committed state
-// holds, in key order. Keys and values are valid during the call.
+// kg: rows in memory newest first, then the cold ones (dropped or
+// restored), in key order. Keys and values are valid during the call.
 func (r *Rows) Scan(kg int, prefix []byte, fn func(key, val []byte) error) error {
 	if r.err != nil {
 		return r.err
@@ -365,7 +362,7 @@ func (r *Rows) Scan(kg int, prefix []byte, fn func(key, val []byte) error) error
 	if !r.tiered() || (i < 0 && !r.coldKeys.mayHoldHash(h)) {
 		return nil
 	}
-	if err := r.scanCommitted(kg, prefix, fn); err != nil {
+	if err := r.scanCold(kg, prefix, func(_ int, k, v []byte) error { return fn(k, v) }); err != nil {
 		if r.err == nil {
 			r.err = fmt.Errorf("state: reading the committed state: %w", err)
 		}
@@ -379,50 +376,49 @@ func (r *Rows) chunkPrev(i int64) int64 {
 	return c.prev[s]
 }
 
-// scanCommitted calls fn with the committed entries of prefix in key group
-// kg that are not in memory.
-func (r *Rows) scanCommitted(kg int, prefix []byte, fn func(key, val []byte) error) error {
+// scanCold calls fn with the cold rows (dropped or restored: not in
+// memory) whose framed key starts with prefix, in key group kg (-1: every
+// one; spill DB only, whose values carry the key group).
+func (r *Rows) scanCold(kg int, prefix []byte, fn func(kg int, key, val []byte) error) error {
 	it, err := keptIter(r.cold(), &r.comIt, &r.itGen, r.comGen)
 	if err != nil {
 		return err
 	}
-	if r.spill != nil {
-		// the spill DB holds exactly the dropped rows, by framed key
-		r.lo = append(r.lo[:0], prefix...)
-		r.hi = prefixEnd(append(r.hi[:0], r.lo...))
-		it.SetBounds(r.lo, r.hi)
-		for ok := it.First(); ok; ok = it.Next() {
-			v, err := it.ValueAndErr()
-			if err != nil {
-				return err
-			}
-			if len(v) < 2 || int(binary.BigEndian.Uint16(v)) != kg {
-				continue
-			}
-			r.st.ColdReads++
-			if err := fn(it.Key(), v[2:]); err != nil {
-				return err
-			}
-		}
-		return it.Error()
+	var kp []byte // the state key's prefix before the framed key
+	if r.spill == nil {
+		kp = r.keyPrefix(kg)
 	}
+	// with a committed state, entries numbered at or above floor are in
+	// memory too (the spill DB holds exactly the dropped rows)
 	floor, inMem := r.memFloor()
-	kp := r.keyPrefix(kg)
+	inMem = inMem && r.spill == nil
 	r.lo = append(append(r.lo[:0], kp...), prefix...)
 	r.hi = prefixEnd(append(r.hi[:0], r.lo...))
 	it.SetBounds(r.lo, r.hi)
 	for ok := it.First(); ok; ok = it.Next() {
 		key := it.Key()[len(kp):]
-		if q, ok := rowSeq(key[len(prefix):]); ok && inMem && q >= floor {
-			continue
+		if plen, ok := framedPrefix(key); ok && inMem {
+			if q, ok := rowSeq(key[plen:]); ok && q >= floor {
+				continue
+			}
 		}
-		r.st.ColdReads++
-		r.st.ComReads++
 		v, err := it.ValueAndErr()
 		if err != nil {
 			return err
 		}
-		if err := fn(key, v); err != nil {
+		ekg := kg
+		if r.spill != nil {
+			if len(v) < 2 {
+				return fmt.Errorf("state: a spilled row without its key group")
+			}
+			if ekg, v = int(binary.BigEndian.Uint16(v)), v[2:]; kg >= 0 && ekg != kg {
+				continue
+			}
+		} else {
+			r.st.ComReads++
+		}
+		r.st.ColdReads++
+		if err := fn(ekg, key, v); err != nil {
 			return err
 		}
 	}
@@ -430,10 +426,9 @@ func (r *Rows) scanCommitted(kg int, prefix []byte, fn func(key, val []byte) err
 }
 
 // Each calls fn with every row of namespace ns (the side's, as Restore
-// takes it): those in memory, oldest first, then those only the committed
-// state holds, by key group. A join whose insert-only side receives a
-// retraction after all (never from the planner) moves the side's rows into
-// a KV with it.
+// takes it): those in memory, oldest first, then the cold ones. A join
+// whose insert-only side receives a retraction after all (never from the
+// planner) moves the side's rows into a KV with it.
 func (r *Rows) Each(ns []byte, fn func(kg int, key, val []byte) error) error {
 	for i := r.base; i < r.n; i++ {
 		kg, key, _, val := r.record(i)
@@ -441,59 +436,28 @@ func (r *Rows) Each(ns []byte, fn func(kg int, key, val []byte) error) error {
 			return err
 		}
 	}
-	if !r.tiered() {
+	switch {
+	case !r.tiered():
 		return r.err
+	case r.spill != nil:
+		return r.scanCold(-1, NamespaceFrame(ns), fn)
 	}
-	it, err := keptIter(r.cold(), &r.comIt, &r.itGen, r.comGen)
-	if err != nil {
-		return err
-	}
-	if r.spill != nil {
-		it.SetBounds(nil, nil)
-		for ok := it.First(); ok; ok = it.Next() {
-			v, err := it.ValueAndErr()
-			if err != nil {
-				return err
-			}
-			if len(v) < 2 {
-				return fmt.Errorf("state: a spilled row without its key group")
-			}
-			if err := fn(int(binary.BigEndian.Uint16(v)), it.Key(), v[2:]); err != nil {
-				return err
-			}
-		}
-		return it.Error()
-	}
-	floor, inMem := r.memFloor()
 	start, end := r.o.KeyGroupStart, r.o.KeyGroupEnd
 	if end <= start {
 		start, end = 0, r.o.MaxParallelism
 	}
 	for kg := start; kg < end; kg++ {
-		kp := r.keyPrefix(kg)
-		r.lo = append(binary.AppendUvarint(append(r.lo[:0], kp...), uint64(len(ns))), ns...)
-		r.hi = prefixEnd(append(r.hi[:0], r.lo...))
-		it.SetBounds(r.lo, r.hi)
-		for ok := it.First(); ok; ok = it.Next() {
-			key := it.Key()[len(kp):]
-			if plen, ok := framedPrefix(key); ok && inMem {
-				if q, ok := rowSeq(key[plen:]); ok && q >= floor {
-					continue
-				}
-			}
-			v, err := it.ValueAndErr()
-			if err != nil {
-				return err
-			}
-			if err := fn(kg, key, v); err != nil {
-				return err
-			}
-		}
-		if err := it.Error(); err != nil {
+		if err := r.scanCold(kg, NamespaceFrame(ns), fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// NamespaceFrame is the framed namespace ns that every state key of it
+// starts with (Key).
+func NamespaceFrame(ns []byte) []byte {
+	return append(binary.AppendUvarint(nil, uint64(len(ns))), ns...)
 }
 
 // memFloor is the sequence number of the oldest row in memory (inMem
@@ -628,7 +592,7 @@ func (r *Rows) Restore(rd checkpoint.StateReader, ns []byte, start, end int) err
 	var last []byte
 	for kg := start; kg < end; kg++ {
 		kp := r.keyPrefix(kg)
-		scan := append(binary.AppendUvarint(append([]byte(nil), kp...), uint64(len(ns))), ns...)
+		scan := append(append([]byte(nil), kp...), NamespaceFrame(ns)...)
 		err := rd.Scan(scan, func(key, val []byte) error {
 			k := key[len(kp):]
 			plen, ok := framedPrefix(k)

@@ -232,16 +232,12 @@ func SetTableTierHotBytes(n int64) (restore func()) {
 	return func() { tableTestHotBytes.Store(old) }
 }
 
-var tableTotals struct{ evictions, writeBacks, coldReads, cleanDrops, comReads atomic.Int64 }
+var tableTotals tierTotals
 
 // TableTierTotals are the counters of every tiered Table closed so far in
 // the process (Evictions, WriteBacks, ColdReads, CleanDrops, ComReads):
 // tests of SQL jobs read them to assert that the tier paged.
-func TableTierTotals() TierStats {
-	return TierStats{Evictions: tableTotals.evictions.Load(), WriteBacks: tableTotals.writeBacks.Load(),
-		ColdReads: tableTotals.coldReads.Load(), CleanDrops: tableTotals.cleanDrops.Load(),
-		ComReads: tableTotals.comReads.Load()}
-}
+func TableTierTotals() TierStats { return tableTotals.stats() }
 
 // EnableTier makes t tiered when Options.Backend is rocksdb or pebble (a
 // no-op with the in-memory backend): it opens the spill DB (the budget
@@ -298,20 +294,12 @@ func (t *Table) Close() error {
 		return nil
 	}
 	tt.closed = true
-	tableTotals.evictions.Add(tt.st.Evictions)
-	tableTotals.writeBacks.Add(tt.st.WriteBacks)
-	tableTotals.coldReads.Add(tt.st.ColdReads)
-	tableTotals.cleanDrops.Add(tt.st.CleanDrops)
-	tableTotals.comReads.Add(tt.st.ComReads)
+	tableTotals.add(tt.st)
 	if tt.wb != nil {
 		tt.wb.Close()
 		tt.wb = nil
 	}
-	err := tt.comPt.close()
-	if cerr := tt.cold.close(); err == nil {
-		err = cerr
-	}
-	return err
+	return tt.cold.close()
 }
 
 // TierStats returns the cold tier's counters (Hot is the live slots).
