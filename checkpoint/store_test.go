@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -652,4 +653,89 @@ func TestOpenRemovesLeftoverIngestFiles(t *testing.T) {
 		t.Fatalf("%s survived a restore", left)
 	}
 	assertState(t, "restored", r.Reader(), m)
+}
+
+// TestDeltasOfLargeStateStayInL0: checkpoints' deltas that overlap a
+// state larger than Pebble's default level base (64 MiB) are ingested
+// into L0 and not compacted until L0CompactionThreshold of them pile up
+// (with the default base every such delta landed in L5 and was compacted
+// with the whole of L6 at once); deltas are written uncompressed and
+// compactions into the bottom level compress.
+func TestDeltasOfLargeStateStayInL0(t *testing.T) {
+	fs := vfs.NewMem()
+	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 1, FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rng := rand.New(rand.NewSource(1))
+	val := make([]byte, 16<<10)
+	key := func(i int) []byte { return append(KeyedPrefix("rows", i%128), fmt.Sprintf("k%08d", i)...) }
+	const base = 90 << 20 / (16 << 10) // keys of the first checkpoint: 90 MiB
+	b := NewBuffer()
+	for i := 0; i < base; i++ {
+		rng.Read(val)
+		_ = b.Put(key(2*i), val)
+	}
+	if err := s.Commit(1, []*Buffer{b}); err != nil {
+		t.Fatal(err)
+	}
+	const deltas = 4
+	for id := int64(2); id < 2+deltas; id++ {
+		b := NewBuffer()
+		for i := 0; i < 64; i++ { // new keys between the old ones, in every key group
+			rng.Read(val[:256])
+			_ = b.Put(key(2*rng.Intn(base)+1), val[:256])
+		}
+		if err := s.Commit(id, []*Buffer{b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := s.db.Metrics()
+	if m.Compact.Count != 0 {
+		t.Errorf("%d compactions after %d small deltas", m.Compact.Count, deltas)
+	}
+	if n := m.Levels[0].NumFiles; n != deltas {
+		t.Errorf("L0 holds %d files, want the %d deltas", n, deltas)
+	}
+	for l := 1; l < 6; l++ {
+		if n := m.Levels[l].NumFiles; n != 0 {
+			t.Errorf("L%d holds %d files, want none (L0 plus L6 below the level base)", l, n)
+		}
+	}
+	compression := func(want func(level int) string) {
+		t.Helper()
+		tables, err := s.db.SSTables(pebble.WithProperties())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for l, ts := range tables {
+			for _, ti := range ts {
+				if got := ti.Properties.CompressionName; got != want(l) {
+					t.Errorf("L%d table %s: compression %q, want %q", l, ti.FileNum, got, want(l))
+				}
+			}
+		}
+	}
+	compression(func(int) string { return "NoCompression" }) // every table a delta as written
+	assertKeys := func() {
+		for _, i := range []int{0, 2, 2 * (base - 1)} {
+			v, c, err := s.CommittedGet(key(i))
+			if err != nil || len(v) != len(val) {
+				t.Fatalf("CommittedGet(%d): %d bytes, %v", i, len(v), err)
+			}
+			c.Close()
+		}
+	}
+	assertKeys()
+	if err := s.db.Compact([]byte{1}, []byte{0xff}, true); err != nil {
+		t.Fatal(err)
+	}
+	compression(func(l int) string {
+		if l != 6 {
+			t.Errorf("a table in L%d after a full compaction", l)
+		}
+		return "Snappy"
+	})
+	assertKeys()
 }
