@@ -92,7 +92,7 @@ func TestTimersAbortMergesBack(t *testing.T) {
 	off.Register(1, 10, []byte("x"))
 	rec = &recorder{s: store{}}
 	_ = off.Snapshot(1, rec)
-	if len(off.changes) != 0 || len(rec.ops) != 0 {
+	if off.recheck.n() != 0 || len(off.dirty) != 0 || len(rec.ops) != 0 {
 		t.Fatal("timers tracked changes without checkpointing")
 	}
 }
