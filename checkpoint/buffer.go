@@ -12,6 +12,25 @@ type Buffer struct {
 	chunks [][]byte // chunks[:cur+1] in use; the rest kept for reuse
 	cur    int
 	bytes  int
+	runs   []SortedRun // PutRun's runs, referenced by ops
+}
+
+// SortedRun is a run of Puts in strictly increasing key order that a
+// Buffer references instead of copying (PutRun): the commit reads it,
+// maybe on another goroutine than the writer's, so what At reads must not
+// change until Release. State whose snapshot is already sorted and held
+// immutable in memory (a join side's appended rows) hands it over this
+// way: no copy of every row into the buffer and no buffer memory for it.
+type SortedRun interface {
+	// Len is the number of Puts.
+	Len() int
+	// At returns Put i: its key, written into dst (grown if needed), and
+	// its value, valid until Release.
+	At(i int, dst []byte) (key, value []byte)
+	// Bytes is the size of the keys and values.
+	Bytes() int
+	// Release is called once the buffer is done with the run (at Reset).
+	Release()
 }
 
 // bufChunk is the largest size of a Buffer's chunks; a larger key and
@@ -24,7 +43,10 @@ type bufOp struct {
 	chunk, off, kLen, vLen uint32
 }
 
-const delOp = ^uint32(0)
+const (
+	delOp = ^uint32(0)
+	runOp = delOp - 1 // chunk: the index of the run in runs
+)
 
 // NewBuffer returns an empty buffer.
 func NewBuffer() *Buffer { return &Buffer{} }
@@ -72,7 +94,20 @@ func (b *Buffer) Delete(key []byte) error {
 	return nil
 }
 
-// Len is the number of recorded operations.
+// PutRun records the Puts of run, at this point of the buffer's writes,
+// by reference (see SortedRun).
+func (b *Buffer) PutRun(run SortedRun) error {
+	if run.Len() == 0 {
+		run.Release()
+		return nil
+	}
+	b.ops = append(b.ops, bufOp{chunk: uint32(len(b.runs)), vLen: runOp})
+	b.runs = append(b.runs, run)
+	b.bytes += run.Bytes()
+	return nil
+}
+
+// Len is the number of recorded operations (a run counts as one).
 func (b *Buffer) Len() int { return len(b.ops) }
 
 // Bytes is the size of the recorded keys and values.
@@ -104,10 +139,15 @@ func (b *Buffer) Reset() {
 	}
 	b.cur = 0
 	b.bytes = 0
+	for i, r := range b.runs {
+		r.Release()
+		b.runs[i] = nil
+	}
+	b.runs = b.runs[:0]
 }
 
 // at returns op i: its key, its value (nil for a Delete) and whether it
-// is a Delete, aliasing the buffer's chunks.
+// is a Delete, aliasing the buffer's chunks. Op i is not a run.
 func (b *Buffer) at(i int) (k, v []byte, del bool) {
 	op := b.ops[i]
 	c := b.chunks[op.chunk]

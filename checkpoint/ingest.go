@@ -26,15 +26,42 @@ import (
 // in key order by merging the runs: O(n log runs), with a last write of a
 // key (in buffer order, then write order) winning, as the batch did.
 
-// deltaRun is a sorted run of one buffer's ops: ops[i:end] of buffer b.
+// deltaRun is a sorted run of one buffer's ops: ops[i:end] of buffer b,
+// or Puts [i:end] of a SortedRun ext, whose current Put (k, v) is read
+// when the run advances, its key into one of two scratch buffers in turn
+// (the key next returned stays valid until the run advances again).
 type deltaRun struct {
 	b      *Buffer
 	i, end int
+	ext    SortedRun
+	k, v   []byte
+	scr    [2][]byte
+	flip   int
 }
 
 func (r *deltaRun) key() []byte {
+	if r.ext != nil {
+		return r.k
+	}
 	k, _, _ := r.b.at(r.i)
 	return k
+}
+
+// at returns the run's current write.
+func (r *deltaRun) at() (key, value []byte, del bool) {
+	if r.ext != nil {
+		return r.k, r.v, false
+	}
+	return r.b.at(r.i)
+}
+
+// load reads an external run's current Put.
+func (r *deltaRun) load() {
+	if r.ext != nil && r.i < r.end {
+		r.k, r.v = r.ext.At(r.i, r.scr[r.flip][:0])
+		r.scr[r.flip] = r.k
+		r.flip ^= 1
+	}
 }
 
 // deltaMerge yields the writes of a list of runs in key order, one per
@@ -69,8 +96,8 @@ func (m *deltaMerge) down(i int) {
 }
 
 // init splits the buffers into sorted runs (a key smaller than the one
-// before it starts a new run; equal keys stay in one run, in write order)
-// and builds the heap.
+// before it starts a new run; equal keys stay in one run, in write order;
+// a SortedRun is a run of its own) and builds the heap.
 func (m *deltaMerge) init(bufs []*Buffer) {
 	m.runs = m.runs[:0]
 	for _, b := range bufs {
@@ -80,6 +107,15 @@ func (m *deltaMerge) init(bufs []*Buffer) {
 		start := 0
 		var prev []byte
 		for i := range b.ops {
+			if op := b.ops[i]; op.vLen == runOp {
+				if i > start {
+					m.runs = append(m.runs, deltaRun{b: b, i: start, end: i})
+				}
+				ext := b.runs[op.chunk]
+				m.runs = append(m.runs, deltaRun{ext: ext, end: ext.Len()})
+				start = i + 1
+				continue
+			}
 			k, _, _ := b.at(i)
 			if i > start && bytes.Compare(k, prev) < 0 {
 				m.runs = append(m.runs, deltaRun{b: b, i: start, end: i})
@@ -87,7 +123,12 @@ func (m *deltaMerge) init(bufs []*Buffer) {
 			}
 			prev = k
 		}
-		m.runs = append(m.runs, deltaRun{b: b, i: start, end: len(b.ops)})
+		if start < len(b.ops) {
+			m.runs = append(m.runs, deltaRun{b: b, i: start, end: len(b.ops)})
+		}
+	}
+	for i := range m.runs {
+		m.runs[i].load()
 	}
 	m.heap = m.heap[:0]
 	for i := range m.runs {
@@ -112,8 +153,9 @@ func (m *deltaMerge) next() (key, value []byte, del, ok bool) {
 			break
 		}
 		first = false
-		key, value, del = r.b.at(r.i)
+		key, value, del = r.at()
 		r.i++
+		r.load()
 		if r.i == r.end {
 			last := len(m.heap) - 1
 			m.heap[0] = m.heap[last]
@@ -183,6 +225,7 @@ func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 			return fail(fmt.Errorf("checkpoint %d: writing %s: %w", id, path, err))
 		}
 	}
+	clear(m.runs) // (no reference to a committed run's memory)
 	m.runs, m.heap = m.runs[:0], m.heap[:0]
 	closed = true
 	if err := w.Close(); err != nil {

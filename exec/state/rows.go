@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble"
@@ -81,7 +82,10 @@ type Rows struct {
 	itGen, comGen uint64
 	lo, hi        []byte
 
-	sorted  [2][]radixItem // a snapshot's sort buffers, reused
+	sorted [2][]radixItem // a snapshot's sort buffers, reused
+	// the sort buffer a snapshot's run (rowsRun) held, handed back by
+	// its Release (on the committing goroutine)
+	runRefs atomic.Pointer[[]radixItem]
 	scratch []byte
 	touched byte // (the snapshot's loads ahead land here: not dead code)
 	st      TierStats
@@ -201,7 +205,11 @@ func (r *Rows) chunk(i int64) (*rowChunk, int) {
 // record returns row i's key group, framed key, prefix length and value.
 func (r *Rows) record(i int64) (kg int, key []byte, plen int, val []byte) {
 	c, s := r.chunk(i)
-	d := c.data[c.off[s]:]
+	return decodeRow(c.data[c.off[s]:])
+}
+
+// decodeRow splits the record at the start of d.
+func decodeRow(d []byte) (kg int, key []byte, plen int, val []byte) {
 	kg = int(binary.LittleEndian.Uint16(d))
 	plen = int(binary.LittleEndian.Uint32(d[2:]))
 	kl := int(binary.LittleEndian.Uint32(d[6:]))
@@ -506,9 +514,18 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 		return fmt.Errorf("state: %d rows in one snapshot", r.n-r.snapFrom)
 	}
 	n := int(r.n - r.snapFrom)
+	if n == 0 {
+		r.pendID, r.pendFrom, r.pendTo = id, r.snapFrom, r.n
+		return nil
+	}
+	if p := r.runRefs.Swap(nil); p != nil && cap(*p) > cap(r.sorted[0]) {
+		r.sorted[0] = *p
+	}
 	refs := slices.Grow(r.sorted[0][:0], n)[:n]
+	size := 0
 	for j := range refs {
-		kg, key, _, _ := r.record(r.snapFrom + int64(j))
+		kg, key, _, val := r.record(r.snapFrom + int64(j))
+		size += len(r.keyPrefix(kg)) + len(key) + len(val)
 		var b [14]byte
 		copy(b[:], key)
 		refs[j] = radixItem{
@@ -535,32 +552,101 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 			lo = hi
 		}
 	}
-	r.sorted[0] = refs
 	defer func() {
-		if cap(r.sorted[0]) > 1<<21 { // (kept up to 96 MiB for both)
-			r.sorted = [2][]radixItem{}
+		if cap(r.sorted[1]) > 1<<21 { // (kept up to 48 MiB each)
+			r.sorted[1] = nil
 		}
 	}()
-	// rows are read in key order, scattered over the chunks: each step
-	// loads the record a few rows ahead, so that its cache misses overlap
-	// the copies of the rows before it
-	const ahead = 8
-	var touched byte
-	for j, ref := range refs {
-		if j+ahead < len(refs) {
-			c, s := r.chunk(r.snapFrom + int64(refs[j+ahead].i))
-			touched ^= c.data[c.off[s]]
-		}
-		kg, key, _, val := r.record(r.snapFrom + int64(ref.i))
-		r.scratch = append(append(r.scratch[:0], r.keyPrefix(kg)...), key...)
-		if err := w.Put(r.scratch, val); err != nil {
+	run := &rowsRun{refs: refs, from: r.snapFrom, shift: r.shift, prefix: r.prefix, bytes: size, back: &r.runRefs}
+	// views of the chunks as they are now: the run reads them while this
+	// subtask goes on appending (to bytes past these views, or to new
+	// arrays) and never drops them (the rows are not clean before the
+	// checkpoint completes, after its commit)
+	first := r.snapFrom >> r.shift
+	run.first = first
+	for ci := first; ci <= (r.n-1)>>r.shift; ci++ {
+		c := r.chunks[ci-r.chunkBase]
+		run.chunks = append(run.chunks, rowView{data: c.data, off: c.off})
+	}
+	if rw, ok := w.(interface {
+		PutRun(checkpoint.SortedRun) error
+	}); ok {
+		r.sorted[0] = nil // the run's until its Release
+		if err := rw.PutRun(run); err != nil {
 			return err
 		}
+	} else {
+		r.sorted[0] = refs
+		for j := range refs {
+			var k, v []byte
+			k, v = run.At(j, r.scratch[:0])
+			r.scratch = k
+			if err := w.Put(k, v); err != nil {
+				return err
+			}
+		}
+		if cap(refs) > 1<<21 {
+			r.sorted[0] = nil
+		}
 	}
-	r.touched = touched
+	r.touched = run.touched
 	r.pendID, r.pendFrom, r.pendTo = id, r.snapFrom, r.n
 	r.snapFrom = r.n
 	return nil
+}
+
+// rowsRun is a snapshot's rows in state key order, handed to the
+// checkpoint buffer by reference (checkpoint.SortedRun): the commit reads
+// each row once, from the chunks, instead of the snapshot copying every
+// row into the buffer and the commit reading the copy. It reads views of
+// the chunks taken at the snapshot and the key groups' prefixes (built by
+// the snapshot; entries never change once built), nothing the subtask
+// changes meanwhile.
+type rowsRun struct {
+	refs    []radixItem // the rows, sorted: refs[j].i is a row from from
+	from    int64
+	shift   uint
+	first   int64     // chunks[0] holds rows from first << shift
+	chunks  []rowView // the chunks holding rows from..to
+	prefix  [][]byte
+	bytes   int
+	touched byte
+	back    *atomic.Pointer[[]radixItem] // where Release hands refs back
+}
+
+// rowView is a chunk's records and offsets as of a snapshot.
+type rowView struct {
+	data []byte
+	off  []uint32
+}
+
+func (run *rowsRun) row(i int64) []byte {
+	c := &run.chunks[i>>run.shift-run.first]
+	return c.data[c.off[i&(1<<run.shift-1)]:]
+}
+
+func (run *rowsRun) Len() int   { return len(run.refs) }
+func (run *rowsRun) Bytes() int { return run.bytes }
+
+// runAhead: At loads the record this many rows on, so that its cache
+// misses (the rows are read in key order, scattered over the chunks)
+// overlap the work on the rows before it.
+const runAhead = 8
+
+func (run *rowsRun) At(j int, dst []byte) (key, value []byte) {
+	if k := j + runAhead; k < len(run.refs) {
+		run.touched ^= run.row(run.from + int64(run.refs[k].i))[0]
+	}
+	kg, k, _, val := decodeRow(run.row(run.from + int64(run.refs[j].i)))
+	return append(append(dst, run.prefix[kg]...), k...), val
+}
+
+func (run *rowsRun) Release() {
+	if run.back != nil && cap(run.refs) <= 1<<21 {
+		refs := run.refs[:0]
+		run.back.Store(&refs)
+	}
+	*run = rowsRun{}
 }
 
 // Complete is called when checkpoint id is committed: the pending rows are

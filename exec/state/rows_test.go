@@ -98,6 +98,16 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 	seq := uint64(1)
 	nextID := int64(1)
 	snaps := map[int64][]string{}
+	type laterRun struct {
+		l    *runLog
+		want string
+		step int
+		id   int64
+		i    int
+	}
+	var laterRuns []laterRun
+	refRuns := 0
+	refRng := rand.New(rand.NewSource(seed)) // (the schedule's rng stays as it was)
 	committed := store{}
 	var uncommitted []int64
 	commitUpTo := func(id int64) {
@@ -160,7 +170,19 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 			l := &opLog{failAt: failAt}
 			err := ref.Snapshot(id, l)
 			want := fmt.Sprint(strings.Join(l.ops, "\n"), err)
+			// Half the time the rows take their snapshot's rows by
+			// reference, as the checkpoint buffer does (PutRun), and the
+			// runs are read after the next step changed the rows.
+			byRef := failAt < 0 && refRng.Intn(2) == 0
 			for i, r := range []*Rows{mem, com, spill} {
+				if byRef {
+					rl := &runLog{opLog: opLog{failAt: -1}}
+					if err := r.Snapshot(id, rl); err != nil {
+						t.Fatal(err)
+					}
+					laterRuns = append(laterRuns, laterRun{rl, want, step, id, i})
+					continue
+				}
 				rl := &opLog{failAt: failAt}
 				err := r.Snapshot(id, rl)
 				if got := fmt.Sprint(strings.Join(rl.ops, "\n"), err); got != want {
@@ -239,6 +261,24 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 			}
 			restoredSeq = seq - 1
 		}
+		// The runs taken by reference, read a step later (rows added,
+		// chunks grown, dropped or spilled, checkpoints completed or
+		// aborted, the rows closed and restored since): what the KV wrote.
+		kept := laterRuns[:0]
+		for _, lr := range laterRuns {
+			if lr.step == step {
+				kept = append(kept, lr)
+				continue
+			}
+			if got := fmt.Sprint(strings.Join(lr.l.expand(), "\n"), error(nil)); got != lr.want {
+				t.Fatalf("step %d: snapshot %d of rows %d, read later by reference, wrote\n%s\nthe KV wrote\n%s", lr.step, lr.id, lr.i, got, lr.want)
+			}
+			refRuns++
+		}
+		laterRuns = kept
+	}
+	if refRuns == 0 {
+		t.Fatal("no snapshot was taken by reference")
 	}
 	closeRows()
 	if err := cdb.db.Close(); err != nil {
@@ -254,8 +294,9 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 }
 
 // BenchmarkRowsSnapshot: a snapshot of 500 K new rows of q7's shape (a
-// BIGINT join key of 100 K values, 80-byte values) into a reused
-// checkpoint buffer.
+// BIGINT join key of 100 K values, 80-byte values), and the commit's read
+// of them: the writer takes the sorted run by reference, as the
+// checkpoint buffer does, and reads every row of it.
 func BenchmarkRowsSnapshot(b *testing.B) {
 	const n, maxP = 500_000, 128
 	r, err := NewRows(Options{OpID: "join", MaxParallelism: maxP, Checkpointing: true})
@@ -275,12 +316,14 @@ func BenchmarkRowsSnapshot(b *testing.B) {
 		rng.Read(val)
 		r.Add(int(xxhash.Sum64(jk[:])%maxP), key, plen, val)
 	}
-	buf := checkpoint.NewBuffer()
+	buf := &runReader{}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		buf.Reset()
 		if err := r.Snapshot(int64(i+1), buf); err != nil {
 			b.Fatal(err)
+		}
+		if buf.rows != n {
+			b.Fatalf("%d rows read, want %d", buf.rows, n)
 		}
 		r.Abort(int64(i + 1)) // the same rows again next time
 	}
@@ -350,4 +393,58 @@ func TestRowsSpillWithoutCheckpoints(t *testing.T) {
 			t.Fatalf("spill directory not cleaned up: %v %v", ents, err)
 		}
 	}
+}
+
+// runLog is an opLog that takes sorted runs by reference, as the
+// checkpoint buffer does, to read them later (expand).
+type runLog struct {
+	opLog
+	runs []checkpoint.SortedRun
+	at   []int // the run's place among ops
+}
+
+func (l *runLog) PutRun(r checkpoint.SortedRun) error {
+	l.runs = append(l.runs, r)
+	l.at = append(l.at, len(l.ops))
+	return nil
+}
+
+// expand returns the ops with the runs' Puts in their places, and
+// releases the runs.
+func (l *runLog) expand() []string {
+	var out []string
+	next := 0
+	for i, r := range l.runs {
+		out = append(out, l.ops[next:l.at[i]]...)
+		next = l.at[i]
+		var k []byte
+		for j := 0; j < r.Len(); j++ {
+			var v []byte
+			k, v = r.At(j, k[:0])
+			out = append(out, fmt.Sprintf("P %x=%x", k, v))
+		}
+		r.Release()
+	}
+	return append(out, l.ops[next:]...)
+}
+
+// runReader takes a sorted run by reference and reads it at once (a
+// checkpoint buffer's commit, without the table file).
+type runReader struct {
+	k    []byte
+	rows int
+	sum  int
+}
+
+func (w *runReader) Put(k, v []byte) error { return fmt.Errorf("a Put, not a run") }
+func (w *runReader) Delete(k []byte) error { return fmt.Errorf("a Delete, not a run") }
+func (w *runReader) PutRun(r checkpoint.SortedRun) error {
+	w.rows = r.Len()
+	for j := 0; j < r.Len(); j++ {
+		var v []byte
+		w.k, v = r.At(j, w.k[:0])
+		w.sum += len(w.k) + len(v)
+	}
+	r.Release()
+	return nil
 }
