@@ -627,19 +627,13 @@ func (s *Store) DiscardWorking() error {
 }
 
 // filteredLevels are the working DB's level options: Pebble's defaults
-// plus a whole-key Bloom filter (10 bits a key) at every level, and
-// compression (Snappy) only in the bottom level, as RocksDB's usual
-// tuning: a checkpoint's delta is written uncompressed (into L0, or the
-// level above the bottom one), because compressing it cost as much CPU
-// as building the rest of the table (q7: Snappy was 15% of the CPU), and
-// the state is compressed once it is compacted into the bottom level,
-// where most of it lives.
+// (Snappy) plus a whole-key Bloom filter (10 bits a key) at every level.
+// (Uncompressed deltas were measured: q7's CPU -5..10%, but aggregation
+// and window checkpoints 2-3 times larger; docs/benchmarks.md, session 15.)
 func filteredLevels() []pebble.LevelOptions {
 	l := make([]pebble.LevelOptions, 7)
 	for i := range l {
 		l[i].FilterPolicy = bloom.FilterPolicy(10)
-		l[i].Compression = pebble.NoCompression
 	}
-	l[len(l)-1].Compression = pebble.SnappyCompression
 	return l
 }

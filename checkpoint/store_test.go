@@ -659,8 +659,7 @@ func TestOpenRemovesLeftoverIngestFiles(t *testing.T) {
 // state larger than Pebble's default level base (64 MiB) are ingested
 // into L0 and not compacted until L0CompactionThreshold of them pile up
 // (with the default base every such delta landed in L5 and was compacted
-// with the whole of L6 at once); deltas are written uncompressed and
-// compactions into the bottom level compress.
+// with the whole of L6 at once).
 func TestDeltasOfLargeStateStayInL0(t *testing.T) {
 	fs := vfs.NewMem()
 	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 1, FS: fs})
@@ -717,7 +716,7 @@ func TestDeltasOfLargeStateStayInL0(t *testing.T) {
 			}
 		}
 	}
-	compression(func(int) string { return "NoCompression" }) // every table a delta as written
+	compression(func(int) string { return "Snappy" })
 	assertKeys := func() {
 		for _, i := range []int{0, 2, 2 * (base - 1)} {
 			v, c, err := s.CommittedGet(key(i))
