@@ -532,26 +532,11 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 			p0: uint64(kg)<<48 | uint64(binary.BigEndian.Uint16(b[:]))<<32 | uint64(binary.BigEndian.Uint32(b[2:])),
 			p1: binary.BigEndian.Uint64(b[6:]), i: int32(j)}
 	}
-	cmpKeys := func(a, b radixItem) int {
+	refs, r.sorted[1] = sortRadix(refs, r.sorted[1], func(a, b radixItem) int {
 		_, ka, _, _ := r.record(r.snapFrom + int64(a.i))
 		_, kb, _, _ := r.record(r.snapFrom + int64(b.i))
 		return bytes.Compare(ka, kb)
-	}
-	if n > 1 {
-		spare := slices.Grow(r.sorted[1][:0], n)[:n]
-		refs, spare = radixSort(refs, spare)
-		r.sorted[1] = spare
-		for lo := 0; lo < n; {
-			hi := lo + 1
-			for hi < n && refs[hi].p0 == refs[lo].p0 && refs[hi].p1 == refs[lo].p1 {
-				hi++
-			}
-			if hi-lo > 1 {
-				slices.SortFunc(refs[lo:hi], cmpKeys)
-			}
-			lo = hi
-		}
-	}
+	})
 	defer func() {
 		if cap(r.sorted[1]) > 1<<21 { // (kept up to 48 MiB each)
 			r.sorted[1] = nil

@@ -600,9 +600,9 @@ type radixItem struct {
 }
 
 // sortEntries sorts t.ents by key (a Put before a Delete of the same key):
-// an LSD radix sort of their first 16 bytes from the key group on (p0, p1;
-// bytes every entry shares cost no pass), then a comparison sort of each
-// run of entries whose 16 bytes tie. A comparison sort of hundreds of
+// sortRadix on their first 16 bytes from the key group on (p0, p1; bytes
+// every entry shares cost no pass), the whole entries compared where those
+// tie. A comparison sort of hundreds of
 // thousands of 40-byte entries took 20 ns a comparison.
 func (t *Table) sortEntries(key func(entry) []byte) {
 	n := len(t.ents)
@@ -624,33 +624,50 @@ func (t *Table) sortEntries(key func(entry) []byte) {
 		}
 		return 1
 	}
-	if n < 256 {
-		slices.SortFunc(t.ents, cmpEntries)
-		return
-	}
 	a := slices.Grow(t.radix[0][:0], n)[:n]
-	b := slices.Grow(t.radix[1][:0], n)[:n]
 	for i, e := range t.ents {
 		a[i] = radixItem{p0: e.p0, p1: e.p1, i: int32(i)}
 	}
-	a, b = radixSort(a, b)
-	t.radix[0], t.radix[1] = a, b
+	a, t.radix[1] = sortRadix(a, t.radix[1], func(x, y radixItem) int { return cmpEntries(t.ents[x.i], t.ents[y.i]) })
+	t.radix[0] = a
 	t.sorted = slices.Grow(t.sorted[:0], n)[:n]
 	for i := range a {
 		t.sorted[i] = t.ents[a[i].i]
 	}
 	t.ents, t.sorted = t.sorted, t.ents
-	// runs whose 16 bytes tie: by the whole key, a Put first
+}
+
+// sortRadix sorts items by (p0, p1), then by tie where those are equal,
+// with spare as scratch: an LSD radix sort (radixSort) and a comparison
+// sort of each run that ties on (p0, p1), or for a short list one
+// comparison sort. It returns the sorted slice and the other buffer.
+func sortRadix(items, spare []radixItem, tie func(a, b radixItem) int) (sorted, rest []radixItem) {
+	n := len(items)
+	if n < 256 {
+		slices.SortFunc(items, func(a, b radixItem) int {
+			switch {
+			case a.p0 != b.p0:
+				return cmpU64(a.p0, b.p0)
+			case a.p1 != b.p1:
+				return cmpU64(a.p1, b.p1)
+			}
+			return tie(a, b)
+		})
+		return items, spare
+	}
+	spare = slices.Grow(spare[:0], n)[:n]
+	items, spare = radixSort(items, spare)
 	for lo := 0; lo < n; {
 		hi := lo + 1
-		for hi < n && t.ents[hi].p0 == t.ents[lo].p0 && t.ents[hi].p1 == t.ents[lo].p1 {
+		for hi < n && items[hi].p0 == items[lo].p0 && items[hi].p1 == items[lo].p1 {
 			hi++
 		}
 		if hi-lo > 1 {
-			slices.SortFunc(t.ents[lo:hi], cmpEntries)
+			slices.SortFunc(items[lo:hi], tie)
 		}
 		lo = hi
 	}
+	return items, spare
 }
 
 // radixSort sorts a by (p0, p1), stable, with b (as long) as scratch: an

@@ -274,40 +274,15 @@ func prefix16(k []byte) (uint64, uint64) {
 }
 
 // sortItems sorts items whose (p0, p1) order agrees with their keys' (in
-// l) byte order: by (p0, p1), then key, then index. Large lists are radix
-// sorted (stable, 16 byte passes, see radixSort) and only runs that tie
-// on (p0, p1) compared by key.
+// l) byte order: by (p0, p1), then key, then index (sortRadix).
 func (t *Timers) sortItems(items []radixItem, l *timerKeys) []radixItem {
-	cmpItems := func(a, b radixItem) int {
-		switch {
-		case a.p0 != b.p0:
-			return cmpU64(a.p0, b.p0)
-		case a.p1 != b.p1:
-			return cmpU64(a.p1, b.p1)
-		}
+	items, t.radix = sortRadix(items, t.radix, func(a, b radixItem) int {
 		if c := bytes.Compare(l.key(int(a.i)), l.key(int(b.i))); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.i, b.i)
-	}
-	if len(items) < 256 {
-		slices.SortFunc(items, cmpItems)
-		t.items = items
-		return items
-	}
-	spare := slices.Grow(t.radix[:0], len(items))[:len(items)]
-	items, spare = radixSort(items, spare)
-	t.items, t.radix = items, spare
-	for lo := 0; lo < len(items); {
-		hi := lo + 1
-		for hi < len(items) && items[hi].p0 == items[lo].p0 && items[hi].p1 == items[lo].p1 {
-			hi++
-		}
-		if hi-lo > 1 {
-			slices.SortFunc(items[lo:hi], cmpItems)
-		}
-		lo = hi
-	}
+	})
+	t.items = items
 	return items
 }
 
