@@ -80,13 +80,13 @@ type Timers struct {
 // timerKeys is a list of byte strings in one buffer.
 type timerKeys struct {
 	buf  []byte
-	ends []uint32
+	ends []int // (not 32 bits: a window of a hundred million keys would wrap them)
 }
 
 func (l *timerKeys) n() int { return len(l.ends) }
 
 func (l *timerKeys) key(i int) []byte {
-	s := uint32(0)
+	s := 0
 	if i > 0 {
 		s = l.ends[i-1]
 	}
@@ -95,7 +95,7 @@ func (l *timerKeys) key(i int) []byte {
 
 func (l *timerKeys) add(k []byte) {
 	l.buf = append(l.buf, k...)
-	l.ends = append(l.ends, uint32(len(l.buf)))
+	l.ends = append(l.ends, len(l.buf))
 }
 
 // addKey adds the bucket key of (kg, key).
