@@ -573,8 +573,8 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 		if cap(refs) > 1<<21 {
 			r.sorted[0] = nil
 		}
+		r.touched = run.touched
 	}
-	r.touched = run.touched
 	r.pendID, r.pendFrom, r.pendTo = id, r.snapFrom, r.n
 	r.snapFrom = r.n
 	return nil
