@@ -18,12 +18,7 @@ import (
 
 // (b) incremental checkpoints: 1% changed keys cost a small fraction.
 func TestIncremental(t *testing.T) {
-	fs := vfs.NewMem()
-	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 2, FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, fs := openMemStore(t, 2)
 	const n = 100_000
 	key := func(i int) []byte {
 		return append(KeyedPrefix("agg", i%128), fmt.Sprintf("key-%07d", i)...)

@@ -165,3 +165,16 @@ func mustPersist(t testing.TB, s *Store, id int64) Info {
 	}
 	return info
 }
+
+// openMemStore opens a store of job jobA under /ck on a fresh in-memory
+// FS, closed when the test ends.
+func openMemStore(t testing.TB, retained int) (*Store, vfs.FS) {
+	t.Helper()
+	fs := vfs.NewMem()
+	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: retained, FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, fs
+}

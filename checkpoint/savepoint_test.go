@@ -136,12 +136,7 @@ func TestSavepointRoundTrip(t *testing.T) {
 }
 
 func TestSavepointOfEmptyState(t *testing.T) {
-	fs := vfs.NewMem()
-	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 1, FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, fs := openMemStore(t, 1)
 	if err := s.Commit(4, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -541,12 +536,7 @@ func TestSavepointSurvivesDiscard(t *testing.T) {
 // A savepoint concurrent with the next Commit captures exactly its
 // checkpoint (it reads a snapshot).
 func TestSavepointConcurrentWithCommit(t *testing.T) {
-	fs := vfs.NewMem()
-	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 1, FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, fs := openMemStore(t, 1)
 	rng := rand.New(rand.NewSource(23))
 	m := model{}
 	next := int64(1)

@@ -241,12 +241,7 @@ func TestRestoreRefusesIncomplete(t *testing.T) {
 // A Persist concurrent with the next Commit either captures exactly its
 // checkpoint or fails cleanly; never a mix.
 func TestPersistConcurrentWithCommit(t *testing.T) {
-	fs := vfs.NewMem()
-	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 2, FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, fs := openMemStore(t, 2)
 	rng := rand.New(rand.NewSource(3))
 	m := model{}
 	if err := s.Commit(1, []*Buffer{change(m, rng, 1, 50, 500)}); err != nil {
@@ -283,12 +278,7 @@ func TestPersistConcurrentWithCommit(t *testing.T) {
 }
 
 func TestAbort(t *testing.T) {
-	fs := vfs.NewMem()
-	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 3, FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, fs := openMemStore(t, 3)
 	rng := rand.New(rand.NewSource(11))
 	m := model{}
 	states := map[int64]model{}
@@ -550,12 +540,7 @@ func TestFallbackCandidates(t *testing.T) {
 // last write of each key winning and restores equal; a Commit that fails
 // (a reserved key at the end of its last buffer) applies nothing.
 func TestCommitMergesRuns(t *testing.T) {
-	fs := vfs.NewMem()
-	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 2, FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, fs := openMemStore(t, 2)
 	m := model{}
 	rng := rand.New(rand.NewSource(11))
 	delta := func(id int64, bad bool) []*Buffer {
@@ -661,12 +646,7 @@ func TestOpenRemovesLeftoverIngestFiles(t *testing.T) {
 // (with the default base every such delta landed in L5 and was compacted
 // with the whole of L6 at once).
 func TestDeltasOfLargeStateStayInL0(t *testing.T) {
-	fs := vfs.NewMem()
-	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 1, FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, _ := openMemStore(t, 1)
 	rng := rand.New(rand.NewSource(1))
 	val := make([]byte, 16<<10)
 	key := func(i int) []byte { return append(KeyedPrefix("rows", i%128), fmt.Sprintf("k%08d", i)...) }
