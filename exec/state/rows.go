@@ -563,8 +563,7 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 	} else {
 		r.sorted[0] = refs
 		for j := range refs {
-			var k, v []byte
-			k, v = run.At(j, r.scratch[:0])
+			k, v := run.At(j, r.scratch[:0])
 			r.scratch = k
 			if err := w.Put(k, v); err != nil {
 				return err

@@ -602,8 +602,8 @@ type radixItem struct {
 // sortEntries sorts t.ents by key (a Put before a Delete of the same key):
 // sortRadix on their first 16 bytes from the key group on (p0, p1; bytes
 // every entry shares cost no pass), the whole entries compared where those
-// tie. A comparison sort of hundreds of
-// thousands of 40-byte entries took 20 ns a comparison.
+// tie. A comparison sort of hundreds of thousands of 40-byte entries took
+// 20 ns a comparison.
 func (t *Table) sortEntries(key func(entry) []byte) {
 	n := len(t.ents)
 	cmpEntries := func(x, y entry) int {
