@@ -42,7 +42,6 @@ import (
 // Abort merges the pending snapshot's changes into that recheck list.
 type Timers struct {
 	opID  string // the scope: opID + "/timers/" + name
-	maxP  int
 	track bool
 
 	buckets map[int64]*timerBucket
@@ -151,7 +150,7 @@ func NewTimers(opID, name string, maxParallelism int, checkpointing bool) (*Time
 	if maxParallelism <= 0 || maxParallelism > MaxKeyGroups {
 		return nil, fmt.Errorf("state: max parallelism %d out of range 1..%d", maxParallelism, MaxKeyGroups)
 	}
-	return &Timers{opID: opID + "/timers/" + name, maxP: maxParallelism, track: checkpointing,
+	return &Timers{opID: opID + "/timers/" + name, track: checkpointing,
 		buckets: map[int64]*timerBucket{}, prefix: make([][]byte, maxParallelism)}, nil
 }
 
