@@ -130,13 +130,14 @@ func gatherWith(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []in
 	if needValidity {
 		var vb []byte
 		vbuf, vb = allocBits(mem, n)
-		for i, r := range rows {
-			k := 0
-			if which != nil {
-				k = int(which[i])
-			}
-			if r >= 0 && !sb[k].allNull && isValid(sb[k].bits, sb[k].off, int(r)) {
-				bitutil.SetBit(vb, i)
+		if which == nil {
+			gatherBits(vb, sb[0], rows)
+		} else {
+			for i, r := range rows {
+				k := int(which[i])
+				if r >= 0 && !sb[k].allNull && isValid(sb[k].bits, sb[k].off, int(r)) {
+					bitutil.SetBit(vb, i)
+				}
 			}
 		}
 	}
@@ -210,6 +211,9 @@ func gatherWith(dt arrow.DataType, srcs []arrow.Array, which []uint16, rows []in
 	case arrow.STRING:
 		if runs != nil {
 			return gatherStringRuns(srcs, runs, n, vbuf, mem)
+		}
+		if which == nil {
+			return gatherString(srcs[0].(*array.String), rows, vbuf, mem)
 		}
 		ss := make([]*array.String, len(srcs))
 		total := 0
@@ -358,6 +362,54 @@ func gatherStringRuns(srcs []arrow.Array, runs []rowRun, n int, vbuf *memory.Buf
 			so.offs = append(so.offs, o+shift)
 		}
 	}
+	return so.finish(vbuf)
+}
+
+// gatherBits sets bit i of vb (zeroed) when row rows[i] of the source
+// with validity s is valid (a negative row: NULL).
+func gatherBits(vb []byte, s srcBits, rows []int32) {
+	switch {
+	case s.allNull:
+	case s.bits == nil:
+		for i, r := range rows {
+			if r >= 0 {
+				vb[i>>3] |= 1 << (i & 7)
+			}
+		}
+	default:
+		bits, off := s.bits, s.off
+		for i, r := range rows {
+			if r >= 0 {
+				p := off + int(r)
+				vb[i>>3] |= (bits[p>>3] >> (p & 7) & 1) << (i & 7)
+			}
+		}
+	}
+}
+
+// gatherString is gather of one string source without runs: the sizes
+// from the offsets, then one copy a row into a buffer of the total size.
+func gatherString(src *array.String, rows []int32, vbuf *memory.Buffer, mem memory.Allocator) arrow.Array {
+	offs, data := src.ValueOffsets(), src.ValueBytes()
+	base := offs[0]
+	total := 0
+	for _, r := range rows {
+		if r >= 0 {
+			total += int(offs[r+1] - offs[r])
+		}
+	}
+	so := newStrOut(mem, len(rows), total)
+	so.grow(total)
+	out, o := so.data[:total], so.offs[:len(rows)+1]
+	o[0] = 0
+	at := int32(0)
+	for i, r := range rows {
+		if r >= 0 {
+			at += int32(copy(out[at:], data[offs[r]-base:offs[r+1]-base]))
+		}
+		o[i+1] = at
+	}
+	so.data, so.offs = out, o
 	return so.finish(vbuf)
 }
 
