@@ -243,6 +243,7 @@ func (s *schedule) String() string {
 		planWindowRank: "src+watermark(t - 5 s)+TUMBLE(1 s) -> HASH(k) -> window top 2(k)+sink",
 		planJoin:       "src -> {HASH(k) -> agg(k) -> HASH(k) -> join right, HASH(k) -> join left}; join(k)+sink",
 		planSharedAgg:  "src -> HASH(k) -> agg(k) -> {FORWARD -> sink a, FORWARD -> sink b}",
+		planSession:    "src+watermark(t - 5 s) -> HASH(k % 101) -> SESSION(100 ms) window agg(k)+sink",
 	}[s.plan]
 	mode := "aligned"
 	if s.unaligned {
@@ -289,8 +290,17 @@ const (
 	// twice; see sharedAggPlan); the committed output holds every row
 	// twice.
 	planSharedAgg
+	// planSession: planWindow's source with 101 keys and a SESSION window
+	// (gap 100 ms): sessions grow, and merge when a split's row arrives
+	// after others' later rows (windowsched_test.go).
+	planSession
 	numSchedPlans
 )
+
+// windowed: the job fires windows by event time (its source emits t).
+func (p schedPlan) windowed() bool {
+	return p == planWindow || p == planWindowRank || p == planSession
+}
 
 func (p schedPlan) build(par int) *planner.Physical {
 	switch p {
@@ -302,6 +312,8 @@ func (p schedPlan) build(par int) *planner.Physical {
 		return fanPlan(par)
 	case planWindow:
 		return windowSchedPlan(par)
+	case planSession:
+		return sessionSchedPlan(par)
 	case planWindowRank:
 		return windowRankSchedPlan(par)
 	case planJoin:
@@ -338,6 +350,9 @@ const schedBuckets = 7919
 func (p schedPlan) want() []string {
 	if p == planWindow {
 		return windowSchedWant()
+	}
+	if p == planSession {
+		return sessionSchedWant()
 	}
 	if p == planWindowRank {
 		return windowRankSchedWant()
@@ -459,7 +474,7 @@ func genSchedule(seed uint64) *schedule {
 	par := s.par
 	subtasks := func() int { // subtasks that take snapshots
 		switch s.plan {
-		case planChained, planWindow, planWindowRank:
+		case planChained, planWindow, planWindowRank, planSession:
 			return 2 * par
 		case planTwoLevel, planJoin:
 			return 3 * par
@@ -559,7 +574,7 @@ func genSchedule(seed uint64) *schedule {
 			switches++
 			// A drain fires every window early (MaxWatermark): a window job
 			// restored from it is not the uninterrupted job (as in Flink).
-			e := schedEvent{kind: evStop, n: n, par: otherPar(), drain: r.IntN(2) == 0 && s.plan != planWindow && s.plan != planWindowRank}
+			e := schedEvent{kind: evStop, n: n, par: otherPar(), drain: r.IntN(2) == 0 && !s.plan.windowed()}
 			cost := n + 1
 			if r.IntN(2) == 0 {
 				e.kind, e.drain = evKill, false
@@ -1076,7 +1091,7 @@ func (s *schedSource) Run(ctx context.Context, emit func(arrow.Record) error) er
 			s.splits = append(s.splits, schedSplit{J: j})
 		}
 	}
-	if s.r.s.plan == planWindow || s.r.s.plan == planWindowRank {
+	if s.r.s.plan.windowed() {
 		return s.runTimed(ctx, emit)
 	}
 	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -32,6 +33,21 @@ const (
 var windowSchedSchema = catalog.Schema{{Name: "k", Type: catalog.BigInt}, {Name: "v", Type: catalog.BigInt}, {Name: "t", Type: catalog.Timestamp}}
 
 func windowSchedPlan(par int) *planner.Physical {
+	return timedSchedPlan(par, planner.WindowSpec{Kind: planner.Hop, Slide: windowSchedSlide, Size: windowSchedSize})
+}
+
+// sessionSchedPlan is planSession's job: windowSchedPlan with a SESSION
+// window of gap sessionSchedGap (the source's keys are row % sessionSchedKeys).
+func sessionSchedPlan(par int) *planner.Physical {
+	return timedSchedPlan(par, planner.WindowSpec{Kind: planner.Session, Gap: sessionSchedGap})
+}
+
+const (
+	sessionSchedKeys = 101 // ~300 rows a key, 167 ms apart on average
+	sessionSchedGap  = 100
+)
+
+func timedSchedPlan(par int, spec planner.WindowSpec) *planner.Physical {
 	big, ts := catalog.BigInt, catalog.Timestamp.WithNotNull(true)
 	src := &planner.Task{Name: "src", Parallelism: par, Source: &planner.SourceSpec{Table: &catalog.Table{Name: "gen"}, Schema: windowSchedSchema, ID: "src"},
 		Ops:       []planner.Op{&planner.WatermarkAssignerOp{ID: "wm", TimeCol: 2, TimeName: "t", Delay: windowSchedDelay}},
@@ -39,7 +55,7 @@ func windowSchedPlan(par int) *planner.Physical {
 	out := catalog.Schema{{Name: "k", Type: big}, {Name: "window_start", Type: ts}, {Name: "window_end", Type: ts}, {Name: "window_time", Type: ts},
 		{Name: "n", Type: big.WithNotNull(true)}, {Name: "s", Type: big}}
 	win := &planner.WindowAggOp{ID: "win", Keys: []int{0}, KeyNames: []string{"k"}, TimeCol: 2, TimeName: "t",
-		Window: planner.WindowSpec{Kind: planner.Hop, Slide: windowSchedSlide, Size: windowSchedSize},
+		Window: spec,
 		Aggs:   []planner.AggCall{{Fn: "count_star", Arg: -1, T: big, Name: "n"}, {Fn: "sum", Arg: 1, ArgType: big, T: big, Name: "s"}},
 		Out:    out}
 	wt := &planner.Task{Name: "win", Parallelism: par, Ops: []planner.Op{win}, OutSchema: out, OutMode: planner.InsertOnly,
@@ -82,6 +98,39 @@ func windowSchedWant() []string {
 	return f.sorted()
 }
 
+// sessionSchedWant is the folded output of the uninterrupted session job:
+// per key, its rows' times in order, a session ending where the next row
+// comes more than the gap after the last (no row is late: the splits
+// advance in lockstep, 1.28 s of event time a round, the watermark 5 s
+// behind).
+func sessionSchedWant() []string {
+	type ev struct{ t, v int64 }
+	rows := map[int64][]ev{}
+	for j := int64(0); j < schedSplits; j++ {
+		for i := int64(0); i < schedRows/schedSplits; i++ {
+			_, v, t := windowSchedRow(j, i)
+			k := v % sessionSchedKeys
+			rows[k] = append(rows[k], ev{t, v})
+		}
+	}
+	f := folded{}
+	for k, es := range rows {
+		sort.Slice(es, func(a, b int) bool { return es[a].t < es[b].t })
+		start, n, sum := es[0].t, int64(0), int64(0)
+		for i, e := range es {
+			n, sum = n+1, sum+e.v
+			if i == len(es)-1 || es[i+1].t-e.t > sessionSchedGap {
+				end := e.t + sessionSchedGap
+				f[fmt.Sprintf("%d|%d|%d|%d|%d|%d|", k, start, end, end-1, n, sum)]++
+				if i+1 < len(es) {
+					start, n, sum = es[i+1].t, 0, 0
+				}
+			}
+		}
+	}
+	return f.sorted()
+}
+
 // runTimed is schedSource.Run for planWindow: the same rows with their
 // event time.
 func (s *schedSource) runTimed(ctx context.Context, emit func(arrow.Record) error) error {
@@ -96,6 +145,9 @@ func (s *schedSource) runTimed(ctx context.Context, emit func(arrow.Record) erro
 			sp := &s.splits[i]
 			for n := 0; n < schedBatch && sp.Next < schedRows/schedSplits; n++ {
 				k, v, t := windowSchedRow(sp.J, sp.Next)
+				if s.r.s.plan == planSession {
+					k = v % sessionSchedKeys
+				}
 				kb.Append(k)
 				vb.Append(v)
 				tb.Append(arrow.Timestamp(t))
