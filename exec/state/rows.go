@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble"
@@ -87,7 +88,6 @@ type Rows struct {
 	// its Release (on the committing goroutine)
 	runRefs atomic.Pointer[[]radixItem]
 	scratch []byte
-	touched byte // (the snapshot's loads ahead land here: not dead code)
 	st      TierStats
 	err     error
 }
@@ -572,7 +572,6 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 		if cap(refs) > 1<<21 {
 			r.sorted[0] = nil
 		}
-		r.touched = run.touched
 	}
 	r.pendID, r.pendFrom, r.pendTo = id, r.snapFrom, r.n
 	r.snapFrom = r.n
@@ -587,15 +586,14 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 // the snapshot; entries never change once built), nothing the subtask
 // changes meanwhile.
 type rowsRun struct {
-	refs    []radixItem // the rows, sorted: refs[j].i is a row from from
-	from    int64
-	shift   uint
-	first   int64     // chunks[0] holds rows from first << shift
-	chunks  []rowView // the chunks holding rows from..to
-	prefix  [][]byte
-	bytes   int
-	touched byte
-	back    *atomic.Pointer[[]radixItem] // where Release hands refs back
+	refs   []radixItem // the rows, sorted: refs[j].i is a row from from
+	from   int64
+	shift  uint
+	first  int64     // chunks[0] holds rows from first << shift
+	chunks []rowView // the chunks holding rows from..to
+	prefix [][]byte
+	bytes  int
+	back   *atomic.Pointer[[]radixItem] // where Release hands refs back
 }
 
 // rowView is a chunk's records and offsets as of a snapshot.
@@ -619,7 +617,20 @@ const runAhead = 8
 
 func (run *rowsRun) At(j int, dst []byte) (key, value []byte) {
 	if k := j + runAhead; k < len(run.refs) {
-		run.touched ^= run.row(run.from + int64(run.refs[k].i))[0]
+		// the record's first two lines (rows of ~100 bytes), and the
+		// offset of the row after as many more
+		i := run.from + int64(run.refs[k].i)
+		c := &run.chunks[i>>run.shift-run.first]
+		if o := c.off[i&(1<<run.shift-1)]; int(o) < len(c.data) {
+			p := uintptr(unsafe.Pointer(&c.data[o]))
+			prefetch(p)
+			prefetch(p + 64)
+		}
+		if k += runAhead; k < len(run.refs) {
+			i := run.from + int64(run.refs[k].i)
+			c := &run.chunks[i>>run.shift-run.first]
+			prefetch(uintptr(unsafe.Pointer(&c.off[i&(1<<run.shift-1)])))
+		}
 	}
 	kg, k, _, val := decodeRow(run.row(run.from + int64(run.refs[j].i)))
 	return append(append(dst, run.prefix[kg]...), k...), val
