@@ -116,7 +116,12 @@ type streamJoin struct {
 	outKind                 []RowKind
 	outIn, outCand          []int32
 	kbuf, vbuf              []byte
-	cur                     []int
+	// the prefix hashes of the batch's rows joinRows adds to a side in
+	// state.Rows (ownHash: set during joinRows only) and the prefix
+	// being hashed
+	hashBuf, ownHash []uint64
+	pbuf             []byte
+	cur              []int
 	// seq: the next sequence number of the no-unique-key layout; seqBuf
 	// its encoding, reused
 	seq    uint64
@@ -786,12 +791,42 @@ func (j *streamJoin) out(k RowKind, in, cand int32) {
 	j.outCand = append(j.outCand, cand)
 }
 
+// rowsAhead: joinRows prefetches the index slot of the row this many rows
+// on (state.Rows.Prefetch), so that its cache miss overlaps the work on
+// the rows before it.
+const rowsAhead = 8
+
+// prefixHashes sets j.ownHash to the prefix hash of every row of the
+// batch (state.PrefixHash of its namespace and join key) when side s
+// keeps its rows in state.Rows, and returns it (nil otherwise).
+func (j *streamJoin) prefixHashes(s *joinSideState, n int) []uint64 {
+	if s.rows == nil || s.layout != layoutAppend {
+		return nil
+	}
+	j.hashBuf = slices.Grow(j.hashBuf[:0], n)[:n]
+	for i := range j.hashBuf {
+		if j.nullKey[i] {
+			j.hashBuf[i] = 0
+			continue
+		}
+		j.pbuf = state.Key(j.pbuf, s.ns, j.jk(i))
+		j.hashBuf[i] = state.PrefixHash(j.pbuf)
+	}
+	j.ownHash = j.hashBuf
+	return j.hashBuf
+}
+
 // joinRows applies Flink's StreamingJoinOperator.processElement to every
 // row of the batch in order.
 func (j *streamJoin) joinRows(input int, in, other *joinSideState, b Batch, n int) {
 	inOuter, otherOuter := in.outer, other.outer
 	inner := !inOuter && !otherOuter
+	hs := j.prefixHashes(in, n)
+	defer func() { j.ownHash = nil }()
 	for i := 0; i < n; i++ {
+		if hs != nil && i+rowsAhead < n {
+			in.rows.Prefetch(hs[i+rowsAhead])
+		}
 		kind := b.Op(i)
 		ii := int32(i)
 		lo, hi := j.pairOff[i], j.pairOff[i+1]
@@ -891,7 +926,12 @@ func (j *streamJoin) addOwn(s *joinSideState, i int, assoc int64) {
 		j.kbuf = state.Key(j.kbuf, s.ns, j.jk(i), j.seqBuf)
 		j.vbuf = appendJoinValue(j.vbuf, 1, assoc, j.row(i))
 		if s.rows != nil {
-			s.rows.Add(j.kg(i), j.kbuf, len(j.kbuf)-1-len(j.seqBuf), j.vbuf)
+			plen := len(j.kbuf) - 1 - len(j.seqBuf)
+			if j.ownHash != nil {
+				s.rows.AddHashed(j.ownHash[i], j.kg(i), j.kbuf, plen, j.vbuf)
+			} else {
+				s.rows.Add(j.kg(i), j.kbuf, plen, j.vbuf)
+			}
 			return
 		}
 		j.kv.PutNew(j.kg(i), j.kbuf, j.vbuf)

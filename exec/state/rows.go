@@ -224,7 +224,21 @@ func decodeRow(d []byte) (kg int, key []byte, plen int, val []byte) {
 // value val (both copied). The key must be new: its sequence number above
 // every one added or restored before.
 func (r *Rows) Add(kg int, key []byte, plen int, val []byte) {
-	h := xxhash.Sum64(key[:plen])
+	r.AddHashed(PrefixHash(key[:plen]), kg, key, plen, val)
+}
+
+// PrefixHash is the hash Rows keeps a row's framed prefix (namespace and
+// join key: key[:plen] of Add) under.
+func PrefixHash(prefix []byte) uint64 { return xxhash.Sum64(prefix) }
+
+// Prefetch starts loading what adding a row of prefix hash h touches
+// first (its slot of the index of newest rows), without waiting: a caller
+// that knows the rows it adds next prefetches a few rows ahead.
+func (r *Rows) Prefetch(h uint64) { r.heads.prefetch(h) }
+
+// AddHashed is Add of a row whose prefix hash h the caller computed
+// (PrefixHash(key[:plen])).
+func (r *Rows) AddHashed(h uint64, kg int, key []byte, plen int, val []byte) {
 	if r.n>>r.shift-r.chunkBase == int64(len(r.chunks)) {
 		size := 64 << 10
 		if len(r.chunks) > 0 {
@@ -735,6 +749,13 @@ func (x *headIndex) set(h uint64, row int64) int64 {
 			s.row = row + 1
 			return prev
 		}
+	}
+}
+
+// prefetch starts loading the slot where set(h, ..) begins its probe.
+func (x *headIndex) prefetch(h uint64) {
+	if len(x.slots) > 0 {
+		prefetch(uintptr(unsafe.Pointer(&x.slots[mix(h)&uint64(len(x.slots)-1)])))
 	}
 }
 
