@@ -34,14 +34,15 @@ type groupAgg struct {
 
 	// keyed state: groups are slots of the table; the key columns and the
 	// accumulators are columns indexed by slot
-	tbl      *state.Table
-	intKey   bool // single INT/BIGINT/TIMESTAMP key: looked up without encoding
-	tiered   bool // tbl keeps cold groups in Pebble: lookups pass key groups
-	keyBuf   []byte
-	keyOffs  []int
-	keys     []keyStore
-	rowCount []int64
-	accs     []accumulator
+	tbl       *state.Table
+	intKey    bool // single INT/BIGINT/TIMESTAMP key: looked up without encoding
+	tiered    bool // tbl keeps cold groups in Pebble: lookups pass key groups
+	keyBuf    []byte
+	keyOffs   []int
+	keyHashes []uint64 // state.KeyHash of each row's key (bytes-keyed tables)
+	keys      []keyStore
+	rowCount  []int64
+	accs      []accumulator
 
 	maxP        int
 	batchHashes []uint64
@@ -191,24 +192,37 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 		return
 	}
 	a.encodeKeys(rec)
+	// the keys' hashes first, so that the index entry of the key
+	// keysAhead rows on is prefetched while this one is looked up
+	a.keyHashes = slices.Grow(a.keyHashes[:0], n)[:n]
+	for i := range a.keyHashes {
+		a.keyHashes[i] = state.KeyHash(a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]])
+	}
 	for i := 0; i < n; i++ {
+		if i+keysAhead < n {
+			a.tbl.PrefetchKey(a.keyHashes[i+keysAhead])
+		}
 		k := a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]]
 		kg := -1
 		if a.tiered {
 			kg = a.keyGroupOf(rec, i) // a cold key may be read by key group
 		}
-		g, ok := a.tbl.LookupBytesIn(kg, k)
+		g, ok := a.tbl.LookupBytesHashed(kg, a.keyHashes[i], k)
 		if ok && a.tbl.Expired(g) {
 			a.dropSlot(g)
 			ok = false
 		}
 		if !ok {
-			g = a.tbl.InsertBytes(k, a.keyGroupOf(rec, i))
+			g = a.tbl.InsertBytesHashed(a.keyHashes[i], k, a.keyGroupOf(rec, i))
 			a.putKeysEncoded(g, rec, i, a.tbl.Key(g))
 		}
 		a.gids[i] = g
 	}
 }
+
+// keysAhead: the aggregation prefetches the table's index entry of the
+// key this many rows on (state.Table.PrefetchKey).
+const keysAhead = 8
 
 func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record, col arrow.Array, vs []T) {
 	nm, nulls := nullsOf(col)

@@ -115,14 +115,14 @@ func (s *refKV) List(_ int, k []byte, fn func(elem []byte) error) error {
 // namespace and key: map state iteration), in key order.
 func (s *refKV) Scan(_ int, prefix []byte, fn func(k, v []byte) error) error {
 	var ks []string
-	for k, g := range s.t.strMap {
+	for k, g := range liveKeys(s.t) {
 		if strings.HasPrefix(k, string(prefix)) && !s.t.Expired(g) {
 			ks = append(ks, k)
 		}
 	}
 	sort.Strings(ks)
 	for _, k := range ks {
-		if err := fn([]byte(k), s.vals[s.t.strMap[k]]); err != nil {
+		if err := fn([]byte(k), s.vals[liveKeys(s.t)[k]]); err != nil {
 			return err
 		}
 	}
@@ -136,8 +136,8 @@ func (s *refKV) Sweep(n int) error {
 	if s.t.o.TTL <= 0 || n <= 0 {
 		return nil
 	}
-	ks := make([]string, 0, len(s.t.strMap))
-	for k := range s.t.strMap {
+	ks := make([]string, 0, len(liveKeys(s.t)))
+	for k := range liveKeys(s.t) {
 		ks = append(ks, k)
 	}
 	sort.Strings(ks)
@@ -146,7 +146,7 @@ func (s *refKV) Sweep(n int) error {
 	seen := 0
 	for ; seen < n && i < len(ks); i++ {
 		seen++
-		if s.t.Expired(s.t.strMap[ks[i]]) {
+		if s.t.Expired(liveKeys(s.t)[ks[i]]) {
 			del = append(del, ks[i])
 		}
 		s.sweepFrom = ks[i] + "\x00"
@@ -175,4 +175,15 @@ func (s *refKV) Restore(r checkpoint.StateReader, start, end int) error {
 		s.vals[g] = append(s.vals[g][:0], v...)
 		return 0, false, nil
 	})
+}
+
+// liveKeys maps the key of every live slot of a bytes-keyed table to it.
+func liveKeys(t *Table) map[string]int32 {
+	m := map[string]int32{}
+	for g, k := range t.keyOf {
+		if t.alive[g] {
+			m[k] = int32(g)
+		}
+	}
+	return m
 }

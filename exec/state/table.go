@@ -91,7 +91,7 @@ type Table struct {
 
 	intMap   map[int64]int32
 	nullSlot int32
-	strMap   map[string]int32
+	idx      keyIndex // bytes keys: each live slot's key (keyOf) by hash
 	keyOf    []string // bytes keys: the key of each live slot
 
 	kg    []uint16
@@ -158,8 +158,6 @@ func NewTable(o Options, codec Codec) (*Table, error) {
 	t := &Table{o: o, codec: codec, nullSlot: -1, prefix: make([][]byte, o.MaxParallelism), epoch: 1}
 	if o.IntKeys {
 		t.intMap = map[int64]int32{}
-	} else {
-		t.strMap = map[string]int32{}
 	}
 	return t, nil
 }
@@ -277,20 +275,33 @@ func (t *Table) LookupBytes(k []byte) (int32, bool) { return t.LookupBytesIn(-1,
 
 // LookupBytesIn is LookupBytes of a key in key group kg (as LookupIntIn).
 func (t *Table) LookupBytesIn(kg int, k []byte) (int32, bool) {
-	if t.tier != nil {
-		return t.tier.lookupBytes(t, kg, k)
-	}
-	g, ok := t.strMap[string(k)]
-	return g, ok
+	return t.LookupBytesHashed(kg, KeyHash(k), k)
 }
+
+// LookupBytesHashed is LookupBytesIn of key k whose KeyHash is h.
+func (t *Table) LookupBytesHashed(kg int, h uint64, k []byte) (int32, bool) {
+	if t.tier != nil {
+		return t.tier.lookupBytes(t, kg, h, k)
+	}
+	return t.idx.find(h, k, t.keyOf)
+}
+
+// PrefetchKey starts loading what looking up a key of KeyHash h reads
+// first, without waiting: a caller that knows the keys it looks up next
+// prefetches a few keys ahead.
+func (t *Table) PrefetchKey(h uint64) { t.idx.prefetch(h) }
 
 // InsertBytes allocates a slot for a new encoded key (copied), one a
 // Lookup did not find.
 func (t *Table) InsertBytes(k []byte, kg int) int32 {
+	return t.InsertBytesHashed(KeyHash(k), k, kg)
+}
+
+// InsertBytesHashed is InsertBytes of key k whose KeyHash is h.
+func (t *Table) InsertBytesHashed(h uint64, k []byte, kg int) int32 {
 	g := t.alloc(kg)
-	ks := string(k)
-	t.strMap[ks] = g
-	t.keyOf[g] = ks
+	t.keyOf[g] = string(k)
+	t.idx.insert(h, g)
 	return g
 }
 
@@ -361,7 +372,7 @@ func (t *Table) Remove(g int32, intKey int64, null bool) {
 	}
 	switch {
 	case !t.o.IntKeys:
-		delete(t.strMap, t.keyOf[g])
+		t.idx.remove(keyHashString(t.keyOf[g]), g)
 		t.keyOf[g] = ""
 	case null:
 		t.nullSlot = -1
@@ -529,9 +540,8 @@ func (t *Table) Changed() int {
 func (t *Table) bind(g int32, enc []byte, intKey int64, null bool) {
 	switch {
 	case !t.o.IntKeys:
-		ks := string(enc)
-		t.strMap[ks] = g
-		t.keyOf[g] = ks
+		t.keyOf[g] = string(enc)
+		t.idx.insert(KeyHash(enc), g)
 	case null:
 		t.nullSlot = g
 	default:

@@ -362,8 +362,7 @@ func (tt *tableTier) pk(t *Table, g int32) []byte {
 // hotOf finds the live slot of Pebble key pk.
 func (tt *tableTier) hotOf(t *Table, pk []byte) (int32, bool) {
 	if !tt.intKey {
-		g, ok := t.strMap[string(pk)]
-		return g, ok
+		return t.idx.find(KeyHash(pk), pk, t.keyOf)
 	}
 	if len(pk) == 1 {
 		return t.nullSlot, t.nullSlot >= 0
@@ -394,8 +393,8 @@ func (tt *tableTier) parseCold(v []byte) (kg int, last int64, ck, val []byte, er
 
 func (tt *tableTier) expired(t *Table, last int64) bool { return tt.ttl > 0 && t.now-last > tt.ttl }
 
-func (tt *tableTier) lookupBytes(t *Table, kg int, k []byte) (int32, bool) {
-	g, ok := t.strMap[string(k)]
+func (tt *tableTier) lookupBytes(t *Table, kg int, h uint64, k []byte) (int32, bool) {
+	g, ok := t.idx.find(h, k, t.keyOf)
 	if ok {
 		tt.hit(g)
 		return g, true
@@ -749,7 +748,7 @@ func (tt *tableTier) evict(t *Table, g int32, clean bool) error {
 	tt.hooks.Clear(g)
 	switch {
 	case !tt.intKey:
-		delete(t.strMap, t.keyOf[g])
+		t.idx.remove(keyHashString(t.keyOf[g]), g)
 		t.keyOf[g] = ""
 	case g == t.nullSlot:
 		t.nullSlot = -1

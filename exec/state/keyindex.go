@@ -1,0 +1,116 @@
+package state
+
+import (
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// keyIndex maps the encoded keys of a bytes-keyed Table to their slots:
+// open addressing with linear probing over 8-byte entries, at most half
+// full. An entry holds the low 32 bits of its key's hash (where its probe
+// starts, and a tag that spares most key comparisons) and its slot; the
+// keys themselves are the Table's keyOf. Unlike Go's map, a caller that
+// knows the keys it looks up next can prefetch their entries (prefetch),
+// and growing rehashes no key.
+type keyIndex struct {
+	ents []keyEnt
+	n    int
+}
+
+// keyEnt: g is the slot + 1 (0: empty).
+type keyEnt struct {
+	h uint32
+	g int32
+}
+
+// KeyHash is the hash a bytes-keyed Table indexes encoded key k by (for
+// the Hashed lookups and PrefetchKey).
+func KeyHash(k []byte) uint64 { return xxhash.Sum64(k) }
+
+func keyHashString(k string) uint64 { return xxhash.Sum64String(k) }
+
+// find returns the slot of key k (hash h) given the slots' keys.
+func (x *keyIndex) find(h uint64, k []byte, keyOf []string) (int32, bool) {
+	if x.n == 0 {
+		return -1, false
+	}
+	mask := uint32(len(x.ents) - 1)
+	tag := uint32(h)
+	for p := tag & mask; ; p = (p + 1) & mask {
+		e := x.ents[p]
+		if e.g == 0 {
+			return -1, false
+		}
+		if e.h == tag && keyOf[e.g-1] == string(k) {
+			return e.g - 1, true
+		}
+	}
+}
+
+// insert adds slot g under hash h (its key must not be in the index).
+func (x *keyIndex) insert(h uint64, g int32) {
+	if 2*(x.n+1) > len(x.ents) {
+		x.grow()
+	}
+	x.put(uint32(h), g+1)
+	x.n++
+}
+
+func (x *keyIndex) put(tag uint32, g1 int32) {
+	mask := uint32(len(x.ents) - 1)
+	p := tag & mask
+	for x.ents[p].g != 0 {
+		p = (p + 1) & mask
+	}
+	x.ents[p] = keyEnt{h: tag, g: g1}
+}
+
+func (x *keyIndex) grow() {
+	old := x.ents
+	x.ents = make([]keyEnt, max(2*len(old), 64))
+	for _, e := range old {
+		if e.g != 0 {
+			x.put(e.h, e.g)
+		}
+	}
+}
+
+// remove drops slot g, indexed under hash h: the entries after it in its
+// probe run move back into the gap (no tombstones).
+func (x *keyIndex) remove(h uint64, g int32) {
+	mask := uint32(len(x.ents) - 1)
+	p := uint32(h) & mask
+	for x.ents[p].g != g+1 {
+		if x.ents[p].g == 0 {
+			panic("state: key index lost a slot")
+		}
+		p = (p + 1) & mask
+	}
+	x.n--
+	for q := (p + 1) & mask; ; q = (q + 1) & mask {
+		e := x.ents[q]
+		if e.g == 0 {
+			break
+		}
+		// e may fill the gap at p unless its probe starts in (p, q]
+		if home := e.h & mask; (q-home)&mask >= (q-p)&mask {
+			x.ents[p] = e
+			p = q
+		}
+	}
+	x.ents[p] = keyEnt{}
+}
+
+// prefetch starts loading the entry where the probe for hash h begins.
+func (x *keyIndex) prefetch(h uint64) {
+	if len(x.ents) > 0 {
+		prefetch(uintptr(unsafe.Pointer(&x.ents[uint32(h)&uint32(len(x.ents)-1)])))
+	}
+}
+
+// reset empties the index.
+func (x *keyIndex) reset() {
+	clear(x.ents)
+	x.n = 0
+}
