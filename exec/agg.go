@@ -44,9 +44,7 @@ type groupAgg struct {
 	rowCount  []int64
 	accs      []accumulator
 
-	maxP        int
-	batchHashes []uint64
-	hashBuf     []uint64
+	maxP int
 
 	// per-batch scratch
 	before, after, take, pairsOld, pairsNew []int32
@@ -138,12 +136,9 @@ func (a *groupAgg) intKeyCodec(dst []byte, v int64, null bool) []byte {
 
 // keyGroupOf is the key group of row row of rec, as the hash exchange
 // routed it.
+// Only new keys and cold lookups need it: it hashes the one row.
 func (a *groupAgg) keyGroupOf(rec arrow.Record, row int) int {
-	if a.batchHashes == nil {
-		a.batchHashes = HashKeys(rec, a.spec.Keys, a.hashBuf[:0])
-		a.hashBuf = a.batchHashes
-	}
-	return int(a.batchHashes[row] % uint64(a.maxP))
+	return int(HashRow(rec, a.spec.Keys, row) % uint64(a.maxP))
 }
 
 // putKeys stores the key of row row of rec in slot g.
@@ -203,11 +198,11 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 			a.tbl.PrefetchKey(a.keyHashes[i+keysAhead])
 		}
 		k := a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]]
-		kg := -1
-		if a.tiered {
-			kg = a.keyGroupOf(rec, i) // a cold key may be read by key group
+		g, ok := a.tbl.LookupBytesHot(a.keyHashes[i], k)
+		if !ok && a.tiered {
+			// a cold key is read by key group
+			g, ok = a.tbl.LookupBytesHashed(a.keyGroupOf(rec, i), a.keyHashes[i], k)
 		}
-		g, ok := a.tbl.LookupBytesHashed(kg, a.keyHashes[i], k)
 		if ok && a.tbl.Expired(g) {
 			a.dropSlot(g)
 			ok = false
@@ -227,11 +222,11 @@ const keysAhead = 8
 func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record, col arrow.Array, vs []T) {
 	nm, nulls := nullsOf(col)
 	for i, v := range vs {
-		kg := -1
-		if a.tiered {
-			kg = a.keyGroupOf(rec, i)
-		}
 		if nulls && nm.null(i) {
+			kg := -1
+			if a.tiered {
+				kg = a.keyGroupOf(rec, i)
+			}
 			g, ok := a.tbl.LookupNullIn(kg)
 			if ok && a.tbl.Expired(g) {
 				a.dropSlot(g)
@@ -244,7 +239,10 @@ func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record
 			a.gids[i] = g
 			continue
 		}
-		g, ok := a.tbl.LookupIntIn(kg, int64(v))
+		g, ok := a.tbl.LookupIntHot(int64(v))
+		if !ok && a.tiered {
+			g, ok = a.tbl.LookupIntIn(a.keyGroupOf(rec, i), int64(v))
+		}
 		if ok && a.tbl.Expired(g) {
 			a.dropSlot(g)
 			ok = false
@@ -458,7 +456,6 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 	if n == 0 {
 		return nil
 	}
-	a.batchHashes = nil
 	if a.ctx.StateTTL > 0 {
 		a.tbl.SetNow(a.ctx.Clock.Now().UnixMilli())
 		// Incremental cleanup: expired groups leave the state silently

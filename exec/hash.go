@@ -170,3 +170,57 @@ func canonicalFloatBits(v float64) uint64 {
 	}
 	return math.Float64bits(v)
 }
+
+// HashRow is HashKeys(rec, keys, nil)[i]: the hash of one row, for a
+// caller that needs few rows' hashes of a batch (an aggregation's new
+// keys).
+func HashRow(rec arrow.Record, keys []int, i int) uint64 {
+	h := uint64(0x9e3779b97f4a7c15)
+	for _, k := range keys {
+		h = hashAt(rec.Column(k), i, h)
+	}
+	return fmix64(h)
+}
+
+// hashAt is hashColumn for row i alone: h combined with the row's value.
+func hashAt(col arrow.Array, i int, h uint64) uint64 {
+	if col.IsNull(i) {
+		return combine(h, nullHash)
+	}
+	switch a := col.(type) {
+	case *array.Int32:
+		return combine(h, uint64(int64(a.Value(i))))
+	case *array.Int64:
+		return combine(h, uint64(a.Value(i)))
+	case *array.Timestamp:
+		return combine(h, uint64(a.Value(i)))
+	case *array.Int8:
+		return combine(h, uint64(int64(a.Value(i))))
+	case *array.Int16:
+		return combine(h, uint64(int64(a.Value(i))))
+	case *array.Date32:
+		return combine(h, uint64(int64(a.Value(i))))
+	case *array.Time32:
+		return combine(h, uint64(int64(a.Value(i))))
+	case *array.MonthInterval:
+		return combine(h, uint64(int64(a.Value(i))))
+	case *array.Duration:
+		return combine(h, uint64(a.Value(i)))
+	case *array.Float32:
+		return combine(h, canonicalFloatBits(float64(a.Value(i))))
+	case *array.Float64:
+		return combine(h, canonicalFloatBits(a.Value(i)))
+	case *array.Decimal128:
+		v := a.Value(i)
+		return combine(combine(h, v.LowBits()), uint64(v.HighBits()))
+	case *array.Boolean:
+		v := uint64(1)
+		if a.Value(i) {
+			v = 2
+		}
+		return combine(h, v)
+	case *array.String:
+		return combine(h, xxhash.Sum64String(a.Value(i)))
+	}
+	return combine(h, nullHash)
+}

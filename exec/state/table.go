@@ -286,6 +286,26 @@ func (t *Table) LookupBytesHashed(kg int, h uint64, k []byte) (int32, bool) {
 	return t.idx.find(h, k, t.keyOf)
 }
 
+// LookupBytesHot is LookupBytesHashed without the cold tier: a key in
+// memory is found (and counted as used), an absent or cold one is not.
+// A tiered table's caller needs a key's key group only when this misses.
+func (t *Table) LookupBytesHot(h uint64, k []byte) (int32, bool) {
+	g, ok := t.idx.find(h, k, t.keyOf)
+	if ok && t.tier != nil {
+		t.tier.hit(g)
+	}
+	return g, ok
+}
+
+// LookupIntHot is LookupBytesHot of an int key.
+func (t *Table) LookupIntHot(v int64) (int32, bool) {
+	g, ok := t.intMap[v]
+	if ok && t.tier != nil {
+		t.tier.hit(g)
+	}
+	return g, ok
+}
+
 // PrefetchKey starts loading what looking up a key of KeyHash h reads
 // first, without waiting: a caller that knows the keys it looks up next
 // prefetches a few keys ahead.
