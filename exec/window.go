@@ -530,28 +530,51 @@ func (w *windowAgg) ProcessWatermark(wm int64, out Collector) error {
 func (w *windowAgg) fireUpTo(wm int64, out Collector) error {
 	w.advance(w.shift(wm))
 	w.reprs, w.starts, w.ends, w.times, w.toFree = w.reprs[:0], w.starts[:0], w.ends[:0], w.times[:0], w.toFree[:0]
+	flushAt := w.ctx.BatchSize
+	if flushAt <= 0 {
+		flushAt = defaultFireBatch
+	}
 	err := w.timers.Advance(w.wm, func(kg int, ts int64, key []byte) error {
 		if w.session || w.attached {
 			w.fireSession(kg, key, ts+1)
 		} else {
 			w.fireAligned(kg, key, ts+1)
 		}
+		if len(w.reprs) >= flushAt {
+			// a batch of windows at a time: a watermark that fires
+			// every window (the end of the input) builds no giant batch
+			return w.flushFired(out)
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if len(w.reprs) > 0 {
-		if err := out.Collect(Batch{Rec: w.results()}); err != nil {
-			return err
-		}
-		for _, g := range w.toFree {
-			if w.session {
-				w.dropSession(g)
-			}
-			w.freeSlot(g)
-		}
+	return w.flushFired(out)
+}
+
+// defaultFireBatch is the most windows one output batch holds when the
+// job sets no batch size.
+const defaultFireBatch = 8192
+
+// flushFired emits the windows fired so far as one batch and frees the
+// slots no later window reads (a slot is freed by the fire of the last
+// window that reads it, so later fires of the same watermark never look
+// one up).
+func (w *windowAgg) flushFired(out Collector) error {
+	if len(w.reprs) == 0 {
+		return nil
 	}
+	if err := out.Collect(Batch{Rec: w.results()}); err != nil {
+		return err
+	}
+	for _, g := range w.toFree {
+		if w.session {
+			w.dropSession(g)
+		}
+		w.freeSlot(g)
+	}
+	w.reprs, w.starts, w.ends, w.times, w.toFree = w.reprs[:0], w.starts[:0], w.ends[:0], w.times[:0], w.toFree[:0]
 	return nil
 }
 

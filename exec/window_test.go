@@ -154,3 +154,76 @@ func TestWindowRestoreFiresOnce(t *testing.T) {
 		mem.AssertSize(t, 0)
 	}
 }
+
+// sizesOut is rowsOut that also records each batch's size.
+type sizesOut struct {
+	rowsOut
+	sizes []int
+}
+
+func (c *sizesOut) Collect(b Batch) error {
+	c.sizes = append(c.sizes, b.Rows())
+	return c.rowsOut.Collect(b)
+}
+
+// TestWindowFireBatches: a watermark that fires many windows at once (the
+// end of the input) emits them a batch (16 rows, the operator's batch size)
+// at a time, HOP slices freed between batches, and the rows are those one
+// unbounded batch gives (the operator with a huge batch size) and the
+// oracle: every row counted in each of its three windows.
+func TestWindowFireBatches(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	spec := planner.WindowSpec{Kind: planner.Hop, Slide: 1000, Size: 3000}
+	want := map[string]int{}
+	var rows [][3]int64
+	for i := int64(0); i < 600; i++ {
+		k, ts := i%37, i*13
+		rows = append(rows, [3]int64{k, ts, i})
+		for ws := ts / 1000 * 1000; ws > ts-3000; ws -= 1000 {
+			want[fmt.Sprintf("%d|%d", k, ws)]++
+		}
+	}
+	run := func(batchSize int) (*sizesOut, []string) {
+		op := winTestOp(t, mem, nil, spec, 0, 1)
+		op.ctx.BatchSize = batchSize
+		defer op.Close()
+		out := &sizesOut{}
+		for a := 0; a < len(rows); a += 100 {
+			if err := op.ProcessBatch(0, winTestBatch(mem, rows[a:a+100]...), out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := op.ProcessWatermark(1<<62, out); err != nil {
+			t.Fatal(err)
+		}
+		got := append([]string(nil), out.rows...)
+		sort.Strings(got)
+		return out, got
+	}
+	small, got := run(16)
+	_, whole := run(1 << 20)
+	if len(small.sizes) < len(want)/16 {
+		t.Fatalf("%d batches for %d windows", len(small.sizes), len(want))
+	}
+	for _, n := range small.sizes {
+		if n > 16 {
+			t.Fatalf("a batch of %d windows (batch size 16): %v", n, small.sizes)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(whole) {
+		t.Fatalf("batched fires differ from one batch:\n%v\n%v", got, whole)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d windows, want %d", len(got), len(want))
+	}
+	for _, r := range got {
+		var k, ws, we, wt, n, s int64
+		if _, err := fmt.Sscanf(r, "%d|%d|%d|%d|%d|%d|", &k, &ws, &we, &wt, &n, &s); err != nil {
+			t.Fatal(r, err)
+		}
+		if w := want[fmt.Sprintf("%d|%d", k, ws)]; int64(w) != n || we != ws+3000 {
+			t.Fatalf("window %s: want count %d", r, w)
+		}
+	}
+}

@@ -35,6 +35,10 @@ import (
 // window (columns), one event-time timer per (join key) at window_end - 1,
 // and the inputs' watermarks per subtask (as the interval join's).
 type windowJoin struct {
+	// a watermark's fired rows per side and one window's rows (reused)
+	fired        [2][]int32
+	lrows, rrows []int32
+
 	spec   *planner.WindowJoinOp
 	ctx    *OpContext
 	mem    memory.Allocator
@@ -258,8 +262,10 @@ func (j *windowJoin) ProcessWatermark(wm int64, out Collector) error {
 	}
 	j.pairL, j.pairR = j.pairL[:0], j.pairR[:0]
 	j.outIDs[0], j.outIDs[1] = j.outIDs[0][:0], j.outIDs[1][:0]
-	var fired [2][]int32 // rows of fired windows, freed after the output
-	var lrows, rrows []int32
+	fired := &j.fired // rows of fired windows, freed after the output
+	fired[0], fired[1] = fired[0][:0], fired[1][:0]
+	lrows, rrows := j.lrows[:0], j.rrows[:0]
+	defer func() { j.lrows, j.rrows = lrows, rrows }()
 	err := j.timer.Advance(j.wm, func(kg int, ts int64, key []byte) error {
 		lrows, rrows = lrows[:0], rrows[:0]
 		for s := 0; s < 2; s++ {
@@ -335,15 +341,31 @@ func (j *windowJoin) ProcessWatermark(wm int64, out Collector) error {
 
 // emitPairs evaluates the residual on the fired windows' pairs, marks the
 // rows with a partner and emits the pairs (not for semi / anti joins).
+// A batch of pairs at a time (the job's batch size): a watermark that
+// fires every window builds no giant batch.
 func (j *windowJoin) emitPairs(out Collector) error {
-	np := len(j.pairL)
+	chunk := j.ctx.BatchSize
+	if chunk <= 0 {
+		chunk = defaultFireBatch
+	}
+	for a := 0; a < len(j.pairL); a += chunk {
+		b := min(a+chunk, len(j.pairL))
+		if err := j.emitPairRange(out, j.pairL[a:b], j.pairR[a:b]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (j *windowJoin) emitPairRange(out Collector, pairL, pairR []int32) error {
+	np := len(pairL)
 	l, r := &j.sides[0], &j.sides[1]
 	cols := make([]arrow.Array, 0, len(l.cols)+len(r.cols))
 	for _, ks := range l.cols {
-		cols = append(cols, ks.gather(j.pairL, j.mem))
+		cols = append(cols, ks.gather(pairL, j.mem))
 	}
 	for _, ks := range r.cols {
-		cols = append(cols, ks.gather(j.pairR, j.mem))
+		cols = append(cols, ks.gather(pairR, j.mem))
 	}
 	fields := append(append([]arrow.Field{}, l.schema.Fields()...), r.schema.Fields()...)
 	pairs := array.NewRecord(arrow.NewSchema(fields, nil), cols, int64(np))
@@ -365,8 +387,8 @@ func (j *windowJoin) emitPairs(out Collector) error {
 	}
 	for k := 0; k < np; k++ {
 		if mask == nil || (mask.IsValid(k) && mask.Value(k)) {
-			l.matched[j.pairL[k]] = true
-			r.matched[j.pairR[k]] = true
+			l.matched[pairL[k]] = true
+			r.matched[pairR[k]] = true
 		}
 	}
 	if j.semiAnti() {
