@@ -373,6 +373,10 @@ func (w *windowRank) denseRankAt(buf []int32, p int) int64 {
 func (w *windowRank) ProcessWatermark(wm int64, out Collector) error {
 	w.advance(wm)
 	w.outRows, w.outRanks, w.toFree = w.outRows[:0], w.outRanks[:0], w.toFree[:0]
+	flushAt := w.ctx.BatchSize
+	if flushAt <= 0 {
+		flushAt = defaultFireBatch
+	}
 	err := w.timers.Advance(w.wm, func(kg int, ts int64, key []byte) error {
 		g, ok := w.tbl.LookupBytes(key)
 		if !ok {
@@ -380,29 +384,40 @@ func (w *windowRank) ProcessWatermark(wm int64, out Collector) error {
 		}
 		w.emitSlot(g)
 		w.toFree = append(w.toFree, g)
+		if len(w.outRows) >= flushAt {
+			// a batch at a time (as the window aggregation)
+			return w.flushFired(out)
+		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if len(w.outRows) > 0 {
-		rec := w.results()
-		for _, g := range w.toFree {
-			w.freeSlot(g)
-		}
-		if err := out.Collect(Batch{Rec: rec}); err != nil {
-			return err
-		}
-	} else {
-		for _, g := range w.toFree {
-			w.freeSlot(g)
-		}
+	if err := w.flushFired(out); err != nil {
+		return err
 	}
 	if wm > w.forwarded {
 		w.forwarded = wm
 		return out.EmitWatermark(wm)
 	}
 	return nil
+}
+
+// flushFired emits the rows of the windows fired so far (if any) and
+// frees their slots.
+func (w *windowRank) flushFired(out Collector) error {
+	var rec arrow.Record
+	if len(w.outRows) > 0 {
+		rec = w.results() // before the slots' rows are freed
+	}
+	for _, g := range w.toFree {
+		w.freeSlot(g)
+	}
+	w.outRows, w.outRanks, w.toFree = w.outRows[:0], w.outRanks[:0], w.toFree[:0]
+	if rec == nil {
+		return nil
+	}
+	return out.Collect(Batch{Rec: rec})
 }
 
 // emitSlot adds the rows of slot g within the rank range to the output.

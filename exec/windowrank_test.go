@@ -356,3 +356,67 @@ func windowRankSchedWant() []string {
 	}
 	return f.sorted()
 }
+
+// TestWindowRankFireBatches: a watermark that closes windows of many keys
+// emits their top rows a batch (16 rows, the operator's batch size) at a
+// time, the same rows as one unbounded batch: the top 2 values per key
+// and window.
+func TestWindowRankFireBatches(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var rows []rankTestRow
+	want := map[string][]int64{} // k|window -> values
+	for i := int64(0); i < 900; i++ {
+		r := rankTestRow{i % 41, i * 37 % 30_000, i * 7919 % 1000}
+		rows = append(rows, r)
+		w := fmt.Sprintf("%d|%d", r[0], r[1]/10_000*10_000)
+		want[w] = append(want[w], r[2])
+	}
+	run := func(batchSize int) (*sizesOut, []string) {
+		op := rankTestOp(t, mem, nil, 0, 1)
+		op.ctx.BatchSize = batchSize
+		defer op.Close()
+		out := &sizesOut{}
+		for a := 0; a < len(rows); a += 100 {
+			if err := op.ProcessBatch(0, rankTestBatch(mem, rows[a:a+100]...), out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := op.ProcessWatermark(1<<62, out); err != nil {
+			t.Fatal(err)
+		}
+		got := append([]string(nil), out.rows...)
+		sort.Strings(got)
+		return out, got
+	}
+	small, got := run(16)
+	_, whole := run(1 << 20)
+	for _, n := range small.sizes {
+		if n > 16 {
+			t.Fatalf("a batch of %d rows (batch size 16): %v", n, small.sizes)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(whole) {
+		t.Fatalf("batched fires differ from one batch:\n%v\n%v", got, whole)
+	}
+	top := map[string][]int64{}
+	for _, r := range got {
+		var k, ts, v, ws, we, rn int64
+		if _, err := fmt.Sscanf(r, "%d|%d|%d|%d|%d|%d|", &k, &ts, &v, &ws, &we, &rn); err != nil {
+			t.Fatal(r, err)
+		}
+		w := fmt.Sprintf("%d|%d", k, ws)
+		top[w] = append(top[w], v)
+	}
+	if len(top) != len(want) || len(small.sizes) < 2*len(want)/16 {
+		t.Fatalf("%d windows in %d batches, want %d windows", len(top), len(small.sizes), len(want))
+	}
+	for w, vs := range want {
+		sort.Slice(vs, func(a, b int) bool { return vs[a] > vs[b] })
+		got := top[w]
+		sort.Slice(got, func(a, b int) bool { return got[a] > got[b] })
+		if fmt.Sprint(got) != fmt.Sprint(vs[:min(2, len(vs))]) {
+			t.Fatalf("window %s: top %v, want %v", w, got, vs[:min(2, len(vs))])
+		}
+	}
+}
