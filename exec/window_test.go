@@ -166,6 +166,24 @@ func (c *sizesOut) Collect(b Batch) error {
 	return c.rowsOut.Collect(b)
 }
 
+// fireAll gives op the batches, then a watermark that fires every window,
+// and returns what it emitted (the rows sorted).
+func fireAll(t *testing.T, op Operator, in []Batch) (*sizesOut, []string) {
+	t.Helper()
+	out := &sizesOut{}
+	for _, b := range in {
+		if err := op.ProcessBatch(0, b, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := op.ProcessWatermark(1<<62, out); err != nil {
+		t.Fatal(err)
+	}
+	got := append([]string(nil), out.rows...)
+	sort.Strings(got)
+	return out, got
+}
+
 // TestWindowFireBatches: a watermark that fires many windows at once (the
 // end of the input) emits them a batch (16 rows, the operator's batch size)
 // at a time, HOP slices freed between batches, and the rows are those one
@@ -188,18 +206,11 @@ func TestWindowFireBatches(t *testing.T) {
 		op := winTestOp(t, mem, nil, spec, 0, 1)
 		op.ctx.BatchSize = batchSize
 		defer op.Close()
-		out := &sizesOut{}
+		var in []Batch
 		for a := 0; a < len(rows); a += 100 {
-			if err := op.ProcessBatch(0, winTestBatch(mem, rows[a:a+100]...), out); err != nil {
-				t.Fatal(err)
-			}
+			in = append(in, winTestBatch(mem, rows[a:a+100]...))
 		}
-		if err := op.ProcessWatermark(1<<62, out); err != nil {
-			t.Fatal(err)
-		}
-		got := append([]string(nil), out.rows...)
-		sort.Strings(got)
-		return out, got
+		return fireAll(t, op, in)
 	}
 	small, got := run(16)
 	_, whole := run(1 << 20)

@@ -376,18 +376,11 @@ func TestWindowRankFireBatches(t *testing.T) {
 		op := rankTestOp(t, mem, nil, 0, 1)
 		op.ctx.BatchSize = batchSize
 		defer op.Close()
-		out := &sizesOut{}
+		var in []Batch
 		for a := 0; a < len(rows); a += 100 {
-			if err := op.ProcessBatch(0, rankTestBatch(mem, rows[a:a+100]...), out); err != nil {
-				t.Fatal(err)
-			}
+			in = append(in, rankTestBatch(mem, rows[a:a+100]...))
 		}
-		if err := op.ProcessWatermark(1<<62, out); err != nil {
-			t.Fatal(err)
-		}
-		got := append([]string(nil), out.rows...)
-		sort.Strings(got)
-		return out, got
+		return fireAll(t, op, in)
 	}
 	small, got := run(16)
 	_, whole := run(1 << 20)
