@@ -222,6 +222,9 @@ const keysAhead = 8
 func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record, col arrow.Array, vs []T) {
 	nm, nulls := nullsOf(col)
 	for i, v := range vs {
+		if i+keysAhead < len(vs) {
+			a.tbl.PrefetchInt(int64(vs[i+keysAhead]))
+		}
 		if nulls && nm.null(i) {
 			kg := -1
 			if a.tiered {

@@ -114,3 +114,95 @@ func (x *keyIndex) reset() {
 	clear(x.ents)
 	x.n = 0
 }
+
+// intIndex maps the int keys of an int-keyed Table to their slots, as
+// keyIndex does encoded keys: open addressing with linear probing over
+// 16-byte entries holding the key itself (no key comparison elsewhere),
+// at most half full, removal by backward shift, and a prefetch for
+// callers that know their next keys.
+type intIndex struct {
+	ents []intEnt
+	n    int
+}
+
+// intEnt: g is the slot + 1 (0: empty).
+type intEnt struct {
+	k int64
+	g int32
+}
+
+// home is where key k's probe starts.
+func (x *intIndex) home(k int64) int {
+	return int(mix(uint64(k)) & uint64(len(x.ents)-1))
+}
+
+func (x *intIndex) find(k int64) (int32, bool) {
+	if x.n == 0 {
+		return -1, false
+	}
+	mask := len(x.ents) - 1
+	for p := x.home(k); ; p = (p + 1) & mask {
+		e := &x.ents[p]
+		if e.g == 0 {
+			return -1, false
+		}
+		if e.k == k {
+			return e.g - 1, true
+		}
+	}
+}
+
+// insert adds key k at slot g (k must not be in the index).
+func (x *intIndex) insert(k int64, g int32) {
+	if 2*(x.n+1) > len(x.ents) {
+		old := x.ents
+		x.ents = make([]intEnt, max(2*len(old), 64))
+		for _, e := range old {
+			if e.g != 0 {
+				x.put(e)
+			}
+		}
+	}
+	x.put(intEnt{k: k, g: g + 1})
+	x.n++
+}
+
+func (x *intIndex) put(e intEnt) {
+	mask := len(x.ents) - 1
+	p := x.home(e.k)
+	for x.ents[p].g != 0 {
+		p = (p + 1) & mask
+	}
+	x.ents[p] = e
+}
+
+// remove drops key k (it must be in the index).
+func (x *intIndex) remove(k int64) {
+	mask := len(x.ents) - 1
+	p := x.home(k)
+	for x.ents[p].k != k || x.ents[p].g == 0 {
+		if x.ents[p].g == 0 {
+			panic("state: int index lost a key")
+		}
+		p = (p + 1) & mask
+	}
+	x.n--
+	for q := (p + 1) & mask; ; q = (q + 1) & mask {
+		e := x.ents[q]
+		if e.g == 0 {
+			break
+		}
+		if (q-x.home(e.k))&mask >= (q-p)&mask {
+			x.ents[p] = e
+			p = q
+		}
+	}
+	x.ents[p] = intEnt{}
+}
+
+// prefetch starts loading the entry where key k's probe begins.
+func (x *intIndex) prefetch(k int64) {
+	if len(x.ents) > 0 {
+		prefetch(uintptr(unsafe.Pointer(&x.ents[x.home(k)])))
+	}
+}

@@ -66,3 +66,41 @@ func TestKeyIndexAgainstMap(t *testing.T) {
 		})
 	}
 }
+
+// TestIntIndexAgainstMap is TestKeyIndexAgainstMap for int keys: keys from
+// a few hundred values (negative ones among them) inserted, removed and
+// found in an intIndex and a Go map side by side.
+func TestIntIndexAgainstMap(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	var x intIndex
+	model := map[int64]int32{}
+	next := int32(0)
+	for step := 0; step < 50000; step++ {
+		k := int64(rng.Intn(600)) - 300
+		if rng.Intn(8) == 0 {
+			k = int64(rng.Uint64()) // anywhere
+		}
+		g, ok := x.find(k)
+		mg, mok := model[k]
+		if ok != mok || ok && g != mg {
+			t.Fatalf("step %d: find %d = %d, %v; want %d, %v", step, k, g, ok, mg, mok)
+		}
+		switch {
+		case !ok:
+			x.insert(k, next)
+			model[k] = next
+			next++
+		case rng.Intn(2) == 0:
+			x.remove(k)
+			delete(model, k)
+		}
+		if x.n != len(model) {
+			t.Fatalf("step %d: %d entries, want %d", step, x.n, len(model))
+		}
+	}
+	for k, g := range model {
+		if got, ok := x.find(k); !ok || got != g {
+			t.Fatalf("find %d at the end = %d, %v; want %d", k, got, ok, g)
+		}
+	}
+}

@@ -89,7 +89,7 @@ type Table struct {
 	// the current ones is allocated, so the operator can grow its columns.
 	OnGrow func(n int)
 
-	intMap   map[int64]int32
+	ints     intIndex // int keys: each live slot's key
 	nullSlot int32
 	idx      keyIndex // bytes keys: each live slot's key (keyOf) by hash
 	keyOf    []string // bytes keys: the key of each live slot
@@ -156,9 +156,6 @@ func NewTable(o Options, codec Codec) (*Table, error) {
 		return nil, fmt.Errorf("state: max parallelism %d out of range 1..%d", o.MaxParallelism, MaxKeyGroups)
 	}
 	t := &Table{o: o, codec: codec, nullSlot: -1, prefix: make([][]byte, o.MaxParallelism), epoch: 1}
-	if o.IntKeys {
-		t.intMap = map[int64]int32{}
-	}
 	return t, nil
 }
 
@@ -230,8 +227,7 @@ func (t *Table) LookupIntIn(kg int, v int64) (int32, bool) {
 	if t.tier != nil {
 		return t.tier.lookupInt(t, kg, v)
 	}
-	g, ok := t.intMap[v]
-	return g, ok
+	return t.ints.find(v)
 }
 
 // InsertInt allocates a slot for a new int key in key group kg (one a
@@ -239,7 +235,7 @@ func (t *Table) LookupIntIn(kg int, v int64) (int32, bool) {
 // before the next Snapshot.
 func (t *Table) InsertInt(v int64, kg int) int32 {
 	g := t.alloc(kg)
-	t.intMap[v] = g
+	t.ints.insert(v, g)
 	if t.ikey != nil {
 		t.ikey[g] = v
 	}
@@ -299,12 +295,15 @@ func (t *Table) LookupBytesHot(h uint64, k []byte) (int32, bool) {
 
 // LookupIntHot is LookupBytesHot of an int key.
 func (t *Table) LookupIntHot(v int64) (int32, bool) {
-	g, ok := t.intMap[v]
+	g, ok := t.ints.find(v)
 	if ok && t.tier != nil {
 		t.tier.hit(g)
 	}
 	return g, ok
 }
+
+// PrefetchInt is PrefetchKey for int key v of an int-keyed table.
+func (t *Table) PrefetchInt(v int64) { t.ints.prefetch(v) }
 
 // PrefetchKey starts loading what looking up a key of KeyHash h reads
 // first, without waiting: a caller that knows the keys it looks up next
@@ -397,7 +396,7 @@ func (t *Table) Remove(g int32, intKey int64, null bool) {
 	case null:
 		t.nullSlot = -1
 	default:
-		delete(t.intMap, intKey)
+		t.ints.remove(intKey)
 	}
 	t.alive[g] = false
 	t.live--
@@ -565,7 +564,7 @@ func (t *Table) bind(g int32, enc []byte, intKey int64, null bool) {
 	case null:
 		t.nullSlot = g
 	default:
-		t.intMap[intKey] = g
+		t.ints.insert(intKey, g)
 		if t.ikey != nil {
 			t.ikey[g] = intKey
 		}

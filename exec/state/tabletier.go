@@ -367,8 +367,7 @@ func (tt *tableTier) hotOf(t *Table, pk []byte) (int32, bool) {
 	if len(pk) == 1 {
 		return t.nullSlot, t.nullSlot >= 0
 	}
-	g, ok := t.intMap[int64(binary.BigEndian.Uint64(pk[1:]))]
-	return g, ok
+	return t.ints.find(int64(binary.BigEndian.Uint64(pk[1:])))
 }
 
 var errTableCold = errors.New("state: corrupt value in the table's spill DB")
@@ -403,7 +402,7 @@ func (tt *tableTier) lookupBytes(t *Table, kg int, h uint64, k []byte) (int32, b
 }
 
 func (tt *tableTier) lookupInt(t *Table, kg int, v int64) (int32, bool) {
-	g, ok := t.intMap[v]
+	g, ok := t.ints.find(v)
 	if ok {
 		tt.hit(g)
 		return g, true
@@ -753,7 +752,7 @@ func (tt *tableTier) evict(t *Table, g int32, clean bool) error {
 	case g == t.nullSlot:
 		t.nullSlot = -1
 	default:
-		delete(t.intMap, t.ikey[g])
+		t.ints.remove(t.ikey[g])
 	}
 	tt.forget(t, g)
 	t.alive[g] = false
