@@ -88,18 +88,28 @@ func (x *keyIndex) remove(h uint64, g int32) {
 		p = (p + 1) & mask
 	}
 	x.n--
+	closeGap(x.ents, int(p), func(e keyEnt) int { return int(e.h) })
+}
+
+// closeGap empties entry p of a linear-probing table (a power of two
+// long) and moves the entries after it in its probe run back, so that no
+// probe stops early at the hole (no tombstones). hash gives an entry's
+// probe start before masking; an entry's zero value is an empty one.
+func closeGap[E comparable](ents []E, p int, hash func(E) int) {
+	var empty E
+	mask := len(ents) - 1
 	for q := (p + 1) & mask; ; q = (q + 1) & mask {
-		e := x.ents[q]
-		if e.g == 0 {
+		e := ents[q]
+		if e == empty {
 			break
 		}
 		// e may fill the gap at p unless its probe starts in (p, q]
-		if home := e.h & mask; (q-home)&mask >= (q-p)&mask {
-			x.ents[p] = e
+		if (q-hash(e)&mask)&mask >= (q-p)&mask {
+			ents[p] = e
 			p = q
 		}
 	}
-	x.ents[p] = keyEnt{}
+	ents[p] = empty
 }
 
 // prefetch starts loading the entry where the probe for hash h begins.
@@ -187,17 +197,7 @@ func (x *intIndex) remove(k int64) {
 		p = (p + 1) & mask
 	}
 	x.n--
-	for q := (p + 1) & mask; ; q = (q + 1) & mask {
-		e := x.ents[q]
-		if e.g == 0 {
-			break
-		}
-		if (q-x.home(e.k))&mask >= (q-p)&mask {
-			x.ents[p] = e
-			p = q
-		}
-	}
-	x.ents[p] = intEnt{}
+	closeGap(x.ents, p, func(e intEnt) int { return int(mix(uint64(e.k))) })
 }
 
 // prefetch starts loading the entry where key k's probe begins.
