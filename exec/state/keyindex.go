@@ -119,12 +119,6 @@ func (x *keyIndex) prefetch(h uint64) {
 	}
 }
 
-// reset empties the index.
-func (x *keyIndex) reset() {
-	clear(x.ents)
-	x.n = 0
-}
-
 // intIndex maps the int keys of an int-keyed Table to their slots, as
 // keyIndex does encoded keys: open addressing with linear probing over
 // 16-byte entries holding the key itself (no key comparison elsewhere),
