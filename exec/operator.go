@@ -150,6 +150,16 @@ func newOperator(spec planner.Op, ctx *OpContext) (Operator, error) {
 	return f(spec, ctx)
 }
 
+// fireBatch is the most rows an operator emits in one batch of what a
+// watermark releases at once (the job's batch size; defaultFireBatch when
+// the context sets none, as tests' may).
+func (c *OpContext) fireBatch() int {
+	if c.BatchSize <= 0 {
+		return defaultFireBatch
+	}
+	return c.BatchSize
+}
+
 // KVOptions returns the options of an operator's KV state (joins, TopN):
 // its id, key groups, checkpointing, TTL and the job's state backend. The
 // operator must Close the KV when it closes.

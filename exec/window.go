@@ -530,10 +530,7 @@ func (w *windowAgg) ProcessWatermark(wm int64, out Collector) error {
 func (w *windowAgg) fireUpTo(wm int64, out Collector) error {
 	w.advance(w.shift(wm))
 	w.reprs, w.starts, w.ends, w.times, w.toFree = w.reprs[:0], w.starts[:0], w.ends[:0], w.times[:0], w.toFree[:0]
-	flushAt := w.ctx.BatchSize
-	if flushAt <= 0 {
-		flushAt = defaultFireBatch
-	}
+	flushAt := w.ctx.fireBatch()
 	err := w.timers.Advance(w.wm, func(kg int, ts int64, key []byte) error {
 		if w.session || w.attached {
 			w.fireSession(kg, key, ts+1)

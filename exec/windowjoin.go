@@ -344,10 +344,7 @@ func (j *windowJoin) ProcessWatermark(wm int64, out Collector) error {
 // A batch of pairs at a time (the job's batch size): a watermark that
 // fires every window builds no giant batch.
 func (j *windowJoin) emitPairs(out Collector) error {
-	chunk := j.ctx.BatchSize
-	if chunk <= 0 {
-		chunk = defaultFireBatch
-	}
+	chunk := j.ctx.fireBatch()
 	for a := 0; a < len(j.pairL); a += chunk {
 		b := min(a+chunk, len(j.pairL))
 		if err := j.emitPairRange(out, j.pairL[a:b], j.pairR[a:b]); err != nil {

@@ -373,10 +373,7 @@ func (w *windowRank) denseRankAt(buf []int32, p int) int64 {
 func (w *windowRank) ProcessWatermark(wm int64, out Collector) error {
 	w.advance(wm)
 	w.outRows, w.outRanks, w.toFree = w.outRows[:0], w.outRanks[:0], w.toFree[:0]
-	flushAt := w.ctx.BatchSize
-	if flushAt <= 0 {
-		flushAt = defaultFireBatch
-	}
+	flushAt := w.ctx.fireBatch()
 	err := w.timers.Advance(w.wm, func(kg int, ts int64, key []byte) error {
 		g, ok := w.tbl.LookupBytes(key)
 		if !ok {
