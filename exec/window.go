@@ -168,7 +168,9 @@ func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
 		}
 	}
 	w.tbl = tbl
-	if w.timers, err = state.NewTimers(s.ID, "event", w.maxP, ctx.Checkpointing); err != nil {
+	// The timers are not checkpointed: a restore derives them from the
+	// slots (restoreTimers).
+	if w.timers, err = state.NewTimers(s.ID, "event", w.maxP, false); err != nil {
 		return nil, err
 	}
 	if w.session {
@@ -774,8 +776,39 @@ func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 	if err != nil {
 		return err
 	}
-	if err := w.timers.Restore(r, kgs.Start, kgs.End); err != nil {
+	if err := w.timers.DropStored(r, kgs.Start, kgs.End); err != nil {
 		return err
 	}
-	return w.kgWatermark.restore(w.spec.ID, w.ctx, r)
+	if err := w.kgWatermark.restore(w.spec.ID, w.ctx, r); err != nil {
+		return err
+	}
+	w.restoreTimers()
+	return nil
+}
+
+// restoreTimers sets the timers of the restored slots, as ProcessBatch set
+// them for a new slot and the fires moved them since: an aligned slot's
+// key fires at the end of the first window over its slice that its key
+// group's watermark has not fired; a session or an attached window at its
+// end. (A key's timers may differ from the ones it had, a session's old
+// timers that would find it longer, say, but every window fires at the
+// same watermark.)
+func (w *windowAgg) restoreTimers() {
+	for g := int32(0); int(g) < w.tbl.Slots(); g++ {
+		if !w.tbl.Alive(g) {
+			continue
+		}
+		kg := w.tbl.KeyGroup(g)
+		w.full = append(w.full[:0], w.tbl.Key(g)...)
+		if !w.aligned() {
+			w.timers.Register(kg, w.aux[g]-1, w.full)
+			continue
+		}
+		wm := w.wmFor(kg)
+		fe := w.firstEnd(w.aux[g])
+		for fe-1 <= wm {
+			fe += w.step()
+		}
+		w.timers.Register(kg, fe-1, w.full[:len(w.full)-8])
+	}
 }

@@ -542,9 +542,10 @@ func (t *Timers) popTime() int64 {
 
 // Snapshot writes the timer changes of checkpoint id (see Table.Snapshot):
 // the change sets of the buckets touched since the last snapshot and the
-// rechecked timers, in state key order.
+// rechecked timers, in state key order. Timers made without checkpointing
+// write only the deletes DropStored asked for.
 func (t *Timers) Snapshot(id int64, w checkpoint.StateWriter) error {
-	if !t.track {
+	if !t.track && t.recheck.n() == 0 && t.pendingID == 0 {
 		return nil
 	}
 	if t.pendingID != 0 { // this snapshot supersedes the one in flight
@@ -568,8 +569,8 @@ func (t *Timers) Snapshot(id int64, w checkpoint.StateWriter) error {
 	t.dirty = t.dirty[:0]
 	for i := 0; i < t.recheck.n(); i++ {
 		c := t.recheck.key(i)
-		live := false
-		if b := t.buckets[compactTS(c)]; b != nil {
+		live := false // (untracked timers: the entries DropStored found go)
+		if b := t.buckets[compactTS(c)]; b != nil && t.track {
 			t.foldLog(b) // sorts a restored base; the log is empty
 			t.scratch = append(append(t.scratch[:0], c[:4]...), c[timerHdr:]...)
 			live = b.base.search(0, t.scratch) >= 0
@@ -623,6 +624,28 @@ func (t *Timers) Abort(id int64) {
 	if t.pendingID != 0 && id == t.pendingID {
 		t.mergePending()
 	}
+}
+
+// DropStored is Restore for timers an operator does not checkpoint (made
+// with checkpointing false) because it derives them from its other state
+// when it restores: it loads nothing and has the next snapshot delete the
+// timers of key groups [start, end) a checkpoint holds (written by a
+// version that stored them), so that none lingers in the state.
+func (t *Timers) DropStored(r checkpoint.StateReader, start, end int) error {
+	for kg := start; kg < end; kg++ {
+		p := t.keyPrefix(kg)
+		err := r.Scan(p, func(k, _ []byte) error {
+			if len(k) < len(p)+8 || !bytes.HasPrefix(k, p) {
+				return fmt.Errorf("state: bad timer key %x", k)
+			}
+			t.recheck.add(k[len(p)-4:])
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("reading timers of key group %d: %w", kg, err)
+		}
+	}
+	return nil
 }
 
 // Restore loads the timers of key groups [start, end).

@@ -122,3 +122,51 @@ func TestTimersBornAndGoneInOneEpochWriteNothing(t *testing.T) {
 		t.Fatalf("checkpoint 2 wrote %v", rec.ops)
 	}
 }
+
+// Timers derived from other state (made without checkpointing) delete the
+// entries a checkpoint of a version that stored them holds: the next
+// snapshot deletes those of the restored key groups, an aborted one is
+// written again, and the derived timers themselves are never written.
+func TestTimersDropStored(t *testing.T) {
+	old, _ := NewTimers("w", "event", 8, true)
+	old.Register(1, 10, []byte("a"))
+	old.Register(2, 20, []byte("b"))
+	old.Register(6, 30, []byte("c"))
+	rec := &recorder{s: store{}}
+	if err := old.Snapshot(1, rec); err != nil {
+		t.Fatal(err)
+	}
+	committed := store{}
+	replay(committed, rec)
+	if len(committed) != 3 {
+		t.Fatalf("old checkpoint holds %d timers, want 3", len(committed))
+	}
+	tm, _ := NewTimers("w", "event", 8, false)
+	if err := tm.DropStored(scanStore(committed), 0, 4); err != nil { // key groups 1, 2
+		t.Fatal(err)
+	}
+	if tm.Len() != 0 {
+		t.Fatalf("DropStored loaded %d timers", tm.Len())
+	}
+	tm.Register(1, 10, []byte("a")) // derived again by the operator
+	if err := tm.Snapshot(2, &recorder{s: store{}}); err != nil {
+		t.Fatal(err)
+	}
+	tm.Abort(2)
+	rec = &recorder{s: store{}}
+	if err := tm.Snapshot(3, rec); err != nil {
+		t.Fatal(err)
+	}
+	tm.Complete(3)
+	if len(rec.ops) != 2 || !strings.HasPrefix(rec.ops[0], "del ") || !strings.HasPrefix(rec.ops[1], "del ") {
+		t.Fatalf("checkpoint 3 wrote %v, want two deletes", rec.ops)
+	}
+	replay(committed, rec)
+	if len(committed) != 1 {
+		t.Fatalf("%d timers left in the state, want 1 (key group 6's)", len(committed))
+	}
+	rec = &recorder{s: store{}}
+	if err := tm.Snapshot(4, rec); err != nil || len(rec.ops) != 0 {
+		t.Fatalf("checkpoint 4 wrote %v (%v)", rec.ops, err)
+	}
+}
