@@ -32,8 +32,9 @@ import (
 // anti row of them is emitted at once.
 //
 // State: slots (side, join key) with the side's rows of that key and
-// window (columns), one event-time timer per (join key) at window_end - 1,
-// and the inputs' watermarks per subtask (as the interval join's).
+// window (columns), one event-time timer per (join key) at window_end - 1
+// (not checkpointed: a restore sets them from the slots), and the inputs'
+// watermarks per subtask (as the interval join's).
 type windowJoin struct {
 	// a watermark's fired rows per side and one window's rows (reused)
 	fired        [2][]int32
@@ -116,7 +117,9 @@ func newWindowJoin(s *planner.WindowJoinOp, ctx *OpContext) (*windowJoin, error)
 		j.side = append(j.side, 0)
 	}
 	j.tbl = tbl
-	if j.timer, err = state.NewTimers(s.ID, "event", j.maxP, ctx.Checkpointing); err != nil {
+	// The timers are not checkpointed: a restore derives them from the
+	// slots (a slot's rows share its window's end).
+	if j.timer, err = state.NewTimers(s.ID, "event", j.maxP, false); err != nil {
 		return nil, err
 	}
 	return j, nil
@@ -460,8 +463,15 @@ func (j *windowJoin) Restore(r checkpoint.StateReader) error {
 	if err != nil {
 		return err
 	}
-	if err := j.timer.Restore(r, kgs.Start, kgs.End); err != nil {
+	if err := j.timer.DropStored(r, kgs.Start, kgs.End); err != nil {
 		return err
+	}
+	for g := int32(0); int(g) < j.tbl.Slots(); g++ {
+		if j.tbl.Alive(g) && len(j.rows[g]) > 0 {
+			end := j.sides[j.side[g]].times[j.rows[g][0]]
+			j.slotKey = append(j.slotKey[:0], j.tbl.Key(g)[1:]...)
+			j.timer.Register(j.tbl.KeyGroup(g), end-1, j.slotKey)
+		}
 	}
 	stale, err := restoreInputWM(j.spec.ID, j.ctx.Parallelism, &j.sides, r)
 	j.staleWM = stale

@@ -108,7 +108,9 @@ func newWindowRank(s *planner.WindowRankOp, ctx *OpContext) (*windowRank, error)
 		w.winEnd = append(w.winEnd, 0)
 	}
 	w.tbl = tbl
-	if w.timers, err = state.NewTimers(s.ID, "event", w.maxP, ctx.Checkpointing); err != nil {
+	// The timers are not checkpointed: a restore derives them from the
+	// slots (their window ends).
+	if w.timers, err = state.NewTimers(s.ID, "event", w.maxP, false); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -751,8 +753,14 @@ func (w *windowRank) Restore(r checkpoint.StateReader) error {
 	if err != nil {
 		return err
 	}
-	if err := w.timers.Restore(r, kgs.Start, kgs.End); err != nil {
+	if err := w.timers.DropStored(r, kgs.Start, kgs.End); err != nil {
 		return err
+	}
+	for g := int32(0); int(g) < w.tbl.Slots(); g++ {
+		if w.tbl.Alive(g) {
+			w.keyBuf = append(w.keyBuf[:0], w.tbl.Key(g)...)
+			w.timers.Register(w.tbl.KeyGroup(g), w.winEnd[g]-1, w.keyBuf)
+		}
 	}
 	return w.kgWatermark.restore(w.spec.ID, w.ctx, r)
 }
