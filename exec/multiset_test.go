@@ -112,7 +112,8 @@ func TestStringMultisetsOwnTheirValues(t *testing.T) {
 // TestMultisetEncodingFastPaths: the integer multisets' encoders (sorted
 // by the byte-reversed value) write exactly the bytes of the generic
 // encoder (sorted by encoding), and read back to the same counts, for
-// random values of every sign and magnitude, including empty multisets.
+// random values of every sign and magnitude, including empty multisets and
+// ones large enough to be radix sorted.
 func TestMultisetEncodingFastPaths(t *testing.T) {
 	rng := rand.New(rand.NewSource(11))
 	val := func() int64 {
@@ -131,8 +132,11 @@ func TestMultisetEncodingFastPaths(t *testing.T) {
 		var mts multiset[arrow.Timestamp]
 		var m32 multiset[int32]
 		n := rng.Intn(300)
-		if iter == 0 {
+		switch {
+		case iter == 0:
 			n = 0
+		case iter%8 == 1: // radix sorted
+			n = 300 + rng.Intn(5000)
 		}
 		for i := 0; i < n; i++ {
 			v, c := val(), rng.Int63n(5)-2
