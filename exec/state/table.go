@@ -453,6 +453,11 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		t.mergePending()
 	}
 	t.ents, t.arena = t.ents[:0], t.arena[:0]
+	// sized once (a first or growing change set is not copied as it
+	// grows): an entry per change, keys of the prefix and ~16 bytes each
+	n := len(t.dirtyList) + len(t.tombs.ents)
+	t.ents = slices.Grow(t.ents, n)
+	t.arena = slices.Grow(t.arena, n*(len(t.keyPrefix(0))+16)+len(t.tombs.buf))
 	for _, g := range t.dirtyList {
 		if !t.alive[g] || !t.dirty[g] { // (tiered: a slot evicted or removed is no longer dirty)
 			continue
