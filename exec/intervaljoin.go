@@ -172,7 +172,8 @@ func newIntervalJoin(s *planner.IntervalJoinOp, ctx *OpContext) (*intervalJoin, 
 		j.pending = append(j.pending, math.MaxInt64)
 	}
 	j.tbl = tbl
-	if j.timer, err = state.NewTimers(s.ID, "event", j.maxP, ctx.Checkpointing); err != nil {
+	// The timers are not checkpointed: a restore sets them from the slots.
+	if j.timer, err = state.NewTimers(s.ID, "event", j.maxP, false); err != nil {
 		return nil, err
 	}
 	return j, nil
@@ -659,11 +660,10 @@ func (j *intervalJoin) Restore(r checkpoint.StateReader) error {
 	if err != nil {
 		return err
 	}
-	if err := j.timer.Restore(r, kgs.Start, kgs.End); err != nil {
+	if err := j.timer.DropStored(r, kgs.Start, kgs.End); err != nil {
 		return err
 	}
-	// Each restored slot gets a timer at its earliest expiry (the restored
-	// timers are kept: a timer that finds nothing due does nothing).
+	// Each restored slot gets a timer at its earliest expiry.
 	for g := int32(0); int(g) < j.tbl.Slots(); g++ {
 		if !j.tbl.Alive(g) || len(j.rows[g]) == 0 {
 			continue

@@ -140,7 +140,8 @@ func newTemporalJoin(s *planner.TemporalJoinOp, ctx *OpContext) (*temporalJoin, 
 		j.pending = append(j.pending, math.MaxInt64)
 	}
 	j.tbl = tbl
-	if j.timer, err = state.NewTimers(s.ID, "event", j.maxP, ctx.Checkpointing); err != nil {
+	// The timers are not checkpointed: a restore sets them from the slots.
+	if j.timer, err = state.NewTimers(s.ID, "event", j.maxP, false); err != nil {
 		return nil, err
 	}
 	return j, nil
@@ -543,7 +544,7 @@ func (j *temporalJoin) Restore(r checkpoint.StateReader) error {
 	if err != nil {
 		return err
 	}
-	if err := j.timer.Restore(r, kgs.Start, kgs.End); err != nil {
+	if err := j.timer.DropStored(r, kgs.Start, kgs.End); err != nil {
 		return err
 	}
 	for g := int32(0); int(g) < j.tbl.Slots(); g++ {
