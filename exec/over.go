@@ -119,7 +119,9 @@ func newOverAgg(s *planner.OverAggOp, ctx *OpContext) (*overAgg, error) {
 	}
 	o.tbl = tbl
 	if s.RowTime {
-		if o.timers, err = state.NewTimers(s.ID, "event", o.maxP, ctx.Checkpointing); err != nil {
+		// The timers are not checkpointed: a restore sets them from the
+		// pending rows.
+		if o.timers, err = state.NewTimers(s.ID, "event", o.maxP, false); err != nil {
 			return nil, err
 		}
 	}
@@ -591,8 +593,21 @@ func (o *overAgg) Restore(r checkpoint.StateReader) error {
 	if err != nil {
 		return err
 	}
-	if o.timers != nil {
-		return o.timers.Restore(r, kgs.Start, kgs.End)
+	if o.timers == nil {
+		return nil
+	}
+	if err := o.timers.DropStored(r, kgs.Start, kgs.End); err != nil {
+		return err
+	}
+	// a timer at every time a key has rows pending at (Register keeps one)
+	for g := int32(0); int(g) < o.tbl.Slots(); g++ {
+		if !o.tbl.Alive(g) || len(o.pend[g]) == 0 {
+			continue
+		}
+		o.keyBuf = append(o.keyBuf[:0], o.tbl.Key(g)...)
+		for _, row := range o.pend[g] {
+			o.timers.Register(o.tbl.KeyGroup(g), row.ts, o.keyBuf)
+		}
 	}
 	return nil
 }

@@ -76,7 +76,8 @@ func newTemporalSort(s *planner.SortOp, ctx *OpContext) (*temporalSort, error) {
 	}
 	tbl.OnGrow = func(int) { w.bufs = append(w.bufs, nil) }
 	w.tbl = tbl
-	if w.timers, err = state.NewTimers(s.ID, "event", maxP, ctx.Checkpointing); err != nil {
+	// The timers are not checkpointed: a restore sets them from the slots.
+	if w.timers, err = state.NewTimers(s.ID, "event", maxP, false); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -264,8 +265,25 @@ func (w *temporalSort) Restore(r checkpoint.StateReader) error {
 	if err != nil {
 		return err
 	}
-	if err := w.timers.Restore(r, kgs.Start, kgs.End); err != nil {
+	if err := w.timers.DropStored(r, kgs.Start, kgs.End); err != nil {
 		return err
+	}
+	// a slot's timer: its time (the key) in ms, as ProcessBatch set it
+	for g := int32(0); int(g) < w.tbl.Slots(); g++ {
+		if !w.tbl.Alive(g) {
+			continue
+		}
+		k := w.tbl.Key(g)
+		if len(k) != len(w.keyBuf) {
+			return fmt.Errorf("%w: temporal sort key", errCorrupt)
+		}
+		copy(w.keyBuf[:], k)
+		v := int64(binary.BigEndian.Uint64(w.keyBuf[:]) ^ (1 << 63))
+		ms := v / w.upm
+		if v%w.upm < 0 {
+			ms--
+		}
+		w.timers.Register(w.tbl.KeyGroup(g), ms, w.keyBuf[:])
 	}
 	return w.kgWatermark.restore(w.spec.ID, w.ctx, r)
 }

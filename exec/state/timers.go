@@ -35,6 +35,12 @@ import (
 // changed, so a timer registered and removed between two snapshots is
 // written by none.
 //
+// The operators of this engine derive their timers from their other state
+// when they restore (every timer is a function of a slot: a window's end,
+// a row's expiry), so they make their Timers without checkpointing and
+// call DropStored instead of Restore; the tracked mode below is kept for a
+// timer that no state implies.
+//
 // Snapshot writes the change sets of the buckets touched since the last
 // one, and a Delete or Put for each timer to recheck: the timers some
 // snapshot wrote that have fired since (their bucket is gone) and the
