@@ -603,8 +603,18 @@ func (tt *tableTier) maybeEvict(t *Table) error {
 	if tt.err != nil {
 		return tt.err
 	}
+	// inBatch stays set until the end: a slot of the batch just processed
+	// that takes more than a quarter of the budget stays in memory
+	// (evicting it would only read it back in the next batch: q15's one
+	// group a day, its multisets larger than the budget, was written and
+	// read whole every batch without checkpoints, 100 times slower).
+	defer func() {
+		for _, g := range tt.batch {
+			tt.inBatch[g] = false
+		}
+		tt.batch = tt.batch[:0]
+	}()
 	for _, g := range tt.batch {
-		tt.inBatch[g] = false
 		if !t.alive[g] {
 			continue
 		}
@@ -615,7 +625,6 @@ func (tt *tableTier) maybeEvict(t *Table) error {
 		tt.hotBytes += int64(n - tt.sz[g])
 		tt.sz[g] = n
 	}
-	tt.batch = tt.batch[:0]
 	tt.cur.compact()
 	chg := tt.cur.bytes() + tt.pend.bytes()
 	budget := tt.cold.budget
@@ -647,7 +656,7 @@ func (tt *tableTier) maybeEvict(t *Table) error {
 		}
 		g := int32(tt.hand)
 		tt.hand++
-		if !t.alive[g] {
+		if !t.alive[g] || (tt.inBatch[g] && int64(tt.sz[g]) > budget/4) {
 			continue
 		}
 		if tt.ref[g] {

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -228,5 +229,43 @@ func TestEnableTierBackend(t *testing.T) {
 	tbl, _ := NewTable(Options{OpID: "x", MaxParallelism: 1, Backend: "rocks"}, intCodec{})
 	if err := tbl.EnableTier(hooks); err == nil || !strings.Contains(err.Error(), OptBackendType) {
 		t.Fatalf("unknown backend: %v", err)
+	}
+}
+
+// TestTableTierKeepsAGiantSlotInUse: a slot larger than a quarter of the
+// hot budget that every batch uses stays in memory (evicting it only read
+// it back whole in the next batch), while small slots are still evicted;
+// once a batch does not use it, it is evicted like any other.
+func TestTableTierKeepsAGiantSlotInUse(t *testing.T) {
+	const budget = 64 << 10
+	o := newTOp(t, Options{OpID: "agg", MaxParallelism: 4}, budget)
+	defer o.t.Close()
+	giant := bytes.Repeat([]byte("g"), budget) // the budget itself
+	o.put(bkey(0), 0, giant, false)
+	for batch := 1; batch <= 20; batch++ {
+		o.put(bkey(0), 0, []byte("+"), true) // grows a little every batch
+		for i := 0; i < 50; i++ {
+			o.put(bkey(batch*100+i), i%4, []byte("a small value"), false)
+		}
+		if err := o.t.MaybeEvict(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := o.t.TierStats()
+	if st.ColdReads != 0 || o.clears == 0 || st.Hot > 60 {
+		t.Fatalf("the giant slot was evicted (%d cold reads) or the small ones were not (%d clears, %d hot)", st.ColdReads, o.clears, st.Hot)
+	}
+	if got, want := o.get(bkey(0), 0), fmt.Sprintf("%x", append(giant, bytes.Repeat([]byte("+"), 20)...)); got != want {
+		t.Fatal("the giant slot's value changed")
+	}
+	// a batch that does not use it: it goes
+	if err := o.t.MaybeEvict(); err != nil { // (the get above was a use)
+		t.Fatal(err)
+	}
+	if err := o.t.MaybeEvict(); err != nil {
+		t.Fatal(err)
+	}
+	if st := o.t.TierStats(); st.HotBytes > budget {
+		t.Fatalf("an unused giant slot stayed: %+v", st)
 	}
 }
