@@ -6,10 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
+	"github.com/cockroachdb/pebble/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/sstable"
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/tidwall/btree"
 )
 
@@ -86,7 +90,9 @@ const chgOverhead = 32
 // to Pebble at once; updates when the entry is evicted (write-back).
 type coldTier struct {
 	db     *pebble.DB
+	opts   *pebble.Options
 	dir    string
+	nfiles int   // table files ingest wrote
 	budget int64 // hot entries and change sets
 	// hotBytes: accounted size of the hot entries; chgBytes: of the change
 	// sets (they are kept in memory: keys only, for one checkpoint interval)
@@ -171,7 +177,37 @@ func openCold(o Options, framed, committed bool) (*coldTier, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("state: opening spill DB in %s: %w", dir, err)
 	}
-	return &coldTier{db: db, dir: dir, budget: hot}, nil
+	return &coldTier{db: db, opts: po, dir: dir, budget: hot}, nil
+}
+
+// ingest writes the entries fill sets (in strictly increasing key order)
+// as one table file and ingests it into the DB: no memtable insert, no
+// flush. The file is written in the DB's directory, unsynced (the DB is
+// scratch), and Pebble moves it in.
+func (c *coldTier) ingest(fill func(set func(k, v []byte) error) error) error {
+	c.nfiles++
+	path := filepath.Join(c.dir, fmt.Sprintf("ingest-%d.sst", c.nfiles))
+	f, err := vfs.Default.Create(path)
+	if err != nil {
+		return err
+	}
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), c.opts.MakeWriterOptions(0, c.db.FormatMajorVersion().MaxTableFormat()))
+	if err := fill(w.Set); err != nil {
+		_ = w.Close()
+		_ = os.Remove(path)
+		return err
+	}
+	if err := w.Close(); err != nil {
+		_ = os.Remove(path)
+		return err
+	}
+	if err := c.db.Ingest([]string{path}); err != nil {
+		_ = os.Remove(path)
+		return err
+	}
+	c.used = true
+	c.gen++
+	return nil
 }
 
 // framedSplit is the prefix of a framed key (Key) that bloom filters are
