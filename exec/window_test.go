@@ -2,6 +2,7 @@ package exec
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/checkpoint"
 	"github.com/streamsql/streamsql/planner"
 )
 
@@ -113,13 +115,21 @@ func TestWindowRestoreFiresOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		op.Close()
+		// A timer entry as versions that checkpointed timers wrote them
+		// (key group 5): the restore ignores it, the next checkpoint
+		// deletes it.
+		stale := binary.BigEndian.AppendUint64(checkpoint.KeyedPrefix("w/timers/event", 5), 9999^(1<<63))
+		stale = append(stale, 1, 1, 0, 0, 0, 0, 0, 0, 0)
+		st[string(stale)] = nil
 		// Restore ("after a crash") into par subtasks.
 		var got []string
+		var restored []*windowAgg
 		for sub := 0; sub < par; sub++ {
 			r := winTestOp(t, mem, m, tumble, sub, par)
 			if err := r.Restore(st); err != nil {
 				t.Fatal(err)
 			}
+			restored = append(restored, r)
 			o := &rowsOut{}
 			// Every row goes to every subtask here; only rows of its key groups
 			// would reach it through the exchange, so feed those.
@@ -141,7 +151,15 @@ func TestWindowRestoreFiresOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, o.rows...)
+		}
+		for _, r := range restored {
+			if err := r.Snapshot(2, st); err != nil {
+				t.Fatal(err)
+			}
 			r.Close()
+		}
+		if _, ok := st[string(stale)]; ok {
+			t.Errorf("p%d: a stored timer entry survived the checkpoint after the restore", par)
 		}
 		sort.Strings(got)
 		want := []string{"2|10000|20000|19999|2|6|", "3|10000|20000|19999|1|2|", "3|30000|40000|39999|1|4|"}
