@@ -638,40 +638,33 @@ func (t *Timers) Abort(id int64) {
 // timers of key groups [start, end) a checkpoint holds (written by a
 // version that stored them), so that none lingers in the state.
 func (t *Timers) DropStored(r checkpoint.StateReader, start, end int) error {
-	for kg := start; kg < end; kg++ {
-		p := t.keyPrefix(kg)
-		err := r.Scan(p, func(k, _ []byte) error {
-			if len(k) < len(p)+8 || !bytes.HasPrefix(k, p) {
-				return fmt.Errorf("state: bad timer key %x", k)
-			}
-			t.recheck.add(k[len(p)-4:])
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("reading timers of key group %d: %w", kg, err)
-		}
-	}
-	return nil
+	return t.scanStored(r, start, end, func(c []byte) { t.recheck.add(c) })
 }
 
 // Restore loads the timers of key groups [start, end).
 func (t *Timers) Restore(r checkpoint.StateReader, start, end int) error {
+	return t.scanStored(r, start, end, func(c []byte) {
+		b := t.bucket(compactTS(c))
+		b.base.buf = append(b.base.buf, c[:4]...)
+		b.base.add(c[timerHdr:])
+		b.baseSorted, b.folded = false, false
+	})
+}
+
+// scanStored calls fn with the compact key (the state key from its key
+// group on) of every timer r holds in key groups [start, end).
+func (t *Timers) scanStored(r checkpoint.StateReader, start, end int, fn func(c []byte)) error {
 	for kg := start; kg < end; kg++ {
 		p := t.keyPrefix(kg)
 		err := r.Scan(p, func(k, _ []byte) error {
 			if len(k) < len(p)+8 || !bytes.HasPrefix(k, p) {
 				return fmt.Errorf("state: bad timer key %x", k)
 			}
-			// The compact key is the state key from its key group on.
-			c := k[len(p)-4:]
-			b := t.bucket(compactTS(c))
-			b.base.buf = append(b.base.buf, c[:4]...)
-			b.base.add(c[timerHdr:])
-			b.baseSorted, b.folded = false, false
+			fn(k[len(p)-4:])
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("restoring timers of key group %d: %w", kg, err)
+			return fmt.Errorf("reading the timers of key group %d: %w", kg, err)
 		}
 	}
 	return nil
