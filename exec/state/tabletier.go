@@ -604,10 +604,11 @@ func (tt *tableTier) maybeEvict(t *Table) error {
 		return tt.err
 	}
 	// inBatch stays set until the end: a slot of the batch just processed
-	// that takes more than a quarter of the budget stays in memory
-	// (evicting it would only read it back in the next batch: q15's one
-	// group a day, its multisets larger than the budget, was written and
-	// read whole every batch without checkpoints, 100 times slower).
+	// that takes more than a quarter of the budget (and giantSlot) stays
+	// in memory (evicting it would only read it back in the next batch:
+	// q15's one group a day, its multisets larger than the budget, was
+	// written and read whole every batch without checkpoints, 100 times
+	// slower).
 	defer func() {
 		for _, g := range tt.batch {
 			tt.inBatch[g] = false
@@ -656,7 +657,7 @@ func (tt *tableTier) maybeEvict(t *Table) error {
 		}
 		g := int32(tt.hand)
 		tt.hand++
-		if !t.alive[g] || (tt.inBatch[g] && int64(tt.sz[g]) > budget/4) {
+		if !t.alive[g] || (tt.inBatch[g] && int64(tt.sz[g]) > max(budget/4, giantSlot)) {
 			continue
 		}
 		if tt.ref[g] {
@@ -679,6 +680,12 @@ func (tt *tableTier) maybeEvict(t *Table) error {
 	}
 	return tt.commit()
 }
+
+// giantSlot is the least size of a slot that eviction spares while
+// batches use it (with a quarter of the budget): below it, writing a slot
+// back and reading it again costs little (and tests with budgets of a few
+// KiB page ordinary slots).
+const giantSlot = 1 << 20
 
 func (tt *tableTier) commit() error {
 	if tt.wb == nil || tt.wb.Empty() {

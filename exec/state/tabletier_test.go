@@ -233,11 +233,11 @@ func TestEnableTierBackend(t *testing.T) {
 }
 
 // TestTableTierKeepsAGiantSlotInUse: a slot larger than a quarter of the
-// hot budget that every batch uses stays in memory (evicting it only read
+// hot budget (and giantSlot) that every batch uses stays in memory (evicting it only read
 // it back whole in the next batch), while small slots are still evicted;
 // once a batch does not use it, it is evicted like any other.
 func TestTableTierKeepsAGiantSlotInUse(t *testing.T) {
-	const budget = 64 << 10
+	const budget = 8 << 20
 	o := newTOp(t, Options{OpID: "agg", MaxParallelism: 4}, budget)
 	defer o.t.Close()
 	giant := bytes.Repeat([]byte("g"), budget) // the budget itself
