@@ -660,13 +660,10 @@ func (j *intervalJoin) Restore(r checkpoint.StateReader) error {
 	if err != nil {
 		return err
 	}
-	if err := j.timer.DropStored(r, kgs.Start, kgs.End); err != nil {
-		return err
-	}
 	// Each restored slot gets a timer at its earliest expiry.
-	for g := int32(0); int(g) < j.tbl.Slots(); g++ {
-		if !j.tbl.Alive(g) || len(j.rows[g]) == 0 {
-			continue
+	err = j.timer.RestoreFrom(r, kgs.Start, kgs.End, j.tbl, func(g int32, kg int) error {
+		if len(j.rows[g]) == 0 {
+			return nil
 		}
 		s := int(j.side[g])
 		next := int64(math.MaxInt64)
@@ -674,7 +671,11 @@ func (j *intervalJoin) Restore(r checkpoint.StateReader) error {
 			next = min(next, j.expiry(s, j.sides[s].times[id]))
 		}
 		j.pending[g] = next
-		j.timer.Register(j.tbl.KeyGroup(g), next, []byte(j.tbl.Key(g)))
+		j.timer.Register(kg, next, []byte(j.tbl.Key(g)))
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	stale, err := restoreInputWM(j.spec.ID, j.ctx.Parallelism, &j.sides, r)
 	j.staleWM = stale

@@ -596,18 +596,12 @@ func (o *overAgg) Restore(r checkpoint.StateReader) error {
 	if o.timers == nil {
 		return nil
 	}
-	if err := o.timers.DropStored(r, kgs.Start, kgs.End); err != nil {
-		return err
-	}
 	// a timer at every time a key has rows pending at (Register keeps one)
-	for g := int32(0); int(g) < o.tbl.Slots(); g++ {
-		if !o.tbl.Alive(g) || len(o.pend[g]) == 0 {
-			continue
-		}
+	return o.timers.RestoreFrom(r, kgs.Start, kgs.End, o.tbl, func(g int32, kg int) error {
 		o.keyBuf = append(o.keyBuf[:0], o.tbl.Key(g)...)
 		for _, row := range o.pend[g] {
-			o.timers.Register(o.tbl.KeyGroup(g), row.ts, o.keyBuf)
+			o.timers.Register(kg, row.ts, o.keyBuf)
 		}
-	}
-	return nil
+		return nil
+	})
 }

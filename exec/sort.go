@@ -265,25 +265,19 @@ func (w *temporalSort) Restore(r checkpoint.StateReader) error {
 	if err != nil {
 		return err
 	}
-	if err := w.timers.DropStored(r, kgs.Start, kgs.End); err != nil {
-		return err
-	}
 	// a slot's timer: its time (the key) in ms, as ProcessBatch set it
-	for g := int32(0); int(g) < w.tbl.Slots(); g++ {
-		if !w.tbl.Alive(g) {
-			continue
-		}
+	err = w.timers.RestoreFrom(r, kgs.Start, kgs.End, w.tbl, func(g int32, kg int) error {
 		k := w.tbl.Key(g)
 		if len(k) != len(w.keyBuf) {
 			return fmt.Errorf("%w: temporal sort key", errCorrupt)
 		}
 		copy(w.keyBuf[:], k)
 		v := int64(binary.BigEndian.Uint64(w.keyBuf[:]) ^ (1 << 63))
-		ms := v / w.upm
-		if v%w.upm < 0 {
-			ms--
-		}
-		w.timers.Register(w.tbl.KeyGroup(g), ms, w.keyBuf[:])
+		w.timers.Register(kg, floorDiv(v, w.upm), w.keyBuf[:])
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	return w.kgWatermark.restore(w.spec.ID, w.ctx, r)
 }

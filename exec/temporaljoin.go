@@ -544,13 +544,14 @@ func (j *temporalJoin) Restore(r checkpoint.StateReader) error {
 	if err != nil {
 		return err
 	}
-	if err := j.timer.DropStored(r, kgs.Start, kgs.End); err != nil {
-		return err
-	}
-	for g := int32(0); int(g) < j.tbl.Slots(); g++ {
-		if j.tbl.Alive(g) && len(j.rows[g]) > 0 {
-			j.schedule(g, int(j.side[g]), j.tbl.KeyGroup(g), []byte(j.tbl.Key(g)))
+	err = j.timer.RestoreFrom(r, kgs.Start, kgs.End, j.tbl, func(g int32, kg int) error {
+		if len(j.rows[g]) > 0 {
+			j.schedule(g, int(j.side[g]), kg, []byte(j.tbl.Key(g)))
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	stale, err := restoreInputWM(j.spec.ID, j.ctx.Parallelism, &j.sides, r)
 	j.staleWM = stale

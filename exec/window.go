@@ -776,39 +776,30 @@ func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 	if err != nil {
 		return err
 	}
-	if err := w.timers.DropStored(r, kgs.Start, kgs.End); err != nil {
-		return err
-	}
 	if err := w.kgWatermark.restore(w.spec.ID, w.ctx, r); err != nil {
 		return err
 	}
-	w.restoreTimers()
-	return nil
+	return w.timers.RestoreFrom(r, kgs.Start, kgs.End, w.tbl, w.restoreTimer)
 }
 
-// restoreTimers sets the timers of the restored slots, as ProcessBatch set
-// them for a new slot and the fires moved them since: an aligned slot's
-// key fires at the end of the first window over its slice that its key
-// group's watermark has not fired; a session or an attached window at its
-// end. (A key's timers may differ from the ones it had, a session's old
-// timers that would find it longer, say, but every window fires at the
-// same watermark.)
-func (w *windowAgg) restoreTimers() {
-	for g := int32(0); int(g) < w.tbl.Slots(); g++ {
-		if !w.tbl.Alive(g) {
-			continue
-		}
-		kg := w.tbl.KeyGroup(g)
-		w.full = append(w.full[:0], w.tbl.Key(g)...)
-		if !w.aligned() {
-			w.timers.Register(kg, w.aux[g]-1, w.full)
-			continue
-		}
-		wm := w.wmFor(kg)
-		fe := w.firstEnd(w.aux[g])
-		for fe-1 <= wm {
-			fe += w.step()
-		}
-		w.timers.Register(kg, fe-1, w.full[:len(w.full)-8])
+// restoreTimer sets the timer of restored slot g, as ProcessBatch set it
+// for a new slot and the fires moved it since: an aligned slot's key fires
+// at the end of the first window over its slice that its key group's
+// watermark has not fired; a session or an attached window at its end. (A
+// key's timers may differ from the ones it had, a session's old timers
+// that would find it longer, say, but every window fires at the same
+// watermark.)
+func (w *windowAgg) restoreTimer(g int32, kg int) error {
+	w.full = append(w.full[:0], w.tbl.Key(g)...)
+	if !w.aligned() {
+		w.timers.Register(kg, w.aux[g]-1, w.full)
+		return nil
 	}
+	wm := w.wmFor(kg)
+	fe := w.firstEnd(w.aux[g])
+	for fe-1 <= wm {
+		fe += w.step()
+	}
+	w.timers.Register(kg, fe-1, w.full[:len(w.full)-8])
+	return nil
 }

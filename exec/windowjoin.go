@@ -463,15 +463,16 @@ func (j *windowJoin) Restore(r checkpoint.StateReader) error {
 	if err != nil {
 		return err
 	}
-	if err := j.timer.DropStored(r, kgs.Start, kgs.End); err != nil {
-		return err
-	}
-	for g := int32(0); int(g) < j.tbl.Slots(); g++ {
-		if j.tbl.Alive(g) && len(j.rows[g]) > 0 {
+	err = j.timer.RestoreFrom(r, kgs.Start, kgs.End, j.tbl, func(g int32, kg int) error {
+		if len(j.rows[g]) > 0 { // (a slot's rows share their window's end)
 			end := j.sides[j.side[g]].times[j.rows[g][0]]
 			j.slotKey = append(j.slotKey[:0], j.tbl.Key(g)[1:]...)
-			j.timer.Register(j.tbl.KeyGroup(g), end-1, j.slotKey)
+			j.timer.Register(kg, end-1, j.slotKey)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	stale, err := restoreInputWM(j.spec.ID, j.ctx.Parallelism, &j.sides, r)
 	j.staleWM = stale

@@ -753,14 +753,13 @@ func (w *windowRank) Restore(r checkpoint.StateReader) error {
 	if err != nil {
 		return err
 	}
-	if err := w.timers.DropStored(r, kgs.Start, kgs.End); err != nil {
+	err = w.timers.RestoreFrom(r, kgs.Start, kgs.End, w.tbl, func(g int32, kg int) error {
+		w.keyBuf = append(w.keyBuf[:0], w.tbl.Key(g)...)
+		w.timers.Register(kg, w.winEnd[g]-1, w.keyBuf)
+		return nil
+	})
+	if err != nil {
 		return err
-	}
-	for g := int32(0); int(g) < w.tbl.Slots(); g++ {
-		if w.tbl.Alive(g) {
-			w.keyBuf = append(w.keyBuf[:0], w.tbl.Key(g)...)
-			w.timers.Register(w.tbl.KeyGroup(g), w.winEnd[g]-1, w.keyBuf)
-		}
 	}
 	return w.kgWatermark.restore(w.spec.ID, w.ctx, r)
 }

@@ -641,6 +641,23 @@ func (t *Timers) DropStored(r checkpoint.StateReader, start, end int) error {
 	return t.scanStored(r, start, end, func(c []byte) { t.recheck.add(c) })
 }
 
+// RestoreFrom is the restore of timers that follow from an operator's
+// table (made without checkpointing): DropStored, then set(g, kg) for every
+// live slot g of tbl (key group kg), which registers the slot's timers.
+func (t *Timers) RestoreFrom(r checkpoint.StateReader, start, end int, tbl *Table, set func(g int32, kg int) error) error {
+	if err := t.DropStored(r, start, end); err != nil {
+		return err
+	}
+	for g := int32(0); int(g) < tbl.Slots(); g++ {
+		if tbl.Alive(g) {
+			if err := set(g, tbl.KeyGroup(g)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Restore loads the timers of key groups [start, end).
 func (t *Timers) Restore(r checkpoint.StateReader, start, end int) error {
 	return t.scanStored(r, start, end, func(c []byte) {
