@@ -173,10 +173,12 @@ func (m *deltaMerge) next() (key, value []byte, del, ok bool) {
 // the snapshots, removeSnaps).
 const ingestPrefix = "ingest-"
 
-// noSync is a file whose Sync does nothing (see ingestDelta).
-type noSync struct{ vfs.File }
+// NoSync is a file whose Sync does nothing: a table file of a scratch DB
+// written for an ingest (ingestDelta; the state tier's spills), which
+// Pebble's writer would otherwise fsync when it finishes.
+type NoSync struct{ vfs.File }
 
-func (noSync) Sync() error { return nil }
+func (NoSync) Sync() error { return nil }
 
 // ingestDelta writes the merged buffers and the checkpoint id as an
 // sstable in taskowned/ and ingests it (Pebble links it into the working
@@ -192,7 +194,7 @@ func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 	// Not synced here: Commit is the synchronous part of a checkpoint and
 	// the working DB is scratch; Persist syncs every new table file before
 	// it moves it into shared/.
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(noSync{f}), wo)
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(NoSync{f}), wo)
 	closed := false
 	fail := func(err error) error {
 		if !closed {

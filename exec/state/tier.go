@@ -15,6 +15,8 @@ import (
 	"github.com/cockroachdb/pebble/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/tidwall/btree"
+
+	"github.com/streamsql/streamsql/checkpoint"
 )
 
 // Backend is the kind of keyed-state backend (Flink's state.backend.type).
@@ -191,7 +193,7 @@ func (c *coldTier) ingest(fill func(set func(k, v []byte) error) error) error {
 	if err != nil {
 		return err
 	}
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), c.opts.MakeWriterOptions(0, c.db.FormatMajorVersion().MaxTableFormat()))
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(checkpoint.NoSync{File: f}), c.opts.MakeWriterOptions(0, c.db.FormatMajorVersion().MaxTableFormat()))
 	if err := fill(w.Set); err != nil {
 		_ = w.Close()
 		_ = os.Remove(path)
