@@ -184,6 +184,25 @@ func (c *sizesOut) Collect(b Batch) error {
 	return c.rowsOut.Collect(b)
 }
 
+// firedInBatches runs a fire-batch test's job at batch size 16 and with
+// an unbounded batch size: it checks that the first emits batches of at
+// most 16 rows and the same rows as the second, and returns those rows and
+// the number of batches.
+func firedInBatches(t *testing.T, run func(batchSize int) (*sizesOut, []string)) ([]string, int) {
+	t.Helper()
+	small, got := run(16)
+	_, whole := run(1 << 20)
+	for _, n := range small.sizes {
+		if n > 16 {
+			t.Fatalf("a batch of %d rows (batch size 16): %v", n, small.sizes)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(whole) {
+		t.Fatalf("batched fires differ from one batch:\n%v\n%v", got, whole)
+	}
+	return got, len(small.sizes)
+}
+
 // fireAll gives op the batches, then a watermark that fires every window,
 // and returns what it emitted (the rows sorted).
 func fireAll(t *testing.T, op Operator, in []Batch) (*sizesOut, []string) {
@@ -230,18 +249,9 @@ func TestWindowFireBatches(t *testing.T) {
 		}
 		return fireAll(t, op, in)
 	}
-	small, got := run(16)
-	_, whole := run(1 << 20)
-	if len(small.sizes) < len(want)/16 {
-		t.Fatalf("%d batches for %d windows", len(small.sizes), len(want))
-	}
-	for _, n := range small.sizes {
-		if n > 16 {
-			t.Fatalf("a batch of %d windows (batch size 16): %v", n, small.sizes)
-		}
-	}
-	if fmt.Sprint(got) != fmt.Sprint(whole) {
-		t.Fatalf("batched fires differ from one batch:\n%v\n%v", got, whole)
+	got, batches := firedInBatches(t, run)
+	if batches < len(want)/16 {
+		t.Fatalf("%d batches for %d windows", batches, len(want))
 	}
 	if len(got) != len(want) {
 		t.Fatalf("%d windows, want %d", len(got), len(want))
