@@ -26,6 +26,10 @@ type caseNode struct {
 	valFails  []bool
 	valCols   [][]bool
 	consts    constPicker // every value a fixed-width constant; else nil
+	// masked: CASE WHEN c THEN v END (ELSE NULL) with a v that cannot
+	// fail, as an aggregate's FILTER (WHERE c) is planned: v's array with
+	// its validity ANDed with c (evalMasked)
+	masked bool
 }
 
 func compileCase(c *planner.Call, args []Evaluator) Evaluator {
@@ -42,10 +46,16 @@ func compileCase(c *planner.Call, args []Evaluator) Evaluator {
 	n.valFails = append(n.valFails, canFail(c.Args[len(args)-1]))
 	n.valCols = append(n.valCols, colsOf(c.Args[len(args)-1]))
 	n.consts = constsOf(n.dt, n.vals)
+	n.masked = n.consts == nil && len(n.conds) == 1 && !n.valFails[0] && isNullConst(n.vals[1])
 	return n
 }
 
 func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	if n.masked {
+		if a, err := n.evalMasked(rec, mem); a != nil || err != nil {
+			return a, err
+		}
+	}
 	rows := int(rec.NumRows())
 	k := len(n.conds)
 	var which []uint16
@@ -110,6 +120,54 @@ func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 		return n.consts.pick(masks, taken, rows, mem), nil
 	}
 	return pickRows(n.dt, n.vals, n.valFails, n.valCols, which, rec, mem)
+}
+
+// evalMasked is CASE WHEN c THEN v END for a v that cannot fail: v is
+// evaluated on every row (as the general path would when c takes them
+// all) and its value buffers are shared by the result, whose validity is
+// v's AND c's (true and not NULL): no row is copied. It returns nil (and
+// the general path runs) for an array it cannot share this way: one with
+// children or a bit offset, or of another type than the CASE's.
+func (n *caseNode) evalMasked(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
+	rows := int(rec.NumRows())
+	va, err := n.vals[0].Eval(rec, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer va.Release()
+	vd := va.Data()
+	if vd.Offset() != 0 || len(vd.Children()) != 0 || len(vd.Buffers()) == 0 || !arrow.TypeEqual(va.DataType(), n.dt) {
+		return nil, nil
+	}
+	ca, err := n.conds[0].Eval(rec, mem)
+	if err != nil {
+		return nil, err
+	}
+	defer ca.Release()
+	cv, coff := boolBits(ca)
+	cb, cbo, cAllNull := bitsOf(ca)
+	vb, vbo, vAllNull := bitsOf(va)
+	buf, ob := allocBits(mem, rows)
+	defer buf.Release()
+	nulls := rows
+	if cv != nil && !cAllNull && !vAllNull {
+		nulls = 0
+		for w := 0; w<<6 < rows; w++ {
+			m := bitWord(cv, coff, w, rows)
+			if cb != nil {
+				m &= bitWord(cb, cbo, w, rows)
+			}
+			if vb != nil {
+				m &= bitWord(vb, vbo, w, rows)
+			}
+			putWord(ob, w, rows, m)
+			nulls += min(64, rows-w<<6) - bits.OnesCount64(m)
+		}
+	}
+	bufs := append([]*memory.Buffer{buf}, vd.Buffers()[1:]...)
+	d := array.NewData(n.dt, rows, bufs, nil, nulls, 0)
+	defer d.Release()
+	return array.MakeFromData(d), nil
 }
 
 // pickRows evaluates each value on the rows that chose it and combines them:
