@@ -16,16 +16,24 @@ import (
 // rebuilt from the keys Pebble holds, at twice the size if need be.
 // Every write to the cold DB must call add before it is committed: a key
 // in Pebble the filter does not hold would be taken as absent.
+//
+// The filter is cache-blocked: a key's probes all fall in one 512-bit
+// block (a cache line), so a lookup costs one cache miss, not one per
+// probe. 20 bits a key and 7 probes: ~0.03% false positives in a full
+// filter, ~0.15% through a chain of five (growFilter; 10 bits and 5
+// scattered probes let ~2.4% of q17's new groups through the committed
+// state's chain: a Pebble Get each, ~13 us). 2.5 bytes a key.
 type coldFilter struct {
 	bits []uint64
-	mask uint64 // number of bits - 1 (a power of two)
+	mask uint64 // number of bits - 1 (a power of two, at least a block)
 	n    int    // keys added since the last (re)build
 }
 
 const (
-	coldFilterBitsPerKey = 10
-	coldFilterProbes     = 5
+	coldFilterBitsPerKey = 20
+	coldFilterProbes     = 7 // 9 bits each, from one 64-bit remix
 	coldFilterMinBits    = 1 << 16
+	coldFilterBlockBits  = 512 // a cache line
 )
 
 func (f *coldFilter) size(bits uint64) {
@@ -41,16 +49,26 @@ func (f *coldFilter) size(bits uint64) {
 
 func (f *coldFilter) add(pk []byte) { f.addHash(xxhash.Sum64(pk)) }
 
+// probes returns key hash h's block (the index of its first word), from
+// h's low bits, and a remix of h whose 9-bit chunks are the probes' bits
+// within the block.
+func (f *coldFilter) probes(h uint64) (block int, m uint64) {
+	block = int((h&f.mask)&^(coldFilterBlockBits-1)) >> 6
+	m = (h ^ h>>29) * 0xbf58476d1ce4e5b9
+	return block, m ^ m>>32
+}
+
 // addHash adds a key by its hash (xxhash.Sum64).
 func (f *coldFilter) addHash(h uint64) {
 	if f.bits == nil {
 		f.size(coldFilterMinBits)
 	}
-	d := h>>33 | h<<31 | 1
+	b, m := f.probes(h)
+	blk := f.bits[b : b+coldFilterBlockBits/64 : b+coldFilterBlockBits/64]
 	for i := 0; i < coldFilterProbes; i++ {
-		b := h & f.mask
-		f.bits[b>>6] |= 1 << (b & 63)
-		h += d
+		bit := m & (coldFilterBlockBits - 1)
+		blk[bit>>6] |= 1 << (bit & 63)
+		m >>= 9
 	}
 	f.n++
 }
@@ -65,13 +83,14 @@ func (f *coldFilter) mayHold(pk []byte) bool {
 
 // mayHoldHash is mayHold of a key by its hash.
 func (f *coldFilter) mayHoldHash(h uint64) bool {
-	d := h>>33 | h<<31 | 1
+	b, m := f.probes(h)
+	blk := f.bits[b : b+coldFilterBlockBits/64 : b+coldFilterBlockBits/64]
 	for i := 0; i < coldFilterProbes; i++ {
-		b := h & f.mask
-		if f.bits[b>>6]&(1<<(b&63)) == 0 {
+		bit := m & (coldFilterBlockBits - 1)
+		if blk[bit>>6]&(1<<(bit&63)) == 0 {
 			return false
 		}
-		h += d
+		m >>= 9
 	}
 	return true
 }

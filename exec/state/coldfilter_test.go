@@ -82,3 +82,46 @@ func TestTableTierColdFilter(t *testing.T) {
 		})
 	}
 }
+
+// TestColdFilterFalsePositives: a filter filled to its size, and a chain
+// of filters grown to a million keys, let few absent keys through (each
+// costs a Pebble Get) and never miss a key added.
+func TestColdFilterFalsePositives(t *testing.T) {
+	key := func(i int) []byte { return []byte(fmt.Sprintf("key-%d", i)) }
+	var f coldFilter
+	f.size(1 << 20)
+	n := int((f.mask + 1) / coldFilterBitsPerKey)
+	for i := 0; i < n; i++ {
+		f.add(key(i))
+	}
+	if f.full() {
+		t.Fatalf("full after %d keys of %d bits", n, f.mask+1)
+	}
+	var g growFilter
+	const m = 1 << 20
+	for i := 0; i < m; i++ {
+		g.add(key(i))
+	}
+	for i := 0; i < m; i++ {
+		if (i < n && !f.mayHold(key(i))) || !g.mayHold(key(i)) {
+			t.Fatalf("key %d was added but is not held", i)
+		}
+	}
+	fp, gfp := 0, 0
+	const probes = 1 << 20
+	for i := m; i < m+probes; i++ {
+		if f.mayHold(key(i)) {
+			fp++
+		}
+		if g.mayHold(key(i)) {
+			gfp++
+		}
+	}
+	t.Logf("false positives: one full filter %.3f%%, a chain of %d filters %.3f%%", 100*float64(fp)/probes, len(g.fs), 100*float64(gfp)/probes)
+	if fp > probes/1000 { // 0.1%
+		t.Fatalf("%d of %d absent keys passed a full filter", fp, probes)
+	}
+	if gfp > probes/300 { // 0.33%
+		t.Fatalf("%d of %d absent keys passed the chain", gfp, probes)
+	}
+}
