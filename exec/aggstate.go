@@ -327,28 +327,81 @@ func appendMultisetEncoded[T scalar](dst []byte, m *multiset[T]) []byte {
 // (values little-endian, sorted as their encodings compare: by the
 // byte-reversed value), without encoding every value to compare it.
 func appendMultiset64[V int64 | arrow.Timestamp](dst []byte, m *multiset[V]) []byte {
-	ents := make([]keyCount, 0, m.len())
-	for v, i := range m.idx {
-		ents = append(ents, keyCount{bits.ReverseBytes64(uint64(v)), m.cnt[i]})
-	}
-	for _, e := range sortKeyCounts(ents, 8) {
+	dst = slices.Grow(dst, m.len()*10)
+	for _, e := range sortedOrder(m, 8) {
 		dst = binary.BigEndian.AppendUint64(dst, e.k) // = little-endian of the value
-		dst = binary.AppendVarint(dst, e.c)
+		dst = binary.AppendVarint(dst, m.cnt[e.c])
 	}
 	return dst
 }
 
 // appendMultiset32 is appendMultiset64 of 4-byte integers.
 func appendMultiset32[V int32](dst []byte, m *multiset[V]) []byte {
-	ents := make([]keyCount, 0, m.len())
-	for v, i := range m.idx {
-		ents = append(ents, keyCount{uint64(bits.ReverseBytes32(uint32(v))), m.cnt[i]})
-	}
-	for _, e := range sortKeyCounts(ents, 4) {
+	dst = slices.Grow(dst, m.len()*6)
+	for _, e := range sortedOrder(m, 4) {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(e.k))
-		dst = binary.AppendVarint(dst, e.c)
+		dst = binary.AppendVarint(dst, m.cnt[e.c])
 	}
 	return dst
+}
+
+// keepOrder is the smallest multiset that keeps its order between
+// encodings (16 bytes a value): a smaller one is sorted again (cheaply,
+// and a group evicted soon after its encoding kept no memory for it).
+const keepOrder = 256
+
+// sortedOrder returns the sort keys (the byte-reversed values, nbytes
+// wide) and indexes of m's values in key order, kept in m.ord for the
+// next call: a multiset no value left since then sorts only the values
+// added since and merges them in (a large COUNT(DISTINCT) set over an
+// insert-only input is encoded at every checkpoint that finds its group
+// changed, and mostly grows: q15 sorted its sets of a million values
+// whole every second). Otherwise every value is sorted again.
+func sortedOrder[V int64 | arrow.Timestamp | int32](m *multiset[V], nbytes int) []keyCount {
+	key := func(v V) uint64 {
+		if nbytes == 8 {
+			return bits.ReverseBytes64(uint64(v))
+		}
+		return uint64(bits.ReverseBytes32(uint32(v)))
+	}
+	if !m.ordOK {
+		m.ord = m.ord[:0]
+		for i, c := range m.cnt {
+			if c != 0 {
+				m.ord = append(m.ord, keyCount{key(m.vals[i]), int64(i)})
+			}
+		}
+		ord := sortKeyCounts(m.ord, nbytes)
+		if len(ord) < keepOrder {
+			m.ord, m.ordOK = nil, false
+			return ord
+		}
+		m.ord, m.ordN, m.ordOK = ord, len(m.cnt), true
+		return m.ord
+	}
+	if m.ordN == len(m.cnt) {
+		return m.ord
+	}
+	add := make([]keyCount, 0, len(m.cnt)-m.ordN)
+	for i := m.ordN; i < len(m.cnt); i++ {
+		add = append(add, keyCount{key(m.vals[i]), int64(i)})
+	}
+	add = sortKeyCounts(add, nbytes)
+	// merge from the back, in place (keys are distinct)
+	old := len(m.ord)
+	m.ord = slices.Grow(m.ord, len(add))[:old+len(add)]
+	i, j := old-1, len(add)-1
+	for k := len(m.ord) - 1; j >= 0; k-- {
+		if i >= 0 && m.ord[i].k > add[j].k {
+			m.ord[k] = m.ord[i]
+			i--
+		} else {
+			m.ord[k] = add[j]
+			j--
+		}
+	}
+	m.ordN = len(m.cnt)
+	return m.ord
 }
 
 // keyCount is a multiset entry to encode: its sort key and count.
@@ -408,6 +461,7 @@ func readMultiset[T scalar](src []byte) (multiset[T], int, error) {
 		// sized once: a large multiset is not rehashed while read
 		m.idx = make(map[T]int32, cnt)
 		m.cnt = make([]int64, 0, cnt)
+		m.vals = make([]T, 0, cnt)
 	}
 	for i := uint64(0); i < cnt; i++ {
 		v, k, err := readScalar[T](src[n:])

@@ -10,8 +10,17 @@ package exec
 // by the map, and are updated in place.
 type multiset[T scalar] struct {
 	idx  map[T]int32
-	cnt  []int64
+	cnt  []int64 // by index; 0 at an index no value uses
+	vals []T     // by index: the value (encodings walk these, not the map)
 	free []int32 // indexes of cnt no value uses
+	// The order of the last encoding of an integer multiset (aggstate.go,
+	// sortedOrder): its values' sort keys and indexes, sorted; ordN is
+	// len(cnt) then. While ordOK (no value removed since), the values
+	// added since are the indexes from ordN on: the next encoding sorts
+	// only those and merges them in.
+	ord   []keyCount
+	ordN  int
+	ordOK bool
 }
 
 // add adds d to v's count and returns the count before and after; a value
@@ -22,6 +31,8 @@ func (m *multiset[T]) add(v T, d int64) (before, after int64) {
 		if c+d == 0 {
 			delete(m.idx, v)
 			m.free = append(m.free, i)
+			var zero T
+			m.cnt[i], m.vals[i], m.ordOK = 0, zero, false
 		} else {
 			m.cnt[i] = c + d
 		}
@@ -37,12 +48,17 @@ func (m *multiset[T]) add(v T, d int64) (before, after int64) {
 	if n := len(m.free); n > 0 {
 		i = m.free[n-1]
 		m.free = m.free[:n-1]
+		m.ordOK = false // an index the last encoding's order may not hold
 	} else {
 		i = int32(len(m.cnt))
 		m.cnt = append(m.cnt, 0)
+		var zero T
+		m.vals = append(m.vals, zero)
 	}
 	m.cnt[i] = d
-	m.idx[cloneScalar(v)] = i
+	v = cloneScalar(v)
+	m.vals[i] = v
+	m.idx[v] = i
 	return 0, d
 }
 

@@ -138,15 +138,25 @@ func TestMultisetEncodingFastPaths(t *testing.T) {
 		case iter%8 == 1: // radix sorted
 			n = 300 + rng.Intn(5000)
 		}
-		for i := 0; i < n; i++ {
-			v, c := val(), rng.Int63n(5)-2
-			m64.add(v, c)
-			mts.add(arrow.Timestamp(v), c)
-			m32.add(int32(v), c)
+		// rounds of changes between encodings (each encoding keeps its
+		// order for the next: values only added, counts changed, values
+		// removed and indexes reused)
+		for round := 0; round < 4; round++ {
+			inserts := round%2 == 1 // only new values or count increases
+			for i := 0; i < n; i++ {
+				v, c := val(), rng.Int63n(5)-2
+				if inserts {
+					c = 1 + rng.Int63n(2)
+				}
+				m64.add(v, c)
+				mts.add(arrow.Timestamp(v), c)
+				m32.add(int32(v), c)
+			}
+			checkMultisetEncoding(t, &m64)
+			checkMultisetEncoding(t, &mts)
+			checkMultisetEncoding(t, &m32)
+			n = rng.Intn(n + 1)
 		}
-		checkMultisetEncoding(t, &m64)
-		checkMultisetEncoding(t, &mts)
-		checkMultisetEncoding(t, &m32)
 	}
 }
 

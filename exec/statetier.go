@@ -22,13 +22,18 @@ type accSizer interface{ slotBytes(g int32) int }
 func (a *minMax[T]) slotBytes(g int32) int {
 	n := accSlotBytes + scalarBytes(a.val[g])
 	if a.retract {
-		n += 8 + mapEntryBytes*a.multi[g].len()
+		n += a.multi[g].bytes()
 	}
 	return n
 }
 
-func (a *distinctCount[T]) slotBytes(g int32) int {
-	return 8 + mapEntryBytes*a.sets[g].len()
+func (a *distinctCount[T]) slotBytes(g int32) int { return a.sets[g].bytes() }
+
+// bytes estimates a multiset's memory: a map entry, a count and a value
+// per index, and the order its last encoding kept (16 bytes a value).
+func (m *multiset[T]) bytes() int {
+	var zero T
+	return 8 + mapEntryBytes*m.len() + (8+fixedSize(zero))*len(m.cnt) + 16*cap(m.ord)
 }
 
 // scalarBytes is the bytes a string holds beyond its header (0 for the
