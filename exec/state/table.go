@@ -121,13 +121,17 @@ type Table struct {
 	now    int64
 	cursor int
 
-	ents    []entry
-	radix   [2][]radixItem // Snapshot's sort buffers
-	sorted  []entry
-	arena   []byte
-	vbuf    []byte   // a value being written
-	prefix  [][]byte // KeyedPrefix per key group, built lazily
-	scratch []byte
+	ents []entry
+	// valBytes, valN: the values the last snapshot wrote (bytes, count);
+	// values that small are encoded before the sort (Snapshot)
+	valBytes, valN int64
+	smallMax       int64          // smallValue (tests: 0 turns pre-encoding off)
+	radix          [2][]radixItem // Snapshot's sort buffers
+	sorted         []entry
+	arena          []byte
+	vbuf           []byte   // a value being written
+	prefix         [][]byte // KeyedPrefix per key group, built lazily
+	scratch        []byte
 
 	// tier: cold slots in Pebble (nil: in memory; see EnableTier); ikey:
 	// the key of each slot of a tiered int-keyed table
@@ -155,7 +159,7 @@ func NewTable(o Options, codec Codec) (*Table, error) {
 	if o.MaxParallelism <= 0 || o.MaxParallelism > MaxKeyGroups {
 		return nil, fmt.Errorf("state: max parallelism %d out of range 1..%d", o.MaxParallelism, MaxKeyGroups)
 	}
-	t := &Table{o: o, codec: codec, nullSlot: -1, prefix: make([][]byte, o.MaxParallelism), epoch: 1}
+	t := &Table{o: o, codec: codec, nullSlot: -1, prefix: make([][]byte, o.MaxParallelism), epoch: 1, smallMax: smallValue}
 	return t, nil
 }
 
@@ -458,14 +462,34 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 	n := len(t.dirtyList) + len(t.tombs.ents)
 	t.ents = slices.Grow(t.ents, n)
 	t.arena = slices.Grow(t.arena, n*(len(t.keyPrefix(0))+16)+len(t.tombs.buf))
-	for _, g := range t.dirtyList {
-		if !t.alive[g] || !t.dirty[g] { // (tiered: a slot evicted or removed is no longer dirty)
-			continue
+	if t.valN > 0 && t.valBytes <= t.smallMax*t.valN && len(t.dirtyList) >= len(t.dirty)/8 {
+		// Small values, many changed slots: encoded into the arena now,
+		// in slot order (the accumulators' columns are read in address
+		// order instead of the keys' order: a cache miss per column per
+		// slot on an aggregation of many groups).
+		t.arena = slices.Grow(t.arena, len(t.dirtyList)*int(t.valBytes/t.valN))
+		for g, d := range t.dirty {
+			if !d || !t.alive[g] {
+				continue
+			}
+			e := entry{slot: -1, kOff: uint32(len(t.arena))}
+			t.arena = t.fullKey(t.arena, int32(g))
+			e.kLen = uint32(len(t.arena)) - e.kOff
+			e.vOff = uint32(len(t.arena))
+			t.arena = t.appendValue(t.arena, int32(g))
+			e.vLen = uint32(len(t.arena)) - e.vOff
+			t.ents = append(t.ents, e)
 		}
-		e := entry{slot: g, kOff: uint32(len(t.arena))}
-		t.arena = t.fullKey(t.arena, g)
-		e.kLen = uint32(len(t.arena)) - e.kOff
-		t.ents = append(t.ents, e)
+	} else {
+		for _, g := range t.dirtyList {
+			if !t.alive[g] || !t.dirty[g] { // (tiered: a slot evicted or removed is no longer dirty)
+				continue
+			}
+			e := entry{slot: g, kOff: uint32(len(t.arena))}
+			t.arena = t.fullKey(t.arena, g)
+			e.kLen = uint32(len(t.arena)) - e.kOff
+			t.ents = append(t.ents, e)
+		}
 	}
 	for _, r := range t.tombs.ents {
 		k := t.tombs.full(r)
@@ -489,6 +513,7 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 	}
 	t.sortEntries(key)
 	var last []byte
+	t.valBytes, t.valN = 0, 0
 	for i, e := range t.ents {
 		k := key(e)
 		if i > 0 && bytes.Equal(k, last) {
@@ -500,13 +525,13 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		case e.del:
 			err = w.Delete(k)
 		case e.slot >= 0:
-			t.vbuf = t.vbuf[:0]
-			if t.last != nil {
-				t.vbuf = binary.BigEndian.AppendUint64(append(t.vbuf, ttlHeader), uint64(t.last[e.slot]))
-			}
-			t.vbuf = t.codec.AppendValue(t.vbuf, e.slot)
+			t.vbuf = t.appendValue(t.vbuf[:0], e.slot)
+			t.valBytes += int64(len(t.vbuf))
+			t.valN++
 			err = w.Put(k, t.vbuf)
 		default:
+			t.valBytes += int64(e.vLen)
+			t.valN++
 			err = w.Put(k, t.arena[e.vOff:e.vOff+e.vLen])
 		}
 		if err != nil {
@@ -526,6 +551,19 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 	t.pendingID = id
 	t.epoch++
 	return nil
+}
+
+// smallValue is the largest average value (bytes) Snapshot encodes before
+// its sort; larger ones (a TopN's rows) are encoded once, as written.
+const smallValue = 256
+
+// appendValue appends live slot g's stored value: the TTL header if
+// any, then the codec's value.
+func (t *Table) appendValue(dst []byte, g int32) []byte {
+	if t.last != nil {
+		dst = binary.BigEndian.AppendUint64(append(dst, ttlHeader), uint64(t.last[g]))
+	}
+	return t.codec.AppendValue(dst, g)
 }
 
 // Complete is called when checkpoint id is committed: the pending change
