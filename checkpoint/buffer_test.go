@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/vfs"
@@ -149,5 +150,95 @@ func TestCommitSortedRuns(t *testing.T) {
 			t.Fatalf("seed %d: %d runs released, %d put", seed, released, runs)
 		}
 		s.Close()
+	}
+}
+
+// TestCommitParallelRanges: a delta large enough to be written as several
+// key ranges at once (splitDelta) commits to the state the writes give in
+// order, with keys repeated across buffers and runs (the last write wins
+// within the range that holds it), deletes, and sorted runs cut at the
+// split keys; the ranges are ingested as several table files; and a
+// commit that fails in one range leaves no file behind and the state as
+// it was.
+func TestCommitParallelRanges(t *testing.T) {
+	for _, ways := range []int{2, 3, 4} {
+		restore := commitWays
+		commitWays = func() int { return ways }
+		rng := rand.New(rand.NewSource(int64(ways)))
+		fs := vfs.NewMem()
+		s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 1, FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := model{}
+		released, runs := 0, 0
+		key := func(op string, span int) []byte {
+			return append(KeyedPrefix(op, rng.Intn(8)), fmt.Sprintf("k%06d", rng.Intn(span))...)
+		}
+		for id := int64(1); id <= 4; id++ {
+			var bufs []*Buffer
+			for nb := 0; nb < 3; nb++ {
+				b := NewBuffer()
+				op := []string{"agg", "join", "rows"}[nb]
+				for w := 0; w < 30000; w++ {
+					k := key(op, 20000)
+					if rng.Intn(6) == 0 {
+						_ = b.Delete(k)
+						delete(m, string(k))
+						continue
+					}
+					v := fmt.Sprintf("%d/%d/%d", id, nb, w)
+					_ = b.Put(k, []byte(v))
+					m[string(k)] = v
+				}
+				set := map[string]string{}
+				for n := 5000 + rng.Intn(5000); n > 0; n-- {
+					set[string(key(op, 20000))] = fmt.Sprintf("run %d", rng.Int())
+				}
+				r := sliceRun{released: &released}
+				for k := range set {
+					r.keys = append(r.keys, []byte(k))
+				}
+				slices.SortFunc(r.keys, bytes.Compare)
+				for _, k := range r.keys {
+					r.vals = append(r.vals, []byte(set[string(k)]))
+					m[string(k)] = set[string(k)]
+				}
+				_ = b.PutRun(r)
+				runs++
+				bufs = append(bufs, b)
+			}
+			if err := s.Commit(id, bufs); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.lastFiles; got < 2 {
+				t.Fatalf("ways %d checkpoint %d: %d table files ingested, want one per key range", ways, id, got)
+			}
+			assertState(t, fmt.Sprintf("ways %d checkpoint %d", ways, id), s.Reader(), m)
+		}
+		// a failing range: the reserved key fails the range that holds it
+		bad := NewBuffer()
+		for w := 0; w < splitMin; w++ {
+			_ = bad.Put(key("agg", 1<<20), []byte("never"))
+		}
+		_ = bad.Put([]byte{tagInternal, 1}, []byte("reserved"))
+		if err := s.Commit(5, []*Buffer{bad}); err == nil {
+			t.Fatal("a reserved key was committed")
+		}
+		assertState(t, fmt.Sprintf("ways %d after the failed commit", ways), s.Reader(), m)
+		names, err := fs.List(s.ownedDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if strings.HasPrefix(n, ingestPrefix) {
+				t.Fatalf("ways %d: %s left after the failed commit", ways, n)
+			}
+		}
+		if released != runs {
+			t.Fatalf("ways %d: %d runs released, %d put", ways, released, runs)
+		}
+		s.Close()
+		commitWays = restore
 	}
 }

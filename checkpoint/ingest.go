@@ -4,15 +4,19 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"runtime"
+	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/cockroachdb/pebble/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
-// Commit writes a checkpoint's delta as one sstable and ingests it into
-// the working DB, rather than inserting every write into the memtable: an
+// Commit writes a checkpoint's delta as sstables (one per key range of a
+// large delta, written in parallel) and ingests them into the working DB,
+// rather than inserting every write into the memtable: an
 // insert into Pebble's skiplist costs a search of it per key, and the
 // memtable is then flushed as an sstable anyway (Persist flushes before it
 // links a checkpoint). Writing the sorted delta straight into a table file
@@ -53,6 +57,32 @@ func (r *deltaRun) at() (key, value []byte, del bool) {
 		return r.k, r.v, false
 	}
 	return r.b.at(r.i)
+}
+
+// keyAt appends the key of write i of the run to dst.
+func (r *deltaRun) keyAt(i int, dst []byte) []byte {
+	if r.ext != nil {
+		k, _ := r.ext.At(i, dst)
+		return k
+	}
+	k, _, _ := r.b.at(i)
+	return append(dst, k...)
+}
+
+// search returns the first index in [lo, r.end) whose key is not below
+// key (r.end if none); *scr is scratch.
+func (r *deltaRun) search(lo int, key []byte, scr *[]byte) int {
+	hi := r.end
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		*scr = r.keyAt(mid, (*scr)[:0])
+		if bytes.Compare(*scr, key) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // load reads an external run's current Put.
@@ -127,6 +157,11 @@ func (m *deltaMerge) init(bufs []*Buffer) {
 			m.runs = append(m.runs, deltaRun{b: b, i: start, end: len(b.ops)})
 		}
 	}
+	m.start()
+}
+
+// start loads every run's first write and builds the heap.
+func (m *deltaMerge) start() {
 	for i := range m.runs {
 		m.runs[i].load()
 	}
@@ -137,6 +172,12 @@ func (m *deltaMerge) init(bufs []*Buffer) {
 	for i := len(m.heap)/2 - 1; i >= 0; i-- {
 		m.down(i)
 	}
+}
+
+// reset drops the runs (no reference to a committed run's memory).
+func (m *deltaMerge) reset() {
+	clear(m.runs)
+	m.runs, m.heap = m.runs[:0], m.heap[:0]
 }
 
 // next returns the next key in order and its last write; ok is false at
@@ -180,20 +221,71 @@ type NoSync struct{ vfs.File }
 
 func (NoSync) Sync() error { return nil }
 
-// ingestDelta writes the merged buffers and the checkpoint id as an
-// sstable in taskowned/ and ingests it (Pebble links it into the working
-// DB and removes the original). Caller holds mu.
+// ingestDelta writes the merged buffers and the checkpoint id as
+// sstables in taskowned/ and ingests them (Pebble links them into the
+// working DB and removes the originals; one Ingest of several files is
+// atomic too). A large delta is split into key ranges written by as many
+// goroutines as there are cores (splitDelta): the commit of a join's
+// appended rows (hundreds of MB a checkpoint) ran on one core while the
+// job's other cores waited for the checkpoint to end. Caller holds mu.
 func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 	fs := s.fs
-	path := fs.PathJoin(s.ownedDir, ingestPrefix+strconv.FormatInt(id, 10)+".sst")
+	m := &s.merge
+	m.init(bufs)
+	defer m.reset()
+	parts := s.splitDelta(m)
+	paths := make([]string, len(parts))
+	for p := range parts {
+		name := ingestPrefix + strconv.FormatInt(id, 10)
+		if len(parts) > 1 {
+			name += "-" + strconv.Itoa(p)
+		}
+		paths[p] = fs.PathJoin(s.ownedDir, name+".sst")
+	}
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for p := 1; p < len(parts); p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			errs[p] = s.writeDelta(id, paths[p], parts[p], false)
+		}(p)
+	}
+	errs[0] = s.writeDelta(id, paths[0], parts[0], true)
+	wg.Wait()
+	for _, p := range parts[1:] {
+		p.reset()
+	}
+	removeAll := func() {
+		for _, path := range paths {
+			_ = fs.Remove(path)
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			removeAll()
+			return err
+		}
+	}
+	if err := s.guard(true, func() error { return s.db.Ingest(paths) }); err != nil {
+		removeAll()
+		return fmt.Errorf("checkpoint %d: committing state: %w", id, err)
+	}
+	s.lastFiles = len(paths)
+	return nil
+}
+
+// writeDelta writes the writes of merge m (and, withID, the checkpoint
+// id first) as the sstable path. Not synced here: Commit is the
+// synchronous part of a checkpoint and the working DB is scratch; Persist
+// syncs every new table file before it moves it into shared/.
+func (s *Store) writeDelta(id int64, path string, m *deltaMerge, withID bool) error {
+	fs := s.fs
 	f, err := fs.Create(path)
 	if err != nil {
 		return fmt.Errorf("checkpoint %d: creating %s: %w", id, path, err)
 	}
 	wo := s.popts.MakeWriterOptions(0, s.db.FormatMajorVersion().MaxTableFormat())
-	// Not synced here: Commit is the synchronous part of a checkpoint and
-	// the working DB is scratch; Persist syncs every new table file before
-	// it moves it into shared/.
 	w := sstable.NewWriter(objstorageprovider.NewFileWritable(NoSync{f}), wo)
 	closed := false
 	fail := func(err error) error {
@@ -203,13 +295,13 @@ func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 		_ = fs.Remove(path)
 		return err
 	}
-	var idb [8]byte
-	binary.BigEndian.PutUint64(idb[:], uint64(id))
-	if err := w.Set(keyCheckpointID, idb[:]); err != nil {
-		return fail(fmt.Errorf("checkpoint %d: writing %s: %w", id, path, err))
+	if withID {
+		var idb [8]byte
+		binary.BigEndian.PutUint64(idb[:], uint64(id))
+		if err := w.Set(keyCheckpointID, idb[:]); err != nil {
+			return fail(fmt.Errorf("checkpoint %d: writing %s: %w", id, path, err))
+		}
 	}
-	m := &s.merge
-	m.init(bufs)
 	for {
 		k, v, del, ok := m.next()
 		if !ok {
@@ -227,15 +319,93 @@ func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 			return fail(fmt.Errorf("checkpoint %d: writing %s: %w", id, path, err))
 		}
 	}
-	clear(m.runs) // (no reference to a committed run's memory)
-	m.runs, m.heap = m.runs[:0], m.heap[:0]
 	closed = true
 	if err := w.Close(); err != nil {
 		return fail(fmt.Errorf("checkpoint %d: writing %s: %w", id, path, err))
 	}
-	if err := s.guard(true, func() error { return s.db.Ingest([]string{path}) }); err != nil {
-		_ = fs.Remove(path)
-		return fmt.Errorf("checkpoint %d: committing state: %w", id, err)
-	}
 	return nil
+}
+
+// commitWays is the most key ranges a Commit writes at once.
+var commitWays = func() int { return min(runtime.GOMAXPROCS(0), 8) }
+
+// splitMin is the fewest writes a delta has before Commit writes it in
+// parallel key ranges; splitSamples the keys sampled to choose them.
+const (
+	splitMin     = 1 << 16
+	splitSamples = 1024
+)
+
+// splitDelta returns the merges Commit writes, one per key range: m
+// itself for a small delta or one core; otherwise up to GOMAXPROCS merges
+// over the runs of m cut at split keys chosen from a sample of the runs'
+// keys (each run gives samples in proportion to its length). Equal keys
+// stay in one range (each run is cut at the first key not below a
+// split), so the last write of a key wins within its range as in one
+// merge.
+func (s *Store) splitDelta(m *deltaMerge) []*deltaMerge {
+	n := 0
+	for i := range m.runs {
+		n += m.runs[i].end - m.runs[i].i
+	}
+	k := commitWays()
+	if k < 2 || n < splitMin {
+		return []*deltaMerge{m}
+	}
+	var samples [][]byte
+	var scr []byte
+	for i := range m.runs {
+		r := &m.runs[i]
+		c := (r.end - r.i) * splitSamples / n
+		for j := 1; j <= c; j++ {
+			scr = r.keyAt(r.i+(r.end-r.i)*j/(c+1), scr[:0])
+			samples = append(samples, append([]byte(nil), scr...))
+		}
+	}
+	if len(samples) < k {
+		return []*deltaMerge{m}
+	}
+	slices.SortFunc(samples, bytes.Compare)
+	var splits [][]byte
+	for p := 1; p < k; p++ {
+		c := samples[len(samples)*p/k]
+		if len(splits) == 0 || bytes.Compare(c, splits[len(splits)-1]) > 0 {
+			splits = append(splits, c)
+		}
+	}
+	if len(splits) == 0 {
+		return []*deltaMerge{m}
+	}
+	for len(s.parts) < len(splits) {
+		s.parts = append(s.parts, &deltaMerge{})
+	}
+	parts := append([]*deltaMerge{m}, s.parts[:len(splits)]...)
+	for p := 1; p < len(parts); p++ {
+		parts[p].runs = parts[p].runs[:0]
+	}
+	all := m.runs
+	m.runs = nil
+	for i := range all {
+		r := all[i]
+		lo := r.i
+		for p := range parts {
+			hi := r.end
+			if p < len(splits) {
+				hi = r.search(lo, splits[p], &scr)
+			}
+			if hi > lo {
+				sub := deltaRun{b: r.b, ext: r.ext, i: lo, end: hi}
+				parts[p].runs = append(parts[p].runs, sub)
+			}
+			lo = hi
+		}
+	}
+	out := parts[:0]
+	for _, p := range parts {
+		if len(p.runs) > 0 {
+			p.start()
+			out = append(out, p)
+		}
+	}
+	return out
 }

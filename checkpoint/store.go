@@ -62,6 +62,8 @@ type Store struct {
 	committedID atomic.Int64
 	popts       *pebble.Options // db's options (sstable writer options for Commit)
 	merge       deltaMerge      // Commit's merge of the buffers' runs, reused
+	parts       []*deltaMerge   // Commit's merges of further key ranges, reused
+	lastFiles   int             // table files the last Commit ingested
 	lastID      int64           // last committed checkpoint id (0: none)
 	lastSyncMS  int64           // duration of that commit
 	closed      bool
