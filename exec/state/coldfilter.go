@@ -44,7 +44,7 @@ func (f *coldFilter) size(bits uint64) {
 	for p < bits {
 		p <<= 1
 	}
-	f.bits, f.mask, f.n = make([]uint64, p/64), p-1, 0
+	f.bits, f.mask, f.n = writtenSlice[uint64](int(p/64)), p-1, 0
 }
 
 func (f *coldFilter) add(pk []byte) { f.addHash(xxhash.Sum64(pk)) }

@@ -68,7 +68,7 @@ func (x *keyIndex) put(tag uint32, g1 int32) {
 
 func (x *keyIndex) grow() {
 	old := x.ents
-	x.ents = make([]keyEnt, max(2*len(old), 64))
+	x.ents = writtenSlice[keyEnt](max(2*len(old), 64))
 	for _, e := range old {
 		if e.g != 0 {
 			x.put(e.h, e.g)
@@ -160,7 +160,7 @@ func (x *intIndex) find(k int64) (int32, bool) {
 func (x *intIndex) insert(k int64, g int32) {
 	if 2*(x.n+1) > len(x.ents) {
 		old := x.ents
-		x.ents = make([]intEnt, max(2*len(old), 64))
+		x.ents = writtenSlice[intEnt](max(2*len(old), 64))
 		for _, e := range old {
 			if e.g != 0 {
 				x.put(e)
@@ -199,4 +199,20 @@ func (x *intIndex) prefetch(k int64) {
 	if len(x.ents) > 0 {
 		prefetch(uintptr(unsafe.Pointer(&x.ents[x.home(k)])))
 	}
+}
+
+// writtenSlice returns a zeroed slice of n elements whose pages have each
+// been written once. A large make takes fresh pages from the OS, and a
+// hash table's inserts read a slot before writing it: the read maps the
+// kernel's shared zero page and the write after it faults again to copy
+// it (and flushes the other cores' TLBs: q7's row index spent 1% of the
+// run's CPU in those shootdowns). A store a page first takes one fault.
+func writtenSlice[T any](n int) []T {
+	s := make([]T, n)
+	var zero T
+	step := max(1, 4096/int(unsafe.Sizeof(zero)))
+	for i := 0; i < n; i += step {
+		s[i] = zero
+	}
+	return s
 }

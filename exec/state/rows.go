@@ -851,7 +851,7 @@ func (x *headIndex) grow() {
 	for 2*x.n > size/2 { // after keepIf: sized for what is left
 		size *= 2
 	}
-	x.slots, x.n = make([]headSlot, size), 0
+	x.slots, x.n = writtenSlice[headSlot](size), 0
 	for _, s := range old {
 		if s.row != 0 {
 			x.set(s.h, s.row-1)
