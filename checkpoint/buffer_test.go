@@ -91,6 +91,21 @@ func (r sliceRun) Bytes() int {
 }
 func (r sliceRun) Release() { *r.released++ }
 
+// runOf is the sorted run of set's keys and values (counting its Release
+// in released); it records them in model m, as the commit will.
+func runOf(set map[string]string, m model, released *int) sliceRun {
+	r := sliceRun{released: released}
+	for k := range set {
+		r.keys = append(r.keys, []byte(k))
+	}
+	slices.SortFunc(r.keys, bytes.Compare)
+	for _, k := range r.keys {
+		r.vals = append(r.vals, []byte(set[string(k)]))
+		m[string(k)] = set[string(k)]
+	}
+	return r
+}
+
 // TestCommitSortedRuns: buffers mixing Puts, Deletes and sorted runs
 // (PutRun, keys overlapping the other writes and each other) commit to
 // the state the writes give in order (buffer order, then write order; a
@@ -126,16 +141,7 @@ func TestCommitSortedRuns(t *testing.T) {
 						for n := rng.Intn(200); n > 0; n-- {
 							set[string(key())] = fmt.Sprintf("run %d", rng.Int())
 						}
-						r := sliceRun{released: &released}
-						for k := range set {
-							r.keys = append(r.keys, []byte(k))
-						}
-						slices.SortFunc(r.keys, bytes.Compare)
-						for _, k := range r.keys {
-							r.vals = append(r.vals, []byte(set[string(k)]))
-							m[string(k)] = set[string(k)]
-						}
-						_ = b.PutRun(r)
+						_ = b.PutRun(runOf(set, m, &released))
 						runs++
 					}
 				}
@@ -195,16 +201,7 @@ func TestCommitParallelRanges(t *testing.T) {
 				for n := 5000 + rng.Intn(5000); n > 0; n-- {
 					set[string(key(op, 20000))] = fmt.Sprintf("run %d", rng.Int())
 				}
-				r := sliceRun{released: &released}
-				for k := range set {
-					r.keys = append(r.keys, []byte(k))
-				}
-				slices.SortFunc(r.keys, bytes.Compare)
-				for _, k := range r.keys {
-					r.vals = append(r.vals, []byte(set[string(k)]))
-					m[string(k)] = set[string(k)]
-				}
-				_ = b.PutRun(r)
+				_ = b.PutRun(runOf(set, m, &released))
 				runs++
 				bufs = append(bufs, b)
 			}
