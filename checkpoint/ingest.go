@@ -253,8 +253,8 @@ func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 	}
 	errs[0] = s.writeDelta(id, paths[0], parts[0], true)
 	wg.Wait()
-	for _, p := range parts[1:] {
-		p.reset()
+	for _, p := range s.parts {
+		p.reset() // (m too, deferred: no reference to a committed run)
 	}
 	removeAll := func() {
 		for _, path := range paths {

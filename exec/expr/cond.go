@@ -127,7 +127,8 @@ func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 // all) and its value buffers are shared by the result, whose validity is
 // v's AND c's (true and not NULL): no row is copied. It returns nil (and
 // the general path runs) for an array it cannot share this way: one with
-// children or a bit offset, or of another type than the CASE's.
+// children or a bit offset, or of another type than the CASE's (a
+// dictionary-encoded one among them).
 func (n *caseNode) evalMasked(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
 	rows := int(rec.NumRows())
 	va, err := n.vals[0].Eval(rec, mem)
