@@ -230,6 +230,7 @@ func (NoSync) Sync() error { return nil }
 // job's other cores waited for the checkpoint to end. Caller holds mu.
 func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 	fs := s.fs
+	prepareRuns(bufs)
 	m := &s.merge
 	m.init(bufs)
 	defer m.reset()
@@ -273,6 +274,49 @@ func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 	}
 	s.lastFiles = len(paths)
 	return nil
+}
+
+// Preparer is a SortedRun with work to do before it is read (a join
+// side's rows sort themselves): Commit prepares the runs of a checkpoint
+// on goroutines of its own, up to commitWays at once, before it merges
+// them.
+type Preparer interface{ Prepare() }
+
+func prepareRuns(bufs []*Buffer) {
+	var preps []Preparer
+	for _, b := range bufs {
+		if b == nil {
+			continue
+		}
+		for _, r := range b.runs {
+			if p, ok := r.(Preparer); ok {
+				preps = append(preps, p)
+			}
+		}
+	}
+	if len(preps) == 0 {
+		return
+	}
+	ways := min(commitWays(), len(preps))
+	next := make(chan Preparer, len(preps))
+	for _, p := range preps {
+		next <- p
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for w := 1; w < ways; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range next {
+				p.Prepare()
+			}
+		}()
+	}
+	for p := range next {
+		p.Prepare()
+	}
+	wg.Wait()
 }
 
 // writeDelta writes the writes of merge m (and, withID, the checkpoint

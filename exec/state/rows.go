@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -84,12 +85,13 @@ type Rows struct {
 	lo, hi        []byte
 
 	sorted [2][]radixItem // a snapshot's sort buffers, reused
-	// the sort buffer a snapshot's run (rowsRun) held, handed back by
+	// the sort buffers a snapshot's run (rowsRun) held, handed back by
 	// its Release (on the committing goroutine)
-	runRefs atomic.Pointer[[]radixItem]
-	scratch []byte
-	st      TierStats
-	err     error
+	runRefs, runSpare atomic.Pointer[[]radixItem]
+	prefixesBuilt     bool // every key group's prefix is in prefix
+	scratch           []byte
+	st                TierStats
+	err               error
 }
 
 // rowChunk holds the records of 1 << shift consecutive rows: kg (2
@@ -370,6 +372,9 @@ func (r *Rows) spillRows(from, end int64) error {
 	if p := r.runRefs.Swap(nil); p != nil && cap(*p) > cap(r.sorted[0]) {
 		r.sorted[0] = *p
 	}
+	if p := r.runSpare.Swap(nil); p != nil && cap(*p) > cap(r.sorted[1]) {
+		r.sorted[1] = *p
+	}
 	refs := slices.Grow(r.sorted[0][:0], n)[:n]
 	for j := range refs {
 		_, key, _, _ := r.record(from + int64(j))
@@ -593,56 +598,62 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 	if p := r.runRefs.Swap(nil); p != nil && cap(*p) > cap(r.sorted[0]) {
 		r.sorted[0] = *p
 	}
-	refs := slices.Grow(r.sorted[0][:0], n)[:n]
-	size := 0
-	for j := range refs {
-		kg, key, _, val := r.record(r.snapFrom + int64(j))
-		size += len(r.keyPrefix(kg)) + len(key) + len(val)
-		var b [14]byte
-		copy(b[:], key)
-		refs[j] = radixItem{
-			p0: uint64(kg)<<48 | uint64(binary.BigEndian.Uint16(b[:]))<<32 | uint64(binary.BigEndian.Uint32(b[2:])),
-			p1: binary.BigEndian.Uint64(b[6:]), i: int32(j)}
+	if p := r.runSpare.Swap(nil); p != nil && cap(*p) > cap(r.sorted[1]) {
+		r.sorted[1] = *p
 	}
-	refs, r.sorted[1] = sortRadix(refs, r.sorted[1], func(a, b radixItem) int {
-		_, ka, _, _ := r.record(r.snapFrom + int64(a.i))
-		_, kb, _, _ := r.record(r.snapFrom + int64(b.i))
-		return bytes.Compare(ka, kb)
-	})
-	defer func() {
-		if cap(r.sorted[1]) > 1<<21 { // (kept up to 48 MiB each)
-			r.sorted[1] = nil
+	if !r.prefixesBuilt {
+		// the run reads them on the committing goroutine
+		end := r.o.KeyGroupEnd
+		if end == 0 {
+			end = r.o.MaxParallelism
 		}
-	}()
-	run := &rowsRun{refs: refs, from: r.snapFrom, shift: r.shift, prefix: r.prefix, bytes: size, back: &r.runRefs}
+		for kg := r.o.KeyGroupStart; kg < end; kg++ {
+			r.keyPrefix(kg)
+		}
+		r.prefixesBuilt = true
+	}
+	run := &rowsRun{refs: slices.Grow(r.sorted[0][:0], n)[:n], spare: r.sorted[1][:0], from: r.snapFrom,
+		shift: r.shift, prefix: r.prefix, back: &r.runRefs, backSpare: &r.runSpare}
+	r.sorted[0], r.sorted[1] = nil, nil // the run's until its Release
 	// views of the chunks as they are now: the run reads them while this
 	// subtask goes on appending (to bytes past these views, or to new
 	// arrays) and never drops them (the rows are not clean before the
 	// checkpoint completes, after its commit)
 	first := r.snapFrom >> r.shift
 	run.first = first
+	size := 0
 	for ci := first; ci <= (r.n-1)>>r.shift; ci++ {
 		c := r.chunks[ci-r.chunkBase]
 		run.chunks = append(run.chunks, rowView{data: c.data, off: c.off})
+		size += len(c.data)
 	}
+	// the size of the rows' keys and values, about (the records' bytes
+	// and a key group prefix a row, less the records' headers)
+	size += n*(len(r.prefix[r.o.KeyGroupStart])-rowHeader) - int(run.chunks[0].off[r.snapFrom&(1<<r.shift-1)])
+	run.bytes = size
 	if rw, ok := w.(interface {
 		PutRun(checkpoint.SortedRun) error
 	}); ok {
-		r.sorted[0] = nil // the run's until its Release
+		// sorted by the commit (Prepare), off this subtask's goroutine
 		if err := rw.PutRun(run); err != nil {
 			return err
 		}
 	} else {
-		r.sorted[0] = refs
-		for j := range refs {
+		run.Prepare()
+		for j := range run.refs {
 			k, v := run.At(j, r.scratch[:0])
 			r.scratch = k
 			if err := w.Put(k, v); err != nil {
+				r.sorted[0], r.sorted[1] = run.refs, run.spare
 				return err
 			}
 		}
-		if cap(refs) > 1<<21 {
+		r.sorted[0], r.sorted[1] = run.refs, run.spare
+		if cap(r.sorted[0]) > 1<<21 {
 			r.sorted[0] = nil
+		}
+		if cap(r.sorted[1]) > 1<<21 {
+			r.sorted[1] = nil
 		}
 	}
 	r.pendID, r.pendFrom, r.pendTo = id, r.snapFrom, r.n
@@ -658,14 +669,17 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 // the snapshot; entries never change once built), nothing the subtask
 // changes meanwhile.
 type rowsRun struct {
-	refs   []radixItem // the rows, sorted: refs[j].i is a row from from
+	refs   []radixItem // the rows, sorted (Prepare): refs[j].i is a row from from
+	spare  []radixItem // the sort's scratch
+	once   sync.Once
 	from   int64
 	shift  uint
 	first  int64     // chunks[0] holds rows from first << shift
 	chunks []rowView // the chunks holding rows from..to
 	prefix [][]byte
 	bytes  int
-	back   *atomic.Pointer[[]radixItem] // where Release hands refs back
+	// where Release hands refs and spare back
+	back, backSpare *atomic.Pointer[[]radixItem]
 }
 
 // rowView is a chunk's records and offsets as of a snapshot.
@@ -687,7 +701,30 @@ func (run *rowsRun) Bytes() int { return run.bytes }
 // overlap the work on the rows before it.
 const runAhead = 8
 
+// Prepare sorts the run by state key, once: the commit calls it (on
+// goroutines of its own, several runs at once) before it reads the run,
+// so that a subtask's checkpoint barrier does not wait for the sort. The
+// row keys are read through the chunk views only.
+func (run *rowsRun) Prepare() { run.once.Do(run.sort) }
+
+func (run *rowsRun) sort() {
+	for j := range run.refs {
+		kg, key, _, _ := decodeRow(run.row(run.from + int64(j)))
+		var b [14]byte
+		copy(b[:], key)
+		run.refs[j] = radixItem{
+			p0: uint64(kg)<<48 | uint64(binary.BigEndian.Uint16(b[:]))<<32 | uint64(binary.BigEndian.Uint32(b[2:])),
+			p1: binary.BigEndian.Uint64(b[6:]), i: int32(j)}
+	}
+	run.refs, run.spare = sortRadix(run.refs, run.spare, func(a, b radixItem) int {
+		_, ka, _, _ := decodeRow(run.row(run.from + int64(a.i)))
+		_, kb, _, _ := decodeRow(run.row(run.from + int64(b.i)))
+		return bytes.Compare(ka, kb)
+	})
+}
+
 func (run *rowsRun) At(j int, dst []byte) (key, value []byte) {
+	run.Prepare()
 	if k := j + runAhead; k < len(run.refs) {
 		// the record's first two lines (rows of ~100 bytes), and the
 		// offset of the row after as many more
@@ -713,7 +750,11 @@ func (run *rowsRun) Release() {
 		refs := run.refs[:0]
 		run.back.Store(&refs)
 	}
-	*run = rowsRun{}
+	if run.backSpare != nil && cap(run.spare) <= 1<<21 {
+		spare := run.spare[:0]
+		run.backSpare.Store(&spare)
+	}
+	run.refs, run.spare, run.chunks, run.prefix, run.back, run.backSpare = nil, nil, nil, nil, nil, nil
 }
 
 // Complete is called when checkpoint id is committed: the pending rows are

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/rand"
@@ -493,5 +494,74 @@ func BenchmarkRowsAdd(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/row")
 		})
+	}
+}
+
+// TestRowsRunSortsOnAnotherGoroutine: a snapshot's run is sorted (Prepare)
+// and read by the commit's goroutine while the subtask goes on adding rows
+// (new chunks among them, and key groups no row had before); it yields
+// the rows of the snapshot in key order, as a snapshot written at once
+// does. Run it with -race.
+func TestRowsRunSortsOnAnotherGoroutine(t *testing.T) {
+	const maxP = 16
+	type kv struct{ k, v []byte }
+	var added []kv // the rows of the snapshot, as state keys and values
+	add := func(r *Rows, rng *rand.Rand, n int, kgs int, record bool) {
+		val := make([]byte, 40)
+		var jk [9]byte
+		jk[0] = 1
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint64(jk[1:], uint64(rng.Intn(5000)))
+			sb := binary.AppendUvarint(nil, uint64(r.n+1))
+			key := append(Key(nil, []byte("L"), jk[:]), byte(len(sb)))
+			plen := len(key) - 1
+			key = append(key, sb...)
+			rng.Read(val)
+			kg := int(xxhash.Sum64(jk[:]) % uint64(kgs))
+			r.Add(kg, key, plen, val)
+			if record {
+				added = append(added, kv{append(checkpoint.KeyedPrefix("join", kg), key...), slices.Clone(val)})
+			}
+		}
+	}
+	o := Options{OpID: "join", MaxParallelism: maxP, Checkpointing: true}
+	a, err := NewRows(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewRows(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, rb := rand.New(rand.NewSource(3)), rand.New(rand.NewSource(3))
+	add(a, ra, 30000, maxP/2, true) // half the key groups only
+	add(b, rb, 30000, maxP/2, false)
+	slices.SortFunc(added, func(x, y kv) int { return bytes.Compare(x.k, y.k) })
+	var want []string
+	for _, e := range added {
+		want = append(want, fmt.Sprintf("P %x=%x", e.k, e.v))
+	}
+	at := &opLog{failAt: -1}
+	if err := a.Snapshot(1, at); err != nil { // sorted at once
+		t.Fatal(err)
+	}
+	if !slices.Equal(at.ops, want) {
+		t.Fatalf("a snapshot written at once differs from the rows added")
+	}
+	rl := &runLog{opLog: opLog{failAt: -1}}
+	if err := b.Snapshot(1, rl); err != nil {
+		t.Fatal(err)
+	}
+	if len(rl.runs) != 1 {
+		t.Fatalf("%d runs, want 1", len(rl.runs))
+	}
+	done := make(chan []string)
+	go func() {
+		rl.runs[0].(checkpoint.Preparer).Prepare()
+		done <- rl.expand()
+	}()
+	add(b, rb, 70000, maxP, false) // meanwhile: more chunks, every key group
+	if got := <-done; !slices.Equal(got, want) {
+		t.Fatalf("the run read on another goroutine differs from the rows added: %d writes, want %d", len(got), len(want))
 	}
 }
