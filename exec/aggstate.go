@@ -404,7 +404,8 @@ func sortedOrder[V int64 | arrow.Timestamp | int32](m *multiset[V], nbytes int) 
 	return m.ord
 }
 
-// keyCount is a multiset entry to encode: its sort key and count.
+// keyCount is a multiset entry to encode: its sort key and c, its count
+// or (sortedOrder's kept order) its index in the multiset.
 type keyCount struct {
 	k uint64
 	c int64

@@ -362,6 +362,27 @@ func (r *Rows) prefetchRow(i int64) {
 	}
 }
 
+// takeSortBuffers takes back the sort buffers the last snapshot's run
+// handed back at its Release (when larger than the ones held).
+func (r *Rows) takeSortBuffers() {
+	if p := r.runRefs.Swap(nil); p != nil && cap(*p) > cap(r.sorted[0]) {
+		r.sorted[0] = *p
+	}
+	if p := r.runSpare.Swap(nil); p != nil && cap(*p) > cap(r.sorted[1]) {
+		r.sorted[1] = *p
+	}
+}
+
+// trimSortBuffers drops sort buffers of more than 2 M rows (48 MiB each)
+// rather than keep them between snapshots.
+func (r *Rows) trimSortBuffers() {
+	for i := range r.sorted {
+		if cap(r.sorted[i]) > 1<<21 {
+			r.sorted[i] = nil
+		}
+	}
+}
+
 // spillRows writes rows [from, end) to the spill DB as one table file it
 // ingests: the rows sorted by key (a radix sort of their first 16 bytes,
 // then the whole keys where those tie), written straight into an sstable.
@@ -369,12 +390,7 @@ func (r *Rows) prefetchRow(i int64) {
 // and compacting took half of a join's CPU without checkpoints (q7).
 func (r *Rows) spillRows(from, end int64) error {
 	n := int(end - from)
-	if p := r.runRefs.Swap(nil); p != nil && cap(*p) > cap(r.sorted[0]) {
-		r.sorted[0] = *p
-	}
-	if p := r.runSpare.Swap(nil); p != nil && cap(*p) > cap(r.sorted[1]) {
-		r.sorted[1] = *p
-	}
+	r.takeSortBuffers()
 	refs := slices.Grow(r.sorted[0][:0], n)[:n]
 	for j := range refs {
 		_, key, _, _ := r.record(from + int64(j))
@@ -387,14 +403,7 @@ func (r *Rows) spillRows(from, end int64) error {
 		return bytes.Compare(ka, kb)
 	})
 	r.sorted[0] = refs
-	defer func() {
-		if cap(r.sorted[0]) > 1<<21 {
-			r.sorted[0] = nil
-		}
-		if cap(r.sorted[1]) > 1<<21 {
-			r.sorted[1] = nil
-		}
-	}()
+	defer r.trimSortBuffers()
 	err := r.spill.ingest(func(set func(k, v []byte) error) error {
 		for j, it := range refs {
 			// the rows are read in key order, scattered over the chunks:
@@ -595,12 +604,7 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 		r.pendID, r.pendFrom, r.pendTo = id, r.snapFrom, r.n
 		return nil
 	}
-	if p := r.runRefs.Swap(nil); p != nil && cap(*p) > cap(r.sorted[0]) {
-		r.sorted[0] = *p
-	}
-	if p := r.runSpare.Swap(nil); p != nil && cap(*p) > cap(r.sorted[1]) {
-		r.sorted[1] = *p
-	}
+	r.takeSortBuffers()
 	if !r.prefixesBuilt {
 		// the run reads them on the committing goroutine
 		end := r.o.KeyGroupEnd
@@ -649,12 +653,7 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 			}
 		}
 		r.sorted[0], r.sorted[1] = run.refs, run.spare
-		if cap(r.sorted[0]) > 1<<21 {
-			r.sorted[0] = nil
-		}
-		if cap(r.sorted[1]) > 1<<21 {
-			r.sorted[1] = nil
-		}
+		r.trimSortBuffers()
 	}
 	r.pendID, r.pendFrom, r.pendTo = id, r.snapFrom, r.n
 	r.snapFrom = r.n
