@@ -40,6 +40,8 @@ type groupAgg struct {
 	keyBuf    []byte
 	keyOffs   []int
 	keyHashes []uint64 // state.KeyHash of each row's key (bytes-keyed tables)
+	dedupe    batchKeys
+	firstGids []int32 // the slot of each of dedupe.first
 	keys      []keyStore
 	rowCount  []int64
 	accs      []accumulator
@@ -186,32 +188,49 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 		return
 	}
 	a.encodeKeys(rec)
-	// the keys' hashes first, so that the index entry of the key
-	// keysAhead rows on is prefetched while this one is looked up
 	a.keyHashes = slices.Grow(a.keyHashes[:0], n)[:n]
 	for i := range a.keyHashes {
 		a.keyHashes[i] = state.KeyHash(a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]])
 	}
-	for i := 0; i < n; i++ {
-		if i+keysAhead < n {
-			a.tbl.PrefetchKey(a.keyHashes[i+keysAhead])
+	// Each distinct key of the batch is looked up once, the index entry
+	// of the key keysAhead keys on prefetched while this one is.
+	a.dedupe.dedupe(a.keyHashes, a.keyBuf, a.keyOffs)
+	first := a.dedupe.first
+	a.firstGids = slices.Grow(a.firstGids[:0], len(first))[:len(first)]
+	for j, i := range first {
+		if j+keysAhead < len(first) {
+			a.tbl.PrefetchKey(a.keyHashes[first[j+keysAhead]])
 		}
-		k := a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]]
-		g, ok := a.tbl.LookupBytesHot(a.keyHashes[i], k)
-		if !ok && a.tiered {
-			// a cold key is read by key group
-			g, ok = a.tbl.LookupBytesHashed(a.keyGroupOf(rec, i), a.keyHashes[i], k)
-		}
-		if ok && a.tbl.Expired(g) {
-			a.dropSlot(g)
-			ok = false
-		}
-		if !ok {
-			g = a.tbl.InsertBytesHashed(a.keyHashes[i], k, a.keyGroupOf(rec, i))
-			a.putKeysEncoded(g, rec, i, a.tbl.Key(g))
-		}
-		a.gids[i] = g
+		a.firstGids[j] = a.lookupRow(rec, int(i))
 	}
+	for i, d := range a.dedupe.of {
+		a.gids[i] = a.firstGids[d]
+	}
+}
+
+// lookupRow returns the slot of row i's key (bytes-keyed: encodeKeys and
+// keyHashes hold it), inserted when absent or expired.
+func (a *groupAgg) lookupRow(rec arrow.Record, i int) int32 {
+	h := a.keyHashes[i]
+	k := a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]]
+	g, ok := a.tbl.LookupBytesHot(h, k)
+	if ok && !a.tbl.Expired(g) {
+		return g
+	}
+	kg := a.keyGroupOf(rec, i) // a key missing from memory: hashed once
+	if !ok && a.tiered {
+		// a cold key is read by key group
+		g, ok = a.tbl.LookupBytesHashed(kg, h, k)
+	}
+	if ok && a.tbl.Expired(g) {
+		a.dropSlot(g)
+		ok = false
+	}
+	if !ok {
+		g = a.tbl.InsertBytesHashed(h, k, kg)
+		a.putKeysEncoded(g, rec, i, a.tbl.Key(g))
+	}
+	return g
 }
 
 // keysAhead: the aggregation prefetches the table's index entry of the
@@ -260,165 +279,6 @@ func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record
 // encodeKeys writes each row's key as bytes (encodeKeyColumns).
 func (a *groupAgg) encodeKeys(rec arrow.Record) {
 	a.keyBuf, a.keyOffs = encodeKeyColumns(rec, a.spec.Keys, a.keyBuf, a.keyOffs)
-}
-
-// encodeKeyColumns writes each row's key (columns keys of rec) as bytes:
-// per column a null flag then a fixed-width value, or a length-prefixed
-// string. Row i's key is buf[offs[i]:offs[i+1]]; buf and offs are reused.
-func encodeKeyColumns(rec arrow.Record, keys []int, keyBuf []byte, keyOffs []int) ([]byte, []int) {
-	n := int(rec.NumRows())
-	if cap(keyOffs) < 2*n+1 {
-		keyOffs = make([]int, 2*n+1)
-	}
-	offs := keyOffs[:n+1]
-	for i := range offs {
-		offs[i] = 0
-	}
-	// lengths into offs[i+1]
-	for _, k := range keys {
-		col := rec.Column(k)
-		if s, ok := col.(*array.String); ok {
-			for i := 0; i < n; i++ {
-				offs[i+1] += 5 + len(s.Value(i))
-			}
-			continue
-		}
-		w := 1 + fixedWidth(col.DataType())
-		for i := 0; i < n; i++ {
-			offs[i+1] += w
-		}
-	}
-	for i := 0; i < n; i++ {
-		offs[i+1] += offs[i]
-	}
-	if cap(keyBuf) < offs[n] {
-		keyBuf = make([]byte, offs[n])
-	}
-	buf := keyBuf[:offs[n]]
-	cur := keyOffs[n+1 : 2*n+1] // each row's write position (reused)
-	copy(cur, offs[:n])
-	for _, k := range keys {
-		col := rec.Column(k)
-		nm, nulls := nullsOf(col)
-		// The common fixed-width types without nulls: one typed loop.
-		if !nulls {
-			switch c := col.(type) {
-			case *array.Int64:
-				putKeys64(buf, cur, c.Int64Values())
-				continue
-			case *array.Timestamp:
-				putKeys64(buf, cur, c.TimestampValues())
-				continue
-			case *array.Int32:
-				putKeys32(buf, cur, c.Int32Values())
-				continue
-			}
-		}
-		for i := 0; i < n; i++ {
-			p := cur[i]
-			if nulls && nm.null(i) {
-				// null flag 0 and zeroed payload of the same width
-				w := 1 + fixedWidth(col.DataType())
-				if _, ok := col.(*array.String); ok {
-					w = 5
-				}
-				for j := p; j < p+w; j++ {
-					buf[j] = 0
-				}
-				cur[i] = p + w
-				continue
-			}
-			buf[p] = 1
-			p++
-			switch c := col.(type) {
-			case *array.Int32:
-				binary.LittleEndian.PutUint32(buf[p:], uint32(c.Value(i)))
-				p += 4
-			case *array.Int8:
-				binary.LittleEndian.PutUint32(buf[p:], uint32(int32(c.Value(i))))
-				p += 4
-			case *array.Int16:
-				binary.LittleEndian.PutUint32(buf[p:], uint32(int32(c.Value(i))))
-				p += 4
-			case *array.Date32:
-				binary.LittleEndian.PutUint32(buf[p:], uint32(c.Value(i)))
-				p += 4
-			case *array.Time32:
-				binary.LittleEndian.PutUint32(buf[p:], uint32(c.Value(i)))
-				p += 4
-			case *array.MonthInterval:
-				binary.LittleEndian.PutUint32(buf[p:], uint32(c.Value(i)))
-				p += 4
-			case *array.Duration:
-				binary.LittleEndian.PutUint64(buf[p:], uint64(c.Value(i)))
-				p += 8
-			case *array.Float32:
-				binary.LittleEndian.PutUint64(buf[p:], canonicalFloatBits(float64(c.Value(i))))
-				p += 8
-			case *array.Int64:
-				binary.LittleEndian.PutUint64(buf[p:], uint64(c.Value(i)))
-				p += 8
-			case *array.Timestamp:
-				binary.LittleEndian.PutUint64(buf[p:], uint64(c.Value(i)))
-				p += 8
-			case *array.Float64:
-				binary.LittleEndian.PutUint64(buf[p:], canonicalFloatBits(c.Value(i)))
-				p += 8
-			case *array.Decimal128:
-				v := c.Value(i)
-				binary.LittleEndian.PutUint64(buf[p:], v.LowBits())
-				binary.LittleEndian.PutUint64(buf[p+8:], uint64(v.HighBits()))
-				p += 16
-			case *array.Boolean:
-				buf[p] = 0
-				if c.Value(i) {
-					buf[p] = 1
-				}
-				p++
-			case *array.String:
-				s := c.Value(i)
-				binary.LittleEndian.PutUint32(buf[p:], uint32(len(s)))
-				p += 4
-				p += copy(buf[p:], s)
-			}
-			cur[i] = p
-		}
-	}
-	return buf, offs
-}
-
-// putKeys64 appends a non-null flag and each 8-byte value at cur[i].
-func putKeys64[T ~int64](buf []byte, cur []int, vals []T) {
-	for i, v := range vals[:len(cur)] {
-		p := cur[i]
-		buf[p] = 1
-		binary.LittleEndian.PutUint64(buf[p+1:], uint64(v))
-		cur[i] = p + 9
-	}
-}
-
-// putKeys32 appends a non-null flag and each 4-byte value at cur[i].
-func putKeys32[T ~int32](buf []byte, cur []int, vals []T) {
-	for i, v := range vals[:len(cur)] {
-		p := cur[i]
-		buf[p] = 1
-		binary.LittleEndian.PutUint32(buf[p+1:], uint32(v))
-		cur[i] = p + 5
-	}
-}
-
-func fixedWidth(dt arrow.DataType) int {
-	switch dt.ID() {
-	case arrow.INT32, arrow.INT8, arrow.INT16, arrow.DATE32, arrow.TIME32, arrow.INTERVAL_MONTHS:
-		return 4
-	case arrow.INT64, arrow.TIMESTAMP, arrow.FLOAT64, arrow.FLOAT32, arrow.DURATION:
-		return 8
-	case arrow.DECIMAL128:
-		return 16
-	case arrow.BOOL:
-		return 1
-	}
-	return 0
 }
 
 // Process consumes b in slices of at most the job's batch size, so that

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -50,63 +51,91 @@ type ordered interface {
 	~int8 | ~int16 | ~int32 | ~int64 | ~float32 | ~float64
 }
 
-// cmpVV writes a op b into the bitmap out (zeroed).
+// cmpVV writes a op b into the bitmap out (zeroed). The bits of 64 rows
+// are gathered in a register and stored as one word: or-ing each bit into
+// its byte of out would chain every row's store to the next row's load.
 func cmpVV[T ordered](op int, a, b []T, out []byte) {
-	switch op {
-	case opEq:
-		for i := range a {
-			out[i>>3] |= b2u(a[i] == b[i]) << (i & 7)
+	b = b[:len(a)]
+	for j := 0; j < len(a); j += 64 {
+		e := min(j+64, len(a))
+		x, y := a[j:e], b[j:e]
+		y = y[:len(x)]
+		var w uint64
+		switch op {
+		case opEq:
+			for k := range x {
+				w |= uint64(b2u(x[k] == y[k])) << k
+			}
+		case opNe:
+			for k := range x {
+				w |= uint64(b2u(x[k] != y[k])) << k
+			}
+		case opLt:
+			for k := range x {
+				w |= uint64(b2u(x[k] < y[k])) << k
+			}
+		case opGt:
+			for k := range x {
+				w |= uint64(b2u(x[k] > y[k])) << k
+			}
+		case opLe:
+			for k := range x {
+				w |= uint64(b2u(x[k] <= y[k])) << k
+			}
+		case opGe:
+			for k := range x {
+				w |= uint64(b2u(x[k] >= y[k])) << k
+			}
 		}
-	case opNe:
-		for i := range a {
-			out[i>>3] |= b2u(a[i] != b[i]) << (i & 7)
-		}
-	case opLt:
-		for i := range a {
-			out[i>>3] |= b2u(a[i] < b[i]) << (i & 7)
-		}
-	case opGt:
-		for i := range a {
-			out[i>>3] |= b2u(a[i] > b[i]) << (i & 7)
-		}
-	case opLe:
-		for i := range a {
-			out[i>>3] |= b2u(a[i] <= b[i]) << (i & 7)
-		}
-	case opGe:
-		for i := range a {
-			out[i>>3] |= b2u(a[i] >= b[i]) << (i & 7)
-		}
+		putBitsWord(out, j, e-j, w)
 	}
 }
 
-// cmpVS writes a op s into the bitmap out (zeroed).
+// cmpVS writes a op s into the bitmap out (zeroed), as cmpVV.
 func cmpVS[T ordered](op int, a []T, s T, out []byte) {
-	switch op {
-	case opEq:
-		for i := range a {
-			out[i>>3] |= b2u(a[i] == s) << (i & 7)
+	for j := 0; j < len(a); j += 64 {
+		x := a[j:min(j+64, len(a))]
+		var w uint64
+		switch op {
+		case opEq:
+			for k, v := range x {
+				w |= uint64(b2u(v == s)) << k
+			}
+		case opNe:
+			for k, v := range x {
+				w |= uint64(b2u(v != s)) << k
+			}
+		case opLt:
+			for k, v := range x {
+				w |= uint64(b2u(v < s)) << k
+			}
+		case opGt:
+			for k, v := range x {
+				w |= uint64(b2u(v > s)) << k
+			}
+		case opLe:
+			for k, v := range x {
+				w |= uint64(b2u(v <= s)) << k
+			}
+		case opGe:
+			for k, v := range x {
+				w |= uint64(b2u(v >= s)) << k
+			}
 		}
-	case opNe:
-		for i := range a {
-			out[i>>3] |= b2u(a[i] != s) << (i & 7)
-		}
-	case opLt:
-		for i := range a {
-			out[i>>3] |= b2u(a[i] < s) << (i & 7)
-		}
-	case opGt:
-		for i := range a {
-			out[i>>3] |= b2u(a[i] > s) << (i & 7)
-		}
-	case opLe:
-		for i := range a {
-			out[i>>3] |= b2u(a[i] <= s) << (i & 7)
-		}
-	case opGe:
-		for i := range a {
-			out[i>>3] |= b2u(a[i] >= s) << (i & 7)
-		}
+		putBitsWord(out, j, len(x), w)
+	}
+}
+
+// putBitsWord stores the n (<= 64) bits of w for rows j.. (j a multiple
+// of 64) into the zeroed bitmap out.
+func putBitsWord(out []byte, j, n int, w uint64) {
+	o := out[j>>3:]
+	if n == 64 && len(o) >= 8 {
+		binary.LittleEndian.PutUint64(o, w)
+		return
+	}
+	for k := 0; k < (n+7)/8; k++ {
+		o[k] = byte(w >> (8 * k))
 	}
 }
 

@@ -192,6 +192,7 @@ func TestRegexpConstantPatternCompiledOnce(t *testing.T) {
 // TestDateFormatDayMemo: DATE_FORMAT with a constant pattern of date fields
 // formats each day once and reuses the text for the next rows of that day;
 // on seeded timestamps (runs within a day, jumps across days and years,
+// midnights and the millisecond before,
 // times before 1970, NULLs) every row matches Go's own formatting, for
 // date-only patterns and for one with the time of day (no memo).
 func TestDateFormatDayMemo(t *testing.T) {
@@ -214,6 +215,13 @@ func TestDateFormatDayMemo(t *testing.T) {
 			ms += rng.Int63n(3 * 86_400_000 * 365) // days or years ahead
 		case 1:
 			ms -= rng.Int63n(2 * 86_400_000) // back across midnight
+		case 2:
+			// the next midnight or the last millisecond before it
+			d := ms / 86_400_000
+			if ms < 0 && ms%86_400_000 != 0 {
+				d--
+			}
+			ms = (d+1)*86_400_000 - rng.Int63n(2)
 		default:
 			ms += rng.Int63n(600_000) // minutes later: mostly the same day
 		}
@@ -237,22 +245,27 @@ func TestDateFormatDayMemo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := ev.Eval(rec, mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := got.(*array.String)
-		for i, w := range want {
-			if w == nil {
-				if s.IsValid(i) {
-					t.Fatalf("%s row %d: %q, want NULL", p.java, i, s.Value(i))
+		// the whole batch, and a slice of it (offset values and bitmap)
+		for _, lo := range []int{0, 17} {
+			r := rec.NewSlice(int64(lo), rec.NumRows()-3)
+			got, err := ev.Eval(r, mem)
+			r.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := got.(*array.String)
+			for i, w := range want[lo : len(want)-3] {
+				if w == nil {
+					if s.IsValid(i) {
+						t.Fatalf("%s row %d: %q, want NULL", p.java, i, s.Value(i))
+					}
+					continue
 				}
-				continue
+				if exp := time.UnixMilli(*w).UTC().Format(p.goLayout); !s.IsValid(i) || s.Value(i) != exp {
+					t.Fatalf("%s row %d (%d ms): %q, want %q", p.java, i, *w, s.Value(i), exp)
+				}
 			}
-			if exp := time.UnixMilli(*w).UTC().Format(p.goLayout); !s.IsValid(i) || s.Value(i) != exp {
-				t.Fatalf("%s row %d (%d ms): %q, want %q", p.java, i, *w, s.Value(i), exp)
-			}
+			got.Release()
 		}
-		got.Release()
 	}
 }
