@@ -415,6 +415,18 @@ func (a *minMax[T]) update(gids []int32, col arrow.Array, ops []RowKind) {
 	a.in = vs
 	nm, nulls := nullsOf(col)
 	if !a.retract {
+		// integers: compared in the loop, not through less
+		switch m := any(a).(type) {
+		case *minMax[int64]:
+			keepExtremes(m.val, m.has, gids, m.in, nm, nulls, m.isMax)
+			return
+		case *minMax[int32]:
+			keepExtremes(m.val, m.has, gids, m.in, nm, nulls, m.isMax)
+			return
+		case *minMax[arrow.Timestamp]:
+			keepExtremes(m.val, m.has, gids, m.in, nm, nulls, m.isMax)
+			return
+		}
 		for i, g := range gids {
 			if nulls && nm.null(i) {
 				continue
@@ -451,6 +463,35 @@ func (a *minMax[T]) update(gids []int32, col arrow.Array, ops []RowKind) {
 	}
 	for _, g := range a.redo {
 		a.recompute(g)
+	}
+}
+
+// keepExtremes is minMax.update of an append-only integer input: each
+// group's value becomes the largest (isMax) or smallest it has seen.
+func keepExtremes[T int32 | int64 | arrow.Timestamp](val []T, has []bool, gids []int32, vs []T, nm nullMask, nulls, isMax bool) {
+	vs = vs[:len(gids)]
+	switch {
+	case isMax && !nulls:
+		for i, g := range gids {
+			if v := vs[i]; !has[g] || v > val[g] {
+				val[g], has[g] = v, true
+			}
+		}
+	case !isMax && !nulls:
+		for i, g := range gids {
+			if v := vs[i]; !has[g] || v < val[g] {
+				val[g], has[g] = v, true
+			}
+		}
+	default:
+		for i, g := range gids {
+			if nulls && nm.null(i) {
+				continue
+			}
+			if v := vs[i]; !has[g] || (isMax && v > val[g]) || (!isMax && v < val[g]) {
+				val[g], has[g] = v, true
+			}
+		}
 	}
 }
 

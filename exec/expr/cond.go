@@ -3,6 +3,7 @@ package expr
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -30,6 +31,11 @@ type caseNode struct {
 	// fail, as an aggregate's FILTER (WHERE c) is planned: v's array with
 	// its validity ANDed with c (evalMasked)
 	masked bool
+	// blend: fixed-width values that cannot fail (as the Nexmark views'
+	// dateTime, a ROW field per event type): the ELSE array copied whole,
+	// then each condition's rows overwritten from its value, a word of
+	// rows at a time; nil otherwise
+	blend blender
 }
 
 func compileCase(c *planner.Call, args []Evaluator) Evaluator {
@@ -47,6 +53,9 @@ func compileCase(c *planner.Call, args []Evaluator) Evaluator {
 	n.valCols = append(n.valCols, colsOf(c.Args[len(args)-1]))
 	n.consts = constsOf(n.dt, n.vals)
 	n.masked = n.consts == nil && len(n.conds) == 1 && !n.valFails[0] && isNullConst(n.vals[1])
+	if n.consts == nil && !slices.Contains(n.valFails, true) {
+		n.blend = blenderOf(n.dt)
+	}
 	return n
 }
 
@@ -59,8 +68,8 @@ func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 	rows := int(rec.NumRows())
 	k := len(n.conds)
 	var which []uint16
-	var masks [][]uint64 // constant values: the rows of each condition
-	if n.consts == nil {
+	var masks [][]uint64 // constant or blended values: the rows of each condition
+	if n.consts == nil && n.blend == nil {
 		which = make([]uint16, rows)
 		for i := range which {
 			which[i] = uint16(k)
@@ -116,8 +125,11 @@ func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 		}
 		ca.Release()
 	}
-	if masks != nil {
+	if n.consts != nil {
 		return n.consts.pick(masks, taken, rows, mem), nil
+	}
+	if n.blend != nil {
+		return n.blendValues(rec, masks, taken, rows, remaining, mem)
 	}
 	return pickRows(n.dt, n.vals, n.valFails, n.valCols, which, rec, mem)
 }
@@ -215,6 +227,121 @@ func pickRows(dt arrow.DataType, vals []Evaluator, fails []bool, cols [][]bool, 
 		idx[i] = int32(i)
 	}
 	return gather(dt, srcs, which, idx, mem), nil
+}
+
+// blendValues is the blend path of Eval: each value with rows (masks[j]
+// non-nil; the ELSE when rows remain) is evaluated on every row (none can
+// fail) and blended.
+func (n *caseNode) blendValues(rec arrow.Record, masks [][]uint64, taken []uint64, rows, remaining int, mem memory.Allocator) (arrow.Array, error) {
+	k := len(n.conds)
+	srcs := make([]arrow.Array, k+1)
+	defer releaseAll(srcs)
+	for j, v := range n.vals {
+		if (j < k && masks[j] == nil) || (j == k && remaining == 0) {
+			continue
+		}
+		a, err := v.Eval(rec, mem)
+		if err != nil {
+			return nil, err
+		}
+		srcs[j] = a
+		if t := a.DataType(); !arrow.TypeEqual(t, n.dt) && t.ID() != arrow.NULL {
+			// not the CASE's type (the planner casts branches, so
+			// not expected): row by row
+			which := make([]uint16, rows)
+			for i := range which {
+				which[i] = uint16(k)
+			}
+			for j, m := range masks {
+				for w, bw := range m {
+					for ; bw != 0; bw &= bw - 1 {
+						which[w<<6+bits.TrailingZeros64(bw)] = uint16(j)
+					}
+				}
+			}
+			return pickRows(n.dt, n.vals, n.valFails, n.valCols, which, rec, mem)
+		}
+	}
+	return n.blend.blend(srcs, masks, taken, rows, mem), nil
+}
+
+// blender builds a CASE of fixed-width values from its branches' arrays
+// (nil: a branch with no rows) and the rows each condition took.
+type blender interface {
+	blend(srcs []arrow.Array, masks [][]uint64, taken []uint64, rows int, mem memory.Allocator) arrow.Array
+}
+
+func blenderOf(dt arrow.DataType) blender {
+	switch dt.ID() {
+	case arrow.INT32, arrow.DATE32:
+		return fixedBlend[int32]{dt}
+	case arrow.INT64, arrow.TIMESTAMP:
+		return fixedBlend[int64]{dt}
+	case arrow.FLOAT64:
+		return fixedBlend[float64]{dt}
+	}
+	return nil
+}
+
+type fixedBlend[T int32 | int64 | float64] struct{ dt arrow.DataType }
+
+func (b fixedBlend[T]) blend(srcs []arrow.Array, masks [][]uint64, taken []uint64, rows int, mem memory.Allocator) arrow.Array {
+	k := len(srcs) - 1
+	buf, out := allocFixed[T](mem, rows)
+	// values: an all-NULL array may have none (its rows stay NULL)
+	if e := srcs[k]; e != nil {
+		if v := values[T](e); v != nil {
+			copy(out, v)
+		}
+	}
+	anyNull := false
+	for j, a := range srcs {
+		if a == nil {
+			continue
+		}
+		anyNull = anyNull || a.NullN() > 0
+		v := values[T](a)
+		if j == k || v == nil {
+			continue
+		}
+		for w, bw := range masks[j] {
+			for ; bw != 0; bw &= bw - 1 {
+				i := w<<6 + bits.TrailingZeros64(bw)
+				out[i] = v[i]
+			}
+		}
+	}
+	if !anyNull {
+		// every row valid: each row's branch was evaluated (the ELSE
+		// whenever a row was left to it) and has no NULLs
+		return makeArray(b.dt, rows, nil, buf)
+	}
+	vbuf, vb := allocBits(mem, rows)
+	for w := range taken {
+		var v uint64
+		if e := srcs[k]; e != nil {
+			v = ^taken[w] & validWord(e, w, rows)
+		}
+		for j, m := range masks {
+			if m != nil && srcs[j] != nil {
+				v |= m[w] & validWord(srcs[j], w, rows)
+			}
+		}
+		putWord(vb, w, rows, v)
+	}
+	return makeArray(b.dt, rows, vbuf, buf)
+}
+
+// validWord is the validity of rows w*64.. of a (all ones without NULLs).
+func validWord(a arrow.Array, w, rows int) uint64 {
+	vb, off, allNull := bitsOf(a)
+	switch {
+	case allNull:
+		return 0
+	case vb == nil:
+		return ^uint64(0)
+	}
+	return bitWord(vb, off, w, rows)
 }
 
 // constPicker builds a CASE whose values are all fixed-width constants
