@@ -39,7 +39,8 @@ type groupAgg struct {
 	tiered    bool // tbl keeps cold groups in Pebble: lookups pass key groups
 	keyBuf    []byte
 	keyOffs   []int
-	keyHashes []uint64 // state.KeyHash of each row's key (bytes-keyed tables)
+	keyHashes []uint64 // state.KeyHash of each distinct key of the batch (bytes-keyed tables)
+	rowHashes []uint64 // HashKeys of each row
 	dedupe    batchKeys
 	firstGids []int32 // the slot of each of dedupe.first
 	keys      []keyStore
@@ -187,37 +188,51 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 		}
 		return
 	}
-	a.encodeKeys(rec)
-	a.keyHashes = slices.Grow(a.keyHashes[:0], n)[:n]
-	for i := range a.keyHashes {
-		a.keyHashes[i] = state.KeyHash(a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]])
-	}
-	// Each distinct key of the batch is looked up once, the index entry
-	// of the key keysAhead keys on prefetched while this one is.
-	a.dedupe.dedupe(a.keyHashes, a.keyBuf, a.keyOffs)
-	first := a.dedupe.first
-	a.firstGids = slices.Grow(a.firstGids[:0], len(first))[:len(first)]
-	for j, i := range first {
-		if j+keysAhead < len(first) {
-			a.tbl.PrefetchKey(a.keyHashes[first[j+keysAhead]])
+	// Group the rows by key first (their keys' HashKeys, which are also
+	// their key groups' hashes), then encode and look up each distinct
+	// key once, the index entry of the key keysAhead keys on prefetched
+	// while this one is looked up.
+	a.rowHashes = HashKeys(rec, a.spec.Keys, a.rowHashes)
+	a.dedupe.dedupeHashes(a.rowHashes)
+	if !a.dedupe.sameKeys(rec, a.spec.Keys) {
+		// two keys of one hash in the batch: group by the encoded keys
+		a.encodeKeys(rec)
+		a.keyHashes = slices.Grow(a.keyHashes[:0], n)[:n]
+		for i := range a.keyHashes {
+			a.keyHashes[i] = state.KeyHash(a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]])
 		}
-		a.firstGids[j] = a.lookupRow(rec, int(i))
+		a.dedupe.dedupe(a.keyHashes, a.keyBuf, a.keyOffs)
+	}
+	first := a.dedupe.first
+	a.keyBuf, a.keyOffs = encodeKeyRows(rec, a.spec.Keys, first, a.keyBuf, a.keyOffs)
+	a.keyHashes = slices.Grow(a.keyHashes[:0], len(first))[:len(first)]
+	for j := range first {
+		a.keyHashes[j] = state.KeyHash(a.keyBuf[a.keyOffs[j]:a.keyOffs[j+1]])
+	}
+	a.firstGids = slices.Grow(a.firstGids[:0], len(first))[:len(first)]
+	for j := range first {
+		if j+keysAhead < len(first) {
+			a.tbl.PrefetchKey(a.keyHashes[j+keysAhead])
+		}
+		a.firstGids[j] = a.lookupKey(rec, j)
 	}
 	for i, d := range a.dedupe.of {
 		a.gids[i] = a.firstGids[d]
 	}
 }
 
-// lookupRow returns the slot of row i's key (bytes-keyed: encodeKeys and
-// keyHashes hold it), inserted when absent or expired.
-func (a *groupAgg) lookupRow(rec arrow.Record, i int) int32 {
-	h := a.keyHashes[i]
-	k := a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]]
+// lookupKey returns the slot of the batch's distinct key j (its encoding
+// and KeyHash in keyBuf and keyHashes, its first row dedupe.first[j]),
+// inserted when absent or expired.
+func (a *groupAgg) lookupKey(rec arrow.Record, j int) int32 {
+	h := a.keyHashes[j]
+	k := a.keyBuf[a.keyOffs[j]:a.keyOffs[j+1]]
 	g, ok := a.tbl.LookupBytesHot(h, k)
 	if ok && !a.tbl.Expired(g) {
 		return g
 	}
-	kg := a.keyGroupOf(rec, i) // a key missing from memory: hashed once
+	row := int(a.dedupe.first[j])
+	kg := int(a.rowHashes[row] % uint64(a.maxP)) // keyGroupOf, hashed already
 	if !ok && a.tiered {
 		// a cold key is read by key group
 		g, ok = a.tbl.LookupBytesHashed(kg, h, k)
@@ -228,7 +243,7 @@ func (a *groupAgg) lookupRow(rec arrow.Record, i int) int32 {
 	}
 	if !ok {
 		g = a.tbl.InsertBytesHashed(h, k, kg)
-		a.putKeysEncoded(g, rec, i, a.tbl.Key(g))
+		a.putKeysEncoded(g, rec, row, a.tbl.Key(g))
 	}
 	return g
 }

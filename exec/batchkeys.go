@@ -1,6 +1,11 @@
 package exec
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
+)
 
 // batchKeys finds the distinct keys of a batch before a keyed operator
 // looks them up in its state: a batch of a skewed stream touches far
@@ -15,23 +20,141 @@ type batchKeys struct {
 	of    []int32 // each row's distinct key (index into first)
 }
 
-// dedupe groups the rows of encoded keys buf[offs[i]:offs[i+1]] (as
-// encodeKeyColumns writes them) whose KeyHashes are hashes: afterwards
-// first holds the first row of each distinct key and of[i] row i's key.
-func (b *batchKeys) dedupe(hashes []uint64, buf []byte, offs []int) {
+// dedupeHashes groups rows by their key's hash alone (HashKeys): a key
+// need not be encoded to be grouped. sameKeys then checks that the rows
+// of each group hold equal keys (two keys of one 64-bit hash are
+// improbable, not impossible).
+func (b *batchKeys) dedupeHashes(hashes []uint64) {
 	n := len(hashes)
+	slots, of := b.reset(n)
+	first := b.first[:0]
+	mask := uint64(len(slots) - 1)
+	for i, h := range hashes {
+		for p := (h >> 40) & mask; ; p = (p + 1) & mask {
+			d := slots[p]
+			if d == 0 {
+				slots[p] = int32(len(first)) + 1
+				of[i] = int32(len(first))
+				first = append(first, int32(i))
+				break
+			}
+			if hashes[first[d-1]] == h {
+				of[i] = d - 1
+				break
+			}
+		}
+	}
+	b.first, b.of = first, of
+}
+
+// reset empties the table for a batch of n rows.
+func (b *batchKeys) reset(n int) (slots, of []int32) {
 	size := 1 << bits.Len(uint(2*n)) // at most half full
 	if cap(b.slots) < size {
 		b.slots = make([]int32, size)
 	}
-	slots := b.slots[:size]
+	slots = b.slots[:size]
 	clear(slots)
 	if cap(b.of) < n {
 		b.of = make([]int32, n)
 	}
-	of := b.of[:n]
+	return slots, b.of[:n]
+}
+
+// sameKeys reports whether every row's key (columns keys of rec) equals
+// the key of its group's first row, as their encodings (encodeKeyColumns)
+// would compare: both NULL, or both valid with equal values (floats by
+// canonicalFloatBits; a type encoded by its flag alone by that).
+func (b *batchKeys) sameKeys(rec arrow.Record, keys []int) bool {
+	for _, k := range keys {
+		if !sameColumn(rec.Column(k), b.of, b.first) {
+			return false
+		}
+	}
+	return true
+}
+
+func sameColumn(col arrow.Array, of, first []int32) bool {
+	nm, nulls := nullsOf(col)
+	if nulls {
+		for i, d := range of {
+			if nm.null(i) != nm.null(int(first[d])) {
+				return false
+			}
+		}
+	}
+	switch c := col.(type) {
+	case *array.Int64:
+		return sameValues(c.Int64Values(), of, first, nm, nulls)
+	case *array.Timestamp:
+		return sameValues(c.TimestampValues(), of, first, nm, nulls)
+	case *array.Duration:
+		return sameValues(c.DurationValues(), of, first, nm, nulls)
+	case *array.Int32:
+		return sameValues(c.Int32Values(), of, first, nm, nulls)
+	case *array.Date32:
+		return sameValues(c.Date32Values(), of, first, nm, nulls)
+	case *array.Time32:
+		return sameValues(c.Time32Values(), of, first, nm, nulls)
+	case *array.MonthInterval:
+		return sameValues(c.MonthIntervalValues(), of, first, nm, nulls)
+	case *array.Int16:
+		return sameValues(c.Int16Values(), of, first, nm, nulls)
+	case *array.Int8:
+		return sameValues(c.Int8Values(), of, first, nm, nulls)
+	case *array.Decimal128:
+		return sameValues(c.Values(), of, first, nm, nulls)
+	case *array.Float64:
+		vs := c.Float64Values()
+		for i, d := range of {
+			if f := first[d]; canonicalFloatBits(vs[i]) != canonicalFloatBits(vs[f]) && !(nulls && nm.null(i)) {
+				return false
+			}
+		}
+	case *array.Float32:
+		vs := c.Float32Values()
+		for i, d := range of {
+			if f := first[d]; canonicalFloatBits(float64(vs[i])) != canonicalFloatBits(float64(vs[f])) && !(nulls && nm.null(i)) {
+				return false
+			}
+		}
+	case *array.Boolean:
+		for i, d := range of {
+			if c.Value(i) != c.Value(int(first[d])) && !(nulls && nm.null(i)) {
+				return false
+			}
+		}
+	case *array.String:
+		vo := c.ValueOffsets()
+		data, base := c.ValueBytes(), vo[0]
+		for i, d := range of {
+			f := first[d]
+			if string(data[vo[i]-base:vo[i+1]-base]) != string(data[vo[f]-base:vo[f+1]-base]) && !(nulls && nm.null(i)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sameValues: row i's value equals its group's first row's, or is NULL.
+func sameValues[T comparable](vs []T, of, first []int32, nm nullMask, nulls bool) bool {
+	vs = vs[:len(of)]
+	for i, d := range of {
+		if vs[i] != vs[first[d]] && !(nulls && nm.null(i)) {
+			return false
+		}
+	}
+	return true
+}
+
+// dedupe groups the rows of encoded keys buf[offs[i]:offs[i+1]] (as
+// encodeKeyColumns writes them) whose KeyHashes are hashes: afterwards
+// first holds the first row of each distinct key and of[i] row i's key.
+func (b *batchKeys) dedupe(hashes []uint64, buf []byte, offs []int) {
+	slots, of := b.reset(len(hashes))
 	first := b.first[:0]
-	mask := uint64(size - 1)
+	mask := uint64(len(slots) - 1)
 	for i, h := range hashes {
 		k := buf[offs[i]:offs[i+1]]
 		// the high bits: state indexes use the low ones

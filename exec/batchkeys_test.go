@@ -4,6 +4,9 @@ import (
 	"math/rand"
 	"testing"
 
+	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
+
 	"github.com/streamsql/streamsql/exec/state"
 )
 
@@ -60,5 +63,89 @@ func TestBatchKeysGroupsEqualKeys(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestBatchKeysHashGroupsVerified: grouped by HashKeys alone, a batch's
+// rows (every key type, NULLs, few distinct values, sliced records,
+// several columns) fall into the groups their encoded keys make, and
+// sameKeys accepts them; when hashes collide (all equal, or two keys'
+// equal) sameKeys rejects the groups unless their keys are equal.
+func TestBatchKeysHashGroupsVerified(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewSource(12))
+	var b batchKeys
+	for _, span := range []int64{2, 3, 50} {
+		rec := keyRecord(t, mem, rng, 500, span)
+		for _, r := range []arrow.Record{rec, rec.NewSlice(5, 497)} {
+			ncol := int(r.NumCols())
+			var sets [][]int
+			for c := 0; c < ncol; c++ {
+				sets = append(sets, []int{c})
+			}
+			for k := 0; k < 20; k++ {
+				sets = append(sets, rng.Perm(ncol)[:2+rng.Intn(3)])
+			}
+			for _, keys := range sets {
+				kc := make([]arrow.Array, len(keys))
+				for i, k := range keys {
+					kc[i] = r.Column(k)
+				}
+				n := int(r.NumRows())
+				enc := make([]string, n)
+				group := map[string]int32{}
+				for i := range enc {
+					enc[i] = string(refKey(nil, kc, i))
+					if _, ok := group[enc[i]]; !ok {
+						group[enc[i]] = int32(len(group))
+					}
+				}
+				hashes := HashKeys(r, keys, nil)
+				b.dedupeHashes(hashes)
+				if !b.sameKeys(r, keys) {
+					t.Fatalf("keys %v: groups by hash rejected", keys)
+				}
+				if len(b.first) != len(group) {
+					t.Fatalf("keys %v: %d groups by hash, %d keys", keys, len(b.first), len(group))
+				}
+				for i := range enc {
+					if group[enc[i]] != b.of[i] {
+						t.Fatalf("keys %v row %d: group %d, want %d", keys, i, b.of[i], group[enc[i]])
+					}
+				}
+				// every hash equal: the groups hold equal keys only if
+				// the batch has one key
+				same := make([]uint64, n)
+				b.dedupeHashes(same)
+				if got := b.sameKeys(r, keys); got != (len(group) == 1) {
+					t.Fatalf("keys %v, one hash, %d keys: sameKeys %v", keys, len(group), got)
+				}
+				// two keys' hashes equal
+				if len(group) >= 2 {
+					copy(same, hashes)
+					x, y := enc[0], ""
+					for _, e := range enc {
+						if e != x {
+							y = e
+							break
+						}
+					}
+					for i := range same {
+						if enc[i] == y {
+							same[i] = hashes[0]
+						}
+					}
+					b.dedupeHashes(same)
+					if b.sameKeys(r, keys) {
+						t.Fatalf("keys %v: two keys of one hash accepted", keys)
+					}
+				}
+			}
+			if r != rec {
+				r.Release()
+			}
+		}
+		rec.Release()
 	}
 }

@@ -73,13 +73,72 @@ func refKey(dst []byte, cols []arrow.Array, i int) []byte {
 
 // TestEncodeKeyColumnsRowByRow: the typed column loops write, for every
 // key type, with NULLs (a NULL string whose slot has bytes among them),
-// over sliced records and combinations of columns, the bytes of the
-// row-by-row encoding.
+// over sliced records, combinations of columns and selections of rows,
+// the bytes of the row-by-row encoding.
 func TestEncodeKeyColumnsRowByRow(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	const n = 300
 	rng := rand.New(rand.NewSource(9))
+	rec := keyRecord(t, mem, rng, n, 1<<40)
+	cols := rec.Columns()
+	defer rec.Release()
+
+	var buf []byte
+	var offs []int
+	check := func(r arrow.Record, keys []int) {
+		t.Helper()
+		buf, offs = encodeKeyColumns(r, keys, buf, offs)
+		kc := make([]arrow.Array, len(keys))
+		for i, k := range keys {
+			kc[i] = r.Column(k)
+		}
+		for i := 0; i < int(r.NumRows()); i++ {
+			want := refKey(nil, kc, i)
+			if got := buf[offs[i]:offs[i+1]]; !bytes.Equal(got, want) {
+				t.Fatalf("keys %v row %d of %d: %x, want %x", keys, i, r.NumRows(), got, want)
+			}
+		}
+		// a selection of rows, repeats and any order
+		sel := make([]int32, rng.Intn(2*int(r.NumRows())+1))
+		for j := range sel {
+			sel[j] = int32(rng.Intn(int(r.NumRows())))
+		}
+		buf, offs = encodeKeyRows(r, keys, sel, buf, offs)
+		if len(offs) != len(sel)+1 {
+			t.Fatalf("%d offsets for %d rows", len(offs), len(sel))
+		}
+		for j, i := range sel {
+			want := refKey(nil, kc, int(i))
+			if got := buf[offs[j]:offs[j+1]]; !bytes.Equal(got, want) {
+				t.Fatalf("keys %v, key %d (row %d): %x, want %x", keys, j, i, got, want)
+			}
+		}
+	}
+	all := make([]int, len(cols))
+	for i := range all {
+		all[i] = i
+	}
+	for _, r := range []arrow.Record{rec, rec.NewSlice(7, n-5), rec.NewSlice(130, 131)} {
+		for c := range cols {
+			check(r, []int{c})
+		}
+		check(r, all)
+		for k := 0; k < 50; k++ {
+			keys := rng.Perm(len(cols))[:1+rng.Intn(4)]
+			check(r, keys)
+		}
+		if r != rec {
+			r.Release()
+		}
+	}
+}
+
+// keyRecord is a seeded record of n rows with a column of each key type,
+// with and without NULLs, values drawn from span values around zero,
+// and a string column whose NULL slots keep bytes (Arrow allows it).
+func keyRecord(t *testing.T, mem memory.Allocator, rng *rand.Rand, n int, span int64) arrow.Record {
+	t.Helper()
 	types := []arrow.DataType{
 		arrow.PrimitiveTypes.Int8, arrow.PrimitiveTypes.Int16, arrow.PrimitiveTypes.Int32, arrow.PrimitiveTypes.Int64,
 		arrow.PrimitiveTypes.Float32, arrow.PrimitiveTypes.Float64, &arrow.Decimal128Type{Precision: 20, Scale: 3},
@@ -98,7 +157,7 @@ func TestEncodeKeyColumnsRowByRow(t *testing.T) {
 					b.AppendNull()
 					continue
 				}
-				v := rng.Int63n(1<<40) - 1<<39
+				v := rng.Int63n(span) - span/2
 				switch b := b.(type) {
 				case *array.Int8Builder:
 					b.Append(int8(v))
@@ -109,15 +168,15 @@ func TestEncodeKeyColumnsRowByRow(t *testing.T) {
 				case *array.Int64Builder:
 					b.Append(v)
 				case *array.Float32Builder:
-					b.Append([]float32{float32(v), float32(math.NaN()), float32(math.Copysign(0, -1))}[rng.Intn(3)])
+					b.Append([]float32{float32(v), float32(math.NaN()), float32(math.Copysign(0, -1))}[int(v&1)])
 				case *array.Float64Builder:
-					b.Append([]float64{float64(v) / 3, math.NaN(), math.Copysign(0, -1), 0}[rng.Intn(4)])
+					b.Append([]float64{float64(v) / 3, math.NaN(), math.Copysign(0, -1), 0}[int(v&3)])
 				case *array.Decimal128Builder:
 					b.Append(decimal128.New(v, uint64(v)*7))
 				case *array.BooleanBuilder:
 					b.Append(v > 0)
 				case *array.StringBuilder:
-					b.Append(string(make([]byte, rng.Intn(12))) + "x")
+					b.Append(string(make([]byte, v&7)) + "x")
 				case *array.Date32Builder:
 					b.Append(arrow.Date32(v))
 				case *array.Time32Builder:
@@ -161,43 +220,9 @@ func TestEncodeKeyColumnsRowByRow(t *testing.T) {
 	fields = append(fields, arrow.Field{Name: "holey", Type: arrow.BinaryTypes.String, Nullable: true})
 	cols = append(cols, holey)
 
-	rec := array.NewRecord(arrow.NewSchema(fields, nil), cols, n)
+	rec := array.NewRecord(arrow.NewSchema(fields, nil), cols, int64(n))
 	for _, c := range cols {
 		c.Release()
 	}
-	defer rec.Release()
-
-	var buf []byte
-	var offs []int
-	check := func(r arrow.Record, keys []int) {
-		t.Helper()
-		buf, offs = encodeKeyColumns(r, keys, buf, offs)
-		kc := make([]arrow.Array, len(keys))
-		for i, k := range keys {
-			kc[i] = r.Column(k)
-		}
-		for i := 0; i < int(r.NumRows()); i++ {
-			want := refKey(nil, kc, i)
-			if got := buf[offs[i]:offs[i+1]]; !bytes.Equal(got, want) {
-				t.Fatalf("keys %v row %d of %d: %x, want %x", keys, i, r.NumRows(), got, want)
-			}
-		}
-	}
-	all := make([]int, len(cols))
-	for i := range all {
-		all[i] = i
-	}
-	for _, r := range []arrow.Record{rec, rec.NewSlice(7, n-5), rec.NewSlice(130, 131)} {
-		for c := range cols {
-			check(r, []int{c})
-		}
-		check(r, all)
-		for k := 0; k < 50; k++ {
-			keys := rng.Perm(len(cols))[:1+rng.Intn(4)]
-			check(r, keys)
-		}
-		if r != rec {
-			r.Release()
-		}
-	}
+	return rec
 }
