@@ -42,6 +42,7 @@ type groupAgg struct {
 	keyHashes []uint64 // state.KeyHash of each distinct key of the batch (bytes-keyed tables)
 	rowHashes []uint64 // HashKeys of each row
 	dedupe    batchKeys
+	regroup   bool    // tests: group rows by encoded keys as after a collision
 	firstGids []int32 // the slot of each of dedupe.first
 	keys      []keyStore
 	rowCount  []int64
@@ -192,17 +193,7 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 	// their key groups' hashes), then encode and look up each distinct
 	// key once, the index entry of the key keysAhead keys on prefetched
 	// while this one is looked up.
-	a.rowHashes = HashKeys(rec, a.spec.Keys, a.rowHashes)
-	a.dedupe.dedupeHashes(a.rowHashes)
-	if !a.dedupe.sameKeys(rec, a.spec.Keys) {
-		// two keys of one hash in the batch: group by the encoded keys
-		a.encodeKeys(rec)
-		a.keyHashes = slices.Grow(a.keyHashes[:0], n)[:n]
-		for i := range a.keyHashes {
-			a.keyHashes[i] = state.KeyHash(a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]])
-		}
-		a.dedupe.dedupe(a.keyHashes, a.keyBuf, a.keyOffs)
-	}
+	a.groupRows(rec)
 	first := a.dedupe.first
 	a.keyBuf, a.keyOffs = encodeKeyRows(rec, a.spec.Keys, first, a.keyBuf, a.keyOffs)
 	a.keyHashes = slices.Grow(a.keyHashes[:0], len(first))[:len(first)]
@@ -218,6 +209,23 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 	}
 	for i, d := range a.dedupe.of {
 		a.gids[i] = a.firstGids[d]
+	}
+}
+
+// groupRows groups rec's rows by key into a.dedupe (and their HashKeys
+// into a.rowHashes): by hash, checked column by column; by encoded key
+// when two keys of the batch share a hash (or regroup is set: a test's).
+func (a *groupAgg) groupRows(rec arrow.Record) {
+	a.rowHashes = HashKeys(rec, a.spec.Keys, a.rowHashes)
+	a.dedupe.dedupeHashes(a.rowHashes)
+	if a.regroup || !a.dedupe.sameKeys(rec, a.spec.Keys) {
+		n := int(rec.NumRows())
+		a.encodeKeys(rec)
+		a.keyHashes = slices.Grow(a.keyHashes[:0], n)[:n]
+		for i := range a.keyHashes {
+			a.keyHashes[i] = state.KeyHash(a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]])
+		}
+		a.dedupe.dedupe(a.keyHashes, a.keyBuf, a.keyOffs)
 	}
 }
 

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/exec/state"
+	"github.com/streamsql/streamsql/planner"
 )
 
 // TestBatchKeysGroupsEqualKeys: rows share a distinct key exactly when
@@ -147,5 +149,40 @@ func TestBatchKeysHashGroupsVerified(t *testing.T) {
 			}
 		}
 		rec.Release()
+	}
+}
+
+// TestGroupRowsRegroupSameGroups: an aggregation's grouping of a batch by
+// encoded keys (its path after a hash collision) makes the groups its
+// grouping by hash makes, over every key type and sliced batches.
+func TestGroupRowsRegroupSameGroups(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewSource(13))
+	rec := keyRecord(t, mem, rng, 700, 4)
+	defer rec.Release()
+	multi := 0
+	for k := 0; k < 40; k++ {
+		keys := rng.Perm(int(rec.NumCols()))[:1+rng.Intn(3)]
+		r := rec.NewSlice(int64(rng.Intn(20)), 700)
+		var byHash, byBytes groupAgg
+		byHash.spec, byBytes.spec = &planner.AggOp{Keys: keys}, &planner.AggOp{Keys: keys}
+		byBytes.regroup = true
+		byHash.groupRows(r)
+		byBytes.groupRows(r)
+		if len(byBytes.keyOffs) != int(r.NumRows())+1 || len(byHash.keyOffs) != 0 {
+			t.Fatalf("keys %v: %d and %d keys encoded, want %d and none", keys, len(byBytes.keyOffs)-1, len(byHash.keyOffs)-1, r.NumRows())
+		}
+		if fmt.Sprint(byHash.dedupe.first, byHash.dedupe.of) != fmt.Sprint(byBytes.dedupe.first, byBytes.dedupe.of) {
+			t.Fatalf("keys %v: by hash %v %v, by encoded key %v %v", keys,
+				byHash.dedupe.first, byHash.dedupe.of, byBytes.dedupe.first, byBytes.dedupe.of)
+		}
+		if len(byHash.dedupe.first) > 1 {
+			multi++
+		}
+		r.Release()
+	}
+	if multi < 20 {
+		t.Fatalf("%d of 40 batches of more than one key", multi)
 	}
 }

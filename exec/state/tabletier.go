@@ -78,11 +78,14 @@ type tableTier struct {
 	hotBytes int64 // accounted size of the hot slots
 
 	// per slot
-	sz      []int32 // accounted bytes (as of the last MaybeEvict)
-	ref     []bool  // CLOCK reference bit
-	stale   []bool  // changed since loaded or written back
-	inCold  []bool  // Pebble may hold a copy (Remove deletes it)
-	pflag   []bool  // the slot's key is in the pending change set
+	sz     []int32 // accounted bytes (as of the last MaybeEvict)
+	ref    []bool  // CLOCK reference bit
+	stale  []bool  // changed since loaded or written back
+	inCold []bool  // Pebble may hold a copy (Remove deletes it)
+	// comHeld: the slot was read from the committed state, so comF holds
+	// its key (comF only grows): evicting it clean adds nothing
+	comHeld []bool
+	pflag   []bool // the slot's key is in the pending change set
 	inBatch []bool
 
 	batch []int32 // slots looked up or changed since the last MaybeEvict
@@ -322,6 +325,7 @@ func (tt *tableTier) grow(t *Table) {
 	tt.ref = append(tt.ref, false)
 	tt.stale = append(tt.stale, false)
 	tt.inCold = append(tt.inCold, false)
+	tt.comHeld = append(tt.comHeld, false)
 	tt.pflag = append(tt.pflag, false)
 	tt.inBatch = append(tt.inBatch, false)
 	if tt.intKey {
@@ -544,6 +548,7 @@ func (tt *tableTier) loadCommitted(t *Table, kg int, pk []byte, iv int64, null b
 	}
 	g := t.newSlot(kg)
 	t.bind(g, pk, iv, null)
+	tt.comHeld[g] = true
 	tt.hit(g)
 	tt.st.ColdReads++
 	tt.st.ComReads++
@@ -563,7 +568,7 @@ func (tt *tableTier) remove(t *Table, g int32) {
 		// the filters hold too): then a tombstone masks the copy
 		pk := tt.pk(t, g)
 		tt.kbuf = pk
-		if tt.inCold[g] || tt.filter.mayHold(pk) || tt.comF.mayHold(tt.slotCK(t, g)) {
+		if tt.inCold[g] || tt.comHeld[g] || tt.filter.mayHold(pk) || tt.comF.mayHold(tt.slotCK(t, g)) {
 			tt.filter.add(pk)
 			tt.used = true
 			if err := tt.cold.db.Set(pk, nil, pebble.NoSync); err != nil && tt.err == nil {
@@ -581,7 +586,7 @@ func (tt *tableTier) remove(t *Table, g int32) {
 func (tt *tableTier) forget(t *Table, g int32) {
 	tt.hotBytes -= int64(tt.sz[g])
 	tt.sz[g] = 0
-	tt.inCold[g], tt.stale[g], tt.ref[g], tt.pflag[g] = false, false, false, false
+	tt.inCold[g], tt.stale[g], tt.ref[g], tt.pflag[g], tt.comHeld[g] = false, false, false, false, false
 	t.dirty[g] = false
 }
 
@@ -741,9 +746,12 @@ func (tt *tableTier) evict(t *Table, g int32, clean bool) error {
 		tt.filter.add(pk)
 		tt.st.WriteBacks++
 	case clean && !tt.inCold[g]:
-		// read back from the committed state
-		if ck := tt.slotCK(t, g); !tt.comF.mayHold(ck) {
-			tt.comF.add(ck)
+		// read back from the committed state: the filter learns the key
+		// unless it was read from there (a key added twice only takes
+		// the filter's room twice; probing the chain to avoid that cost
+		// a cache miss a filter)
+		if !tt.comHeld[g] {
+			tt.comF.add(tt.slotCK(t, g))
 		}
 		tt.st.CleanDrops++
 	}
