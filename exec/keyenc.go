@@ -87,9 +87,9 @@ func encodeKeyColumn(col arrow.Array, sel []int32, buf []byte, cur []int) {
 	case *array.MonthInterval:
 		putKeys32(buf, cur, sel, c.MonthIntervalValues(), nm, nulls)
 	case *array.Int16:
-		putKeysNarrow(buf, cur, sel, c.Int16Values(), nm, nulls)
+		putKeys32(buf, cur, sel, c.Int16Values(), nm, nulls)
 	case *array.Int8:
-		putKeysNarrow(buf, cur, sel, c.Int8Values(), nm, nulls)
+		putKeys32(buf, cur, sel, c.Int8Values(), nm, nulls)
 	case *array.Float64:
 		putKeysFloat(buf, cur, sel, c.Float64Values(), nm, nulls)
 	case *array.Float32:
@@ -153,23 +153,9 @@ func putKeys64[T ~int64](buf []byte, cur []int, sel []int32, vals []T, nm nullMa
 	}
 }
 
-// putKeys32 appends a flag and each 4-byte value at cur[j].
-func putKeys32[T ~int32](buf []byte, cur []int, sel []int32, vals []T, nm nullMask, nulls bool) {
-	for j, p := range cur {
-		i := rowOf(sel, j)
-		if nulls && nm.null(i) {
-			cur[j] = putNullKey(buf, p, 5)
-			continue
-		}
-		buf[p] = 1
-		binary.LittleEndian.PutUint32(buf[p+1:], uint32(vals[i]))
-		cur[j] = p + 5
-	}
-}
-
-// putKeysNarrow is putKeys32 of TINYINT and SMALLINT values (widened to 4
-// bytes, as the hash exchange widens them).
-func putKeysNarrow[T int8 | int16](buf []byte, cur []int, sel []int32, vals []T, nm nullMask, nulls bool) {
+// putKeys32 appends a flag and each 4-byte value at cur[j] (TINYINT and
+// SMALLINT widened to 4 bytes, as the hash exchange widens them).
+func putKeys32[T ~int8 | ~int16 | ~int32](buf []byte, cur []int, sel []int32, vals []T, nm nullMask, nulls bool) {
 	for j, p := range cur {
 		i := rowOf(sel, j)
 		if nulls && nm.null(i) {
