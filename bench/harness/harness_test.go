@@ -127,3 +127,37 @@ func TestTPS(t *testing.T) {
 		t.Fatal("the default rate is not the benchmark's 10,000,000")
 	}
 }
+
+// TestMedians: each cell is its median run by events per CPU-second (of
+// an even count the faster middle one), a failed run wins, and a round
+// cut short counts for the specs it ran.
+func TestMedians(t *testing.T) {
+	run := func(q string, cpuMS int, failed bool) Result {
+		r := Result{Spec: Spec{Query: q, Events: 1000}, User: time.Duration(cpuMS) * time.Millisecond}
+		if failed {
+			r.Err = "boom"
+		}
+		return r
+	}
+	rounds := [][]Result{
+		{run("q1", 30, false), run("q2", 10, false), run("q3", 5, false)},
+		{run("q1", 10, false), run("q2", 20, true), run("q3", 7, false)},
+		{run("q1", 20, false), run("q2", 30, false)},
+	}
+	got := Medians(rounds)
+	if len(got) != 3 {
+		t.Fatalf("%d cells, want 3", len(got))
+	}
+	if got[0].User != 20*time.Millisecond {
+		t.Errorf("q1: the run of %v, want the median 20ms", got[0].User)
+	}
+	if got[1].Err == "" {
+		t.Errorf("q2: the run of %v, want the failed one", got[1].User)
+	}
+	if got[2].User != 5*time.Millisecond {
+		t.Errorf("q3 (two runs): the run of %v, want the faster, 5ms", got[2].User)
+	}
+	if Medians(nil) != nil {
+		t.Error("no rounds: want no cells")
+	}
+}

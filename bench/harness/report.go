@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -70,6 +71,40 @@ func RunAll(ctx context.Context, specs []Spec, run func(context.Context, Spec) (
 				si(r.EventsPerSec()), si(r.EventsPerCPU()), r.Wall.Seconds())
 		}
 		out = append(out, r)
+	}
+	return out
+}
+
+// Medians picks, for each spec, one of its runs in rounds (each round the
+// results of the same specs in order; a round cut short by cancellation
+// may be shorter): a failed run if any (a failure must show), else the run
+// of the median events per CPU-second (of an even count, the faster of the
+// middle two). With rounds spread over the whole benchmark, a cell no
+// longer depends on one minute of the machine's speed.
+func Medians(rounds [][]Result) []Result {
+	if len(rounds) == 0 {
+		return nil
+	}
+	var out []Result
+	for i := range rounds[0] {
+		var runs []Result
+		for _, r := range rounds {
+			if i < len(r) {
+				runs = append(runs, r[i])
+			}
+		}
+		pick := -1
+		for k, r := range runs {
+			if r.Err != "" {
+				pick = k
+				break
+			}
+		}
+		if pick < 0 {
+			sort.SliceStable(runs, func(a, b int) bool { return runs[a].EventsPerCPU() > runs[b].EventsPerCPU() })
+			pick = (len(runs) - 1) / 2
+		}
+		out = append(out, runs[pick])
 	}
 	return out
 }

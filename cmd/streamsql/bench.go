@@ -58,6 +58,7 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 		noBaseline, noReference, keep                 bool
 		events, tps                                   int64
 		scale                                         float64
+		repeat                                        int
 	)
 	cmd := &cobra.Command{
 		Use:     "nexmark [flags]",
@@ -78,6 +79,9 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 			if events < 0 || scale < 0 || tps < 0 {
 				return usageError{fmt.Errorf("--events, --scale and --tps must not be negative")}
 			}
+			if repeat < 1 {
+				return usageError{fmt.Errorf("--repeat must be at least 1")}
+			}
 			if dir == "" {
 				if dir, err = os.MkdirTemp("", "streamsql-bench-"); err != nil {
 					return err
@@ -94,16 +98,27 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			specs := cfg.Specs()
-			fmt.Fprintf(e.stderr, "streamsql bench nexmark: %d runs, work directory %s\n", len(specs), dir)
-			results := harness.RunAll(ctx, specs, func(ctx context.Context, sp harness.Spec) (harness.Result, error) {
-				res, err := runChild(ctx, self, sp, profDir)
-				if !keep {
-					os.RemoveAll(sp.Dir)
+			fmt.Fprintf(e.stderr, "streamsql bench nexmark: %d runs, work directory %s\n", len(specs)*repeat, dir)
+			var rounds [][]harness.Result
+			for r := 0; r < repeat && ctx.Err() == nil; r++ {
+				if repeat > 1 {
+					fmt.Fprintf(e.stderr, "round %d of %d\n", r+1, repeat)
 				}
-				return res, err
-			}, e.stderr)
-			fmt.Fprintf(e.stdout, "Nexmark, %s, GOMAXPROCS %d, checkpoints every %v (state.backend.type %s)\n\n",
-				time.Now().UTC().Format("2006-01-02 15:04 UTC"), nproc(), interval, orDefault(backend, "pebble"))
+				rounds = append(rounds, harness.RunAll(ctx, specs, func(ctx context.Context, sp harness.Spec) (harness.Result, error) {
+					res, err := runChild(ctx, self, sp, profDir)
+					if !keep {
+						os.RemoveAll(sp.Dir)
+					}
+					return res, err
+				}, e.stderr))
+			}
+			results := harness.Medians(rounds)
+			medians := ""
+			if repeat > 1 {
+				medians = fmt.Sprintf(", each cell the median of %d runs", repeat)
+			}
+			fmt.Fprintf(e.stdout, "Nexmark, %s, GOMAXPROCS %d, checkpoints every %v (state.backend.type %s)%s\n\n",
+				time.Now().UTC().Format("2006-01-02 15:04 UTC"), nproc(), interval, orDefault(backend, "pebble"), medians)
 			harness.Report(e.stdout, results)
 			if jsonOut != "" {
 				b, _ := json.MarshalIndent(results, "", "  ")
@@ -135,7 +150,8 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 	fl.StringVar(&dir, "dir", "", "work `directory` (checkpoints, q10's output); default a temporary one, removed at the end")
 	fl.BoolVar(&keep, "keep", false, "keep each run's work directory")
 	fl.StringVar(&profDir, "cpuprofile-dir", "", "write a CPU profile of every run into `DIR` (q5-p1-1s.prof, ...; go tool pprof FILE)")
-	fl.StringVar(&jsonOut, "json", "", "also write every run's measures to `FILE` as JSON")
+	fl.StringVar(&jsonOut, "json", "", "also write the measures of the runs the table shows to `FILE` as JSON")
+	fl.IntVar(&repeat, "repeat", 1, "run the whole benchmark `N` times and show each cell's median run (events per CPU-second)")
 	return cmd
 }
 
