@@ -349,20 +349,28 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 	}
 	a.lookup(b.Rec)
 
-	// touched slots in first-touch order
-	a.epoch++
-	if a.epoch == 0 { // wrapped: clear marks
-		for i := range a.mark {
-			a.mark[i] = 0
-		}
-		a.epoch = 1
-	}
+	// touched slots in first-touch order: a bytes-keyed lookup found them
+	// (the batch's distinct keys, each its own slot); int keys are marked
 	a.touched = a.touched[:0]
-	for _, g := range a.gids {
-		if a.mark[g] != a.epoch {
-			a.mark[g] = a.epoch
-			a.touched = append(a.touched, g)
+	if !a.intKey {
+		a.touched = append(a.touched, a.firstGids...)
+		for _, g := range a.touched {
 			a.tbl.Touch(g)
+		}
+	} else {
+		a.epoch++
+		if a.epoch == 0 { // wrapped: clear marks
+			for i := range a.mark {
+				a.mark[i] = 0
+			}
+			a.epoch = 1
+		}
+		for _, g := range a.gids {
+			if a.mark[g] != a.epoch {
+				a.mark[g] = a.epoch
+				a.touched = append(a.touched, g)
+				a.tbl.Touch(g)
+			}
 		}
 	}
 	before := a.before[:0] // touched slots alive before the batch

@@ -24,12 +24,26 @@ type batchKeys struct {
 // need not be encoded to be grouped. sameKeys then checks that the rows
 // of each group hold equal keys (two keys of one 64-bit hash are
 // improbable, not impossible).
-func (b *batchKeys) dedupeHashes(hashes []uint64) {
-	n := len(hashes)
-	slots, of := b.reset(n)
+func (b *batchKeys) dedupeHashes(hashes []uint64) { b.group(hashes, nil) }
+
+// dedupe groups the rows of encoded keys buf[offs[i]:offs[i+1]] (as
+// encodeKeyColumns writes them) whose KeyHashes are hashes, comparing the
+// keys' bytes (after a collision of dedupeHashes: a rare path).
+func (b *batchKeys) dedupe(hashes []uint64, buf []byte, offs []int) {
+	b.group(hashes, func(f, i int32) bool {
+		return string(buf[offs[f]:offs[f+1]]) == string(buf[offs[i]:offs[i+1]])
+	})
+}
+
+// group puts rows of equal hashes (and, given same, equal keys) into one
+// group: afterwards first holds each group's first row, in first-seen
+// order, and of[i] row i's group.
+func (b *batchKeys) group(hashes []uint64, same func(f, i int32) bool) {
+	slots, of := b.reset(len(hashes))
 	first := b.first[:0]
 	mask := uint64(len(slots) - 1)
 	for i, h := range hashes {
+		// the high bits: state indexes use the low ones
 		for p := (h >> 40) & mask; ; p = (p + 1) & mask {
 			d := slots[p]
 			if d == 0 {
@@ -38,7 +52,7 @@ func (b *batchKeys) dedupeHashes(hashes []uint64) {
 				first = append(first, int32(i))
 				break
 			}
-			if hashes[first[d-1]] == h {
+			if f := first[d-1]; hashes[f] == h && (same == nil || same(f, int32(i))) {
 				of[i] = d - 1
 				break
 			}
@@ -146,32 +160,4 @@ func sameValues[T comparable](vs []T, of, first []int32, nm nullMask, nulls bool
 		}
 	}
 	return true
-}
-
-// dedupe groups the rows of encoded keys buf[offs[i]:offs[i+1]] (as
-// encodeKeyColumns writes them) whose KeyHashes are hashes: afterwards
-// first holds the first row of each distinct key and of[i] row i's key.
-func (b *batchKeys) dedupe(hashes []uint64, buf []byte, offs []int) {
-	slots, of := b.reset(len(hashes))
-	first := b.first[:0]
-	mask := uint64(len(slots) - 1)
-	for i, h := range hashes {
-		k := buf[offs[i]:offs[i+1]]
-		// the high bits: state indexes use the low ones
-		for p := (h >> 40) & mask; ; p = (p + 1) & mask {
-			d := slots[p]
-			if d == 0 {
-				slots[p] = int32(len(first)) + 1
-				of[i] = int32(len(first))
-				first = append(first, int32(i))
-				break
-			}
-			f := first[d-1]
-			if hashes[f] == h && string(buf[offs[f]:offs[f+1]]) == string(k) {
-				of[i] = d - 1
-				break
-			}
-		}
-	}
-	b.first, b.of = first, of
 }
