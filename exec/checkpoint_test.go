@@ -28,6 +28,11 @@ type txnSystem struct {
 	pending   map[string][]string // "subtask/epoch" -> rows
 	committed []string            // "+I|k|c|s|" changes, in commit order
 	commits   int
+	// undurable are the pending transactions of an asynchronous
+	// pre-commit not yet made durable (asyncSchedSink); committing one
+	// is a violation (its rows are lost, as a file's unsynced bytes).
+	undurable  map[string]bool
+	violations []string
 }
 
 // txnSink is a two-phase sink over txnSystem.
@@ -83,6 +88,11 @@ func (s *txnSink) Commit(id int64) error {
 			continue
 		}
 		if rows, ok := s.sys.pending[s.key(e)]; ok {
+			if s.sys.undurable[s.key(e)] {
+				s.sys.violations = append(s.sys.violations, fmt.Sprintf("%s committed before its pre-commit was durable", s.key(e)))
+				delete(s.sys.pending, s.key(e))
+				continue
+			}
 			s.sys.committed = append(s.sys.committed, rows...)
 			delete(s.sys.pending, s.key(e))
 			s.sys.commits++

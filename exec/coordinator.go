@@ -146,6 +146,9 @@ type ack struct {
 	id   int64
 	buf  *checkpoint.Buffer
 	err  error
+	// durable, when not nil, waits for the subtask's sink to make its
+	// pre-committed output durable (AsyncPreCommitSink).
+	durable func() error
 }
 
 // ctlKind is a control message from the coordinator to a subtask.
@@ -208,6 +211,7 @@ type pendingCkpt struct {
 	req      *SavepointRequest
 	deadline time.Time
 	bufs     []*checkpoint.Buffer // by subtask slot
+	durable  []func() error       // by subtask slot (ack.durable)
 	acks     int
 }
 
@@ -482,6 +486,12 @@ func (c *coordinator) onAck(a ack) error {
 		p.acks++
 	}
 	p.bufs[a.slot] = a.buf
+	if a.durable != nil {
+		if p.durable == nil {
+			p.durable = make([]func() error, len(c.all))
+		}
+		p.durable[a.slot] = a.durable
+	}
 	if p.acks < len(c.all) {
 		return nil
 	}
@@ -504,6 +514,17 @@ func (c *coordinator) complete(p *pendingCkpt) error {
 	start := time.Now()
 	if err := c.cfg.Backend.Commit(id, p.bufs); err != nil {
 		return fail(fmt.Errorf("checkpoint %d: committing state: %w", id, err))
+	}
+	// The sinks' output this checkpoint names must be durable before its
+	// metadata is: their fsyncs ran meanwhile. A sink that failed to make
+	// it durable fails the attempt (a restore replays what it covers).
+	for _, done := range p.durable {
+		if done == nil {
+			continue
+		}
+		if err := done(); err != nil {
+			return fmt.Errorf("checkpoint %d: sink pre-commit: %w", id, err)
+		}
 	}
 	syncDur := time.Since(start)
 	if err := c.fault(StepCommitted, id); err != nil {

@@ -564,6 +564,13 @@ func (s *rtxnSink) RestoreStates(states [][]byte) error {
 			delete(s.sys.pending, k)
 		}
 	}
+	for k := range s.sys.undurable { // discarded with their transactions
+		var sub int
+		fmt.Sscanf(k, "%d/", &sub)
+		if subs[sub] {
+			delete(s.sys.undurable, k)
+		}
+	}
 	return nil
 }
 

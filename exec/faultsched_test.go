@@ -146,6 +146,7 @@ type schedEvent struct {
 	n     int  // fire at the n-th occurrence of its trigger once it is live
 	sub   int  // evOpAbort/evOpCrash: the subtask
 	sink  bool // evOpAbort/evOpCrash: the sink's pre-commit, not the aggregation's snapshot
+	async bool // evOpCrash of an asynchronous sink: its done fails, not its pre-commit
 	drain bool // evStop
 	par   int  // evStop/evKill: parallelism of the restored job
 }
@@ -167,6 +168,9 @@ func (e schedEvent) String() string {
 		verb := "fails"
 		if e.kind == evOpCrash {
 			verb = "crashes"
+			if e.sink && e.async {
+				what, verb = "sink pre-commit's background durability", "fails (the attempt fails)"
+			}
 		}
 		return fmt.Sprintf("%s of subtask %d %s %s", what, e.sub, verb, nth)
 	case evExpire:
@@ -229,6 +233,10 @@ type schedule struct {
 	// overtake the batches queued at a subtask; those are stored as channel
 	// state), with the small channel capacities giving backpressure.
 	unaligned bool
+	// asyncSink: the sink pre-commits asynchronously
+	// (AsyncPreCommitSink): its output becomes durable in the done the
+	// coordinator waits for, and a sink crash event fails that done.
+	asyncSink bool
 	events    []schedEvent
 }
 
@@ -248,6 +256,9 @@ func (s *schedule) String() string {
 	mode := "aligned"
 	if s.unaligned {
 		mode = "unaligned"
+	}
+	if s.asyncSink {
+		mode += ", asynchronous sink pre-commit"
 	}
 	fmt.Fprintf(&b, "schedule seed=%d: %s at p%d, %s, max parallelism %d, channel capacity %d, %d retained; %d rows over %d keys, %d rows per split and batch\n",
 		s.seed, plan, s.par, mode, s.maxPar, s.chanCap, s.retain, schedRows, schedKeys, schedBatch)
@@ -471,6 +482,7 @@ func genSchedule(seed uint64) *schedule {
 	s := &schedule{seed: seed, plan: schedPlan(r.IntN(int(numSchedPlans))), par: 1 + r.IntN(3),
 		maxPar: []int{7, 16, 16, 32, 128}[r.IntN(5)], chanCap: 1 + r.IntN(4), retain: 1 + r.IntN(3),
 		unaligned: r.IntN(3) == 0}
+	s.asyncSink = seed/4%2 == 1 // independent of schedTiered's seed%4
 	par := s.par
 	subtasks := func() int { // subtasks that take snapshots
 		switch s.plan {
@@ -547,6 +559,7 @@ func genSchedule(seed uint64) *schedule {
 			if !e.sink || s.plan != planGlobalSink {
 				e.sub = r.IntN(par)
 			}
+			e.async = e.sink && e.kind == evOpCrash && s.asyncSink
 			add(e, n+1)
 		case k < 57:
 			restorable = true
@@ -637,12 +650,13 @@ type schedRunner struct {
 	ctx context.Context
 	sys *txnSystem
 
-	mu      sync.Mutex
-	attempt int // attempts started, over every job
-	par     int // parallelism of the current job
-	ck      *CheckpointConfig
-	store   *checkpoint.Store
-	spRoot  string
+	mu       sync.Mutex
+	durables int // asynchronous pre-commits the coordinator waited for
+	attempt  int // attempts started, over every job
+	par      int // parallelism of the current job
+	ck       *CheckpointConfig
+	store    *checkpoint.Store
+	spRoot   string
 
 	cur   int
 	live  int
@@ -918,7 +932,7 @@ func (r *schedRunner) opFault(sink bool, sub int, id int64) error {
 	defer r.mu.Unlock()
 	r.poll()
 	e := r.current()
-	if e == nil || (e.kind != evOpAbort && e.kind != evOpCrash) || e.sink != sink || e.sub != sub || id < r.minID {
+	if e == nil || (e.kind != evOpAbort && e.kind != evOpCrash) || e.sink != sink || e.async || e.sub != sub || id < r.minID {
 		return nil
 	}
 	if r.count++; r.count < e.n {
@@ -933,6 +947,26 @@ func (r *schedRunner) opFault(sink bool, sub int, id int64) error {
 	r.minID = id + 1
 	r.advance(false)
 	return &schedFault{ev: ev}
+}
+
+// durableFault is called when the coordinator waits for the asynchronous
+// pre-commit of sink subtask sub for checkpoint id (asyncSchedSink).
+func (r *schedRunner) durableFault(sub int, id int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.durables++
+	r.poll()
+	e := r.current()
+	if e == nil || !e.async || e.sub != sub || id < r.minID {
+		return nil
+	}
+	if r.count++; r.count < e.n {
+		return nil
+	}
+	ev := r.cur
+	r.fire(ev)
+	r.advance(true)
+	return &schedFault{ev: ev, crash: true}
 }
 
 // opRestore is called before an aggregation subtask restores.
@@ -1151,6 +1185,43 @@ func (s *schedSink) Commit(id int64) error {
 	return s.txnSink.Commit(id)
 }
 
+// asyncSchedSink is schedSink pre-committing asynchronously: a
+// pre-commit's transaction is pending but not durable until the done the
+// coordinator waits for, which (as a file sink's) covers every earlier
+// pre-commit of the subtask too; the schedule's sink crash events fail
+// that done instead of the pre-commit.
+type asyncSchedSink struct{ *schedSink }
+
+func (s *asyncSchedSink) PreCommitAsync(id int64) ([]byte, func() error, error) {
+	state, err := s.PreCommit(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	sys, sub := s.sys, s.subtask
+	sys.mu.Lock()
+	if sys.undurable == nil {
+		sys.undurable = map[string]bool{}
+	}
+	sys.undurable[s.key(id)] = true
+	sys.mu.Unlock()
+	return state, func() error {
+		if err := s.r.durableFault(sub, id); err != nil {
+			return err
+		}
+		sys.mu.Lock()
+		defer sys.mu.Unlock()
+		for k := range sys.undurable {
+			var ksub int
+			var e int64
+			fmt.Sscanf(k, "%d/%d", &ksub, &e)
+			if ksub == sub && e <= id {
+				delete(sys.undurable, k)
+			}
+		}
+		return nil
+	}, nil
+}
+
 // schedOp wraps an aggregation subtask with the schedule's operator faults.
 type schedOp struct {
 	Operator
@@ -1271,7 +1342,11 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 				if tb.Name == "b" { // the second sink (planFanOut, planSharedAgg): its own transactions
 					sub += 100
 				}
-				return &schedSink{rtxnSink: rtxnSink{txnSink{sys: r.sys, subtask: sub}}, r: r}, nil
+				sk := &schedSink{rtxnSink: rtxnSink{txnSink{sys: r.sys, subtask: sub}}, r: r}
+				if s.asyncSink {
+					return &asyncSchedSink{sk}, nil
+				}
+				return sk, nil
 			},
 			WrapOperator: func(_ string, sub int, op Operator) Operator {
 				switch op.(type) {
@@ -1363,6 +1438,10 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 	}
 	if len(r.problems) > 0 {
 		return r.problems, "" // the output may be partial: not compared
+	}
+	r.problems = append(r.problems, r.sys.violations...)
+	if s.asyncSink && r.durables == 0 {
+		r.problems = append(r.problems, "asynchronous sink: the coordinator never waited for a pre-commit")
 	}
 	got := foldChanges(r.sys.committed)
 	want := s.plan.want()
@@ -1501,6 +1580,7 @@ func raceDetector() bool {
 // `go test` runs.
 func TestFaultScheduleGenerator(t *testing.T) {
 	kinds := map[evKind]int{}
+	async, asyncFails := 0, 0
 	for i := range schedulesPerRun {
 		seed := uint64(i + 1)
 		a, b := genSchedule(seed), genSchedule(seed)
@@ -1512,7 +1592,16 @@ func TestFaultScheduleGenerator(t *testing.T) {
 		}
 		for _, e := range a.events {
 			kinds[e.kind]++
+			if e.async {
+				asyncFails++
+			}
 		}
+		if a.asyncSink {
+			async++
+		}
+	}
+	if async == 0 || asyncFails == 0 {
+		t.Errorf("the first %d seeds: %d schedules with an asynchronous sink, %d of its durability failures; want some of each", schedulesPerRun, async, asyncFails)
 	}
 	for k := evAbort; k <= evEndCrash; k++ {
 		if kinds[k] == 0 {
@@ -1522,6 +1611,7 @@ func TestFaultScheduleGenerator(t *testing.T) {
 }
 
 var (
-	_ RescalableSource = (*schedSource)(nil)
-	_ RescalableSink   = (*schedSink)(nil)
+	_ RescalableSource   = (*schedSource)(nil)
+	_ RescalableSink     = (*schedSink)(nil)
+	_ AsyncPreCommitSink = (*asyncSchedSink)(nil)
 )

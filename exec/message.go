@@ -257,6 +257,18 @@ type SplitSource interface {
 	RestoreSplits(states [][]byte, owned []bool) error
 }
 
+// AsyncPreCommitSink is a TwoPhaseSink whose pre-commit leaves the work
+// that makes its output durable (a file sink's fsyncs) running in the
+// background: on a barrier the runtime calls PreCommitAsync instead of
+// PreCommit, and the checkpoint coordinator waits for done (when not nil)
+// before it writes the checkpoint's metadata, so the subtask goes on with
+// its input meanwhile. An error from done fails the attempt: the output it
+// covers may not be durable, and only a restore replays it.
+type AsyncPreCommitSink interface {
+	TwoPhaseSink
+	PreCommitAsync(checkpointID int64) (state []byte, done func() error, err error)
+}
+
 // RescalableSink can complete the pending commits of several subtasks of an
 // earlier run at another parallelism and discard their uncommitted output.
 type RescalableSink interface {

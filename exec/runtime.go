@@ -259,6 +259,9 @@ type subtask struct {
 	shutdownReq bool           // sources: the final checkpoint completed
 	done        bool           // the gate loop ends
 	upend       *unalignedSnap // the unaligned checkpoint being recorded
+	// durable is the wait an AsyncPreCommitSink's pre-commit returned, from
+	// snapshot to its acknowledgement.
+	durable func() error
 	// takenOver lists, per operator id, the old subtasks whose non-keyed
 	// state this subtask took over at a restore at lower parallelism: their
 	// keys are deleted by every checkpoint, so no stale state survives.
@@ -721,6 +724,8 @@ func (st *subtask) takeSnapshot(b Barrier, unaligned bool) error {
 	if err == nil {
 		err = st.snapshot(b, buf)
 	}
+	durable := st.durable
+	st.durable = nil
 	if errors.Is(err, ErrInjectedCrash) {
 		return err
 	}
@@ -738,8 +743,10 @@ func (st *subtask) takeSnapshot(b Barrier, unaligned bool) error {
 	if ferr := st.out.forwardBarrier(b); ferr != nil {
 		return ferr
 	}
-	if !unaligned {
-		st.coord.ackSnapshot(ack{slot: st.slot, id: b.ID, buf: buf})
+	if unaligned {
+		st.upend.durable = durable
+	} else {
+		st.coord.ackSnapshot(ack{slot: st.slot, id: b.ID, buf: buf, durable: durable})
 	}
 	return nil
 }
@@ -765,7 +772,13 @@ func (st *subtask) snapshot(b Barrier, buf *checkpoint.Buffer) error {
 		}
 	}
 	if so, ok := st.out.(*sinkOutput); ok && so.twoPhase() {
-		state, err := so.sink.(TwoPhaseSink).PreCommit(b.ID)
+		var state []byte
+		var err error
+		if as, ok := so.sink.(AsyncPreCommitSink); ok {
+			state, st.durable, err = as.PreCommitAsync(b.ID)
+		} else {
+			state, err = so.sink.(TwoPhaseSink).PreCommit(b.ID)
+		}
 		if err != nil {
 			return fmt.Errorf("sink pre-commit: %w", err)
 		}

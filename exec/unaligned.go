@@ -33,6 +33,8 @@ type unalignedSnap struct {
 	buf   *checkpoint.Buffer
 	state []byte
 	ipc   bytes.Buffer // one batch's IPC stream, reused
+	// durable is the sink's pre-commit wait, acknowledged with the snapshot
+	durable func() error
 }
 
 // channelStateID is the operator id under which channel state is stored.
@@ -84,7 +86,7 @@ func (st *subtask) onUnalignedDone(b Barrier) error {
 	}
 	st.upend = nil
 	err := u.buf.Put(checkpoint.SubtaskKey(st.channelStateID(), st.index), u.state)
-	st.coord.ackSnapshot(ack{slot: st.slot, id: b.ID, buf: u.buf, err: err})
+	st.coord.ackSnapshot(ack{slot: st.slot, id: b.ID, buf: u.buf, err: err, durable: u.durable})
 	return nil
 }
 

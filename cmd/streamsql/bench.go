@@ -158,7 +158,7 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 // newBenchRunOneCmd is the child process of `bench nexmark`: one run, its
 // result as JSON on stdout.
 func newBenchRunOneCmd(e *env) *cobra.Command {
-	var spec, cpuProfile string
+	var spec, cpuProfile, traceFile string
 	cmd := &cobra.Command{
 		Use:    "run-one --spec JSON",
 		Short:  "Run one benchmark run (the child process of bench nexmark)",
@@ -171,7 +171,7 @@ func newBenchRunOneCmd(e *env) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			stopProf, err := startProfiles(cpuProfile, "")
+			stopProf, err := startProfiles(cpuProfile, "", traceFile)
 			if err != nil {
 				return usageError{err}
 			}
@@ -187,6 +187,7 @@ func newBenchRunOneCmd(e *env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&spec, "spec", "", "the run, as harness.Spec JSON")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to `FILE`")
+	cmd.Flags().StringVar(&traceFile, "trace", "", "write an execution trace of the run to `FILE` (go tool trace FILE)")
 	return cmd
 }
 

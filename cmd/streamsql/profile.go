@@ -6,12 +6,15 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"sync"
 	"time"
 )
 
 // startProfiles starts the profiles of `streamsql run --cpuprofile FILE
-// --memprofile FILE` (either may be ""). The CPU profile covers the whole
+// --memprofile FILE --trace FILE` (any may be ""). The execution trace (go
+// tool trace FILE: where goroutines block and cores idle) and the CPU
+// profile cover the whole
 // run. The heap profile is written when the run ends; so that its in-use
 // samples show the job's state rather than the empty heap after it ended,
 // a watcher also rewrites it whenever the live heap has grown by a tenth
@@ -19,14 +22,34 @@ import (
 // peak, and the end of the run only writes it again if nothing was
 // written before. stop ends both and reports the first error; it also
 // runs on an exit through a second signal.
-func startProfiles(cpuFile, memFile string) (stop func() error, err error) {
-	var cpu *os.File
+func startProfiles(cpuFile, memFile, traceFile string) (stop func() error, err error) {
+	var cpu, tr *os.File
+	if traceFile != "" {
+		if tr, err = os.Create(traceFile); err != nil {
+			return nil, fmt.Errorf("--trace: %w", err)
+		}
+		if err := trace.Start(tr); err != nil {
+			tr.Close()
+			return nil, fmt.Errorf("--trace: %w", err)
+		}
+	}
+	stopTrace := func() error {
+		if tr == nil {
+			return nil
+		}
+		trace.Stop()
+		if err := tr.Close(); err != nil {
+			return fmt.Errorf("--trace: %w", err)
+		}
+		return nil
+	}
 	if cpuFile != "" {
 		if cpu, err = os.Create(cpuFile); err != nil {
 			return nil, fmt.Errorf("--cpuprofile: %w", err)
 		}
 		if err := pprof.StartCPUProfile(cpu); err != nil {
 			cpu.Close()
+			stopTrace()
 			return nil, fmt.Errorf("--cpuprofile: %w", err)
 		}
 	}
@@ -38,6 +61,7 @@ func startProfiles(cpuFile, memFile string) (stop func() error, err error) {
 				pprof.StopCPUProfile()
 				cpu.Close()
 			}
+			stopTrace()
 			return nil, fmt.Errorf("--memprofile: %w", err)
 		}
 		w.written = 0
@@ -48,9 +72,10 @@ func startProfiles(cpuFile, memFile string) (stop func() error, err error) {
 	var stopErr error
 	end := func() error {
 		once.Do(func() {
+			stopErr = stopTrace()
 			if cpu != nil {
 				pprof.StopCPUProfile()
-				if err := cpu.Close(); err != nil {
+				if err := cpu.Close(); err != nil && stopErr == nil {
 					stopErr = fmt.Errorf("--cpuprofile: %w", err)
 				}
 			}

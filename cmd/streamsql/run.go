@@ -86,7 +86,7 @@ const runExample = `  # run a job file; the print sink writes to stdout
 func newRunCmd(e *env) *cobra.Command {
 	var sf sessionFlags
 	var check bool
-	var cpuProfile, memProfile string
+	var cpuProfile, memProfile, traceFile string
 	cmd := &cobra.Command{
 		Use:     "run [flags] FILE.sql",
 		Short:   "Run a SQL job file and wait for its jobs to finish",
@@ -97,7 +97,7 @@ func newRunCmd(e *env) *cobra.Command {
 			if check {
 				return checkFile(e, args[0], &sf)
 			}
-			stop, err := startProfiles(cpuProfile, memProfile)
+			stop, err := startProfiles(cpuProfile, memProfile, traceFile)
 			if err != nil {
 				return usageError{err}
 			}
@@ -111,6 +111,7 @@ func newRunCmd(e *env) *cobra.Command {
 	}
 	sf.register(cmd)
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE` (go tool pprof FILE)")
+	cmd.Flags().StringVar(&traceFile, "trace", "", "write an execution trace of the whole run to `FILE`: where goroutines block and cores idle (go tool trace FILE)")
 	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write a heap profile to `FILE` taken near the run's largest live heap: what was in use then, and the allocations up to then (go tool pprof FILE)")
 	cmd.Flags().BoolVar(&check, "check", false, "check every job of the file against the savepoint of --from and print the upgrade report, without starting anything (exit 0 if every job may restore, 1 if not)")
 	return cmd

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/streamsql/streamsql/catalog"
@@ -21,13 +22,19 @@ import (
 // tell the table (a stable id), the subtask and the part number n:
 //
 //	(none) --Writer--> in-progress ".part-<id>-<subtask>-<n>.inprogress"
-//	in-progress --Roll--> closed in-progress (synced, awaiting PreCommit)
+//	in-progress --Roll--> rolled in-progress (flushed; fsync under way in the
+//	  background, awaiting PreCommit)
 //	in-progress --PreCommit(epoch)--> pending ".part-<id>-<subtask>-<n>.pending"
 //	pending(e) --Commit(epoch >= e)--> visible "part-<id>-<subtask>-<n>"
 //	in-progress --Discard, Abort--> removed; pending --Abort--> removed
 //
 // Every step is a rename within the directory followed by a sync of the
 // directory, so a crash leaves each part in exactly one of its states.
+// The fsyncs of a pre-commit (the rolled files', then the directory's) may
+// run in the background (preCommit and syncJob.start): whoever pre-commits
+// so must wait for them before the checkpoint that names the pending files
+// completes; until then a crash loses the pending files with the
+// checkpoint that named them, and the restore removes them.
 // Without checkpointing the sink pre-commits and commits at once (on
 // rollover and at Finish). With checkpointing, PreCommit runs on barrier n
 // and Commit when checkpoint n completes (two-phase commit); Restore
@@ -42,8 +49,18 @@ type PartFiles struct {
 	base    string // "part-<id>-<subtask>-"
 	next    int
 	cur     *partFile
-	rolled  []string // closed in-progress parts (visible names) not yet pre-committed
+	rolled  []rolledPart // flushed in-progress parts not yet pre-committed
 	pending []pendingPart
+	// wg counts the background fsyncs of rolled files (the sink's Close
+	// waits for them); shared by the part files of one sink.
+	wg *sync.WaitGroup
+}
+
+// rolledPart is a rolled in-progress file: its visible name and the wait
+// for its background fsync (which closes the file).
+type rolledPart struct {
+	name   string
+	synced func() error
 }
 
 type partFile struct {
@@ -114,7 +131,7 @@ func NewPartFiles(dir, id string, subtask int) (*PartFiles, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("filesystem sink: %w", err)
 	}
-	p := &PartFiles{dir: dir, id: id, base: fmt.Sprintf("part-%s-%d-", id, subtask)}
+	p := &PartFiles{dir: dir, id: id, base: fmt.Sprintf("part-%s-%d-", id, subtask), wg: new(sync.WaitGroup)}
 	if _, err := p.scan(false); err != nil {
 		return nil, err
 	}
@@ -189,51 +206,137 @@ func (p *PartFiles) Flush() error {
 	return nil
 }
 
-// Roll flushes, syncs and closes the in-progress file; it stays hidden
-// until the next PreCommit. The next write opens a new part. No-op when no
-// file is open.
+// Roll flushes the in-progress file and starts its fsync (which then
+// closes it) in the background; it stays hidden until the next PreCommit.
+// The next write opens a new part. No-op when no file is open.
 func (p *PartFiles) Roll() error {
 	c := p.cur
 	if c == nil {
 		return nil
 	}
 	p.cur = nil
-	err := c.w.Flush()
-	if err == nil {
-		err = c.f.Sync()
-	}
-	if cerr := c.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := c.w.Flush(); err != nil {
+		c.f.Close()
 		os.Remove(p.inProgressPath(c.name))
 		return fmt.Errorf("filesystem sink: writing %s: %w", p.inProgressPath(c.name), err)
 	}
-	p.rolled = append(p.rolled, c.name)
+	if p.wg == nil {
+		p.wg = new(sync.WaitGroup)
+	}
+	p.rolled = append(p.rolled, rolledPart{name: c.name, synced: background(p.wg, func() error {
+		err := syncFile(c.f)
+		if cerr := c.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("filesystem sink: syncing %s: %w", c.name, err)
+		}
+		return nil
+	})})
 	return nil
 }
 
+// syncFile is f.Sync (a variable for the tests' failing disks).
+var syncFile = (*os.File).Sync
+
+// background runs f on a goroutine counted by wg and returns the wait for
+// its result (any number of calls).
+func background(wg *sync.WaitGroup, f func() error) func() error {
+	done := make(chan struct{})
+	var err error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		err = f()
+		close(done)
+	}()
+	return func() error {
+		<-done
+		return err
+	}
+}
+
+// syncJob is what makes a pre-commit durable: the previous pre-commit's
+// job (a checkpoint that names this pre-commit's pending files names the
+// earlier ones too, whether or not an aborted checkpoint waited for them),
+// the rolled files' fsyncs, then the syncs of the directories their
+// renames changed.
+type syncJob struct {
+	prev  func() error
+	waits []func() error
+	dirs  []string
+}
+
+func (j *syncJob) run() error {
+	var err error
+	if j.prev != nil {
+		err = j.prev()
+	}
+	for _, w := range j.waits {
+		if werr := w(); err == nil {
+			err = werr
+		}
+	}
+	for _, d := range j.dirs {
+		if derr := syncDir(d); err == nil {
+			err = derr
+		}
+	}
+	return err
+}
+
+// start runs j on a goroutine counted by wg and returns the wait for it
+// (j.prev when there is nothing else to sync).
+func (j *syncJob) start(wg *sync.WaitGroup) func() error {
+	if len(j.waits) == 0 && len(j.dirs) == 0 {
+		return j.prev
+	}
+	job := *j
+	return background(wg, job.run)
+}
+
 // PreCommit rolls the in-progress file and renames every rolled file to a
-// pending file of epoch (still hidden), then syncs the directory: the data
-// is durable and a restored checkpoint can commit it. No-op when nothing
-// was written since the last PreCommit.
+// pending file of epoch (still hidden), then waits for the files' fsyncs
+// and syncs the directory: the data is durable and a restored checkpoint
+// can commit it. No-op when nothing was written since the last PreCommit.
 func (p *PartFiles) PreCommit(epoch int64) error {
+	var j syncJob
+	err := p.preCommit(epoch, &j)
+	if jerr := j.run(); err == nil {
+		err = jerr
+	}
+	return err
+}
+
+// preCommit is PreCommit leaving the syncs to j: the rolled files are
+// pending, but durable only once j has run. On an error j still holds the
+// syncs of the files renamed before it: run it.
+func (p *PartFiles) preCommit(epoch int64, j *syncJob) error {
 	if err := p.Roll(); err != nil {
 		return err
 	}
 	if len(p.rolled) == 0 {
 		return nil
 	}
+	j.dirs = append(j.dirs, p.dir)
 	for len(p.rolled) > 0 {
-		name := p.rolled[0]
-		if err := os.Rename(p.inProgressPath(name), p.pendingPath(name)); err != nil {
+		r := p.rolled[0]
+		if err := os.Rename(p.inProgressPath(r.name), p.pendingPath(r.name)); err != nil {
 			return fmt.Errorf("filesystem sink: pre-commit: %w", err)
 		}
 		p.rolled = p.rolled[1:]
-		p.pending = append(p.pending, pendingPart{epoch: epoch, name: name})
+		p.pending = append(p.pending, pendingPart{epoch: epoch, name: r.name})
+		j.waits = append(j.waits, r.synced)
 	}
 	p.rolled = nil
-	return syncDir(p.dir)
+	return nil
+}
+
+// Wait waits for the background fsyncs of the files rolled so far.
+func (p *PartFiles) Wait() {
+	if p.wg != nil {
+		p.wg.Wait()
+	}
 }
 
 // Commit makes the pending files of epochs <= epoch visible (rename, then
@@ -353,8 +456,8 @@ func (p *PartFiles) Discard() {
 		os.Remove(p.inProgressPath(p.cur.name))
 		p.cur = nil
 	}
-	for _, name := range p.rolled {
-		os.Remove(p.inProgressPath(name))
+	for _, r := range p.rolled {
+		os.Remove(p.inProgressPath(r.name)) // its fsync still closes it
 	}
 	p.rolled = nil
 }
@@ -403,8 +506,9 @@ type FileSink struct {
 	updating    bool
 	fileSize    int64
 	rollover    time.Duration
-	autoCommit  bool  // no checkpointing: commit on every roll
-	epoch       int64 // auto-commit epoch counter
+	autoCommit  bool         // no checkpointing: commit on every roll
+	epoch       int64        // auto-commit epoch counter
+	lastSync    func() error // the wait of the last PreCommitAsync
 	buf         []byte
 	closed      bool
 	now         func() time.Time
@@ -528,9 +632,30 @@ func (s *FileSink) Finish() error {
 // varint epoch and its visible name ("part-<id>-<subtask>-<n>", relative to
 // the directory). Version 1 had no directory.
 func (s *FileSink) PreCommit(checkpointID int64) ([]byte, error) {
-	if err := s.parts.PreCommit(checkpointID); err != nil {
+	state, done, err := s.PreCommitAsync(checkpointID)
+	if err == nil && done != nil {
+		err = done()
+	}
+	if err != nil {
 		return nil, err
 	}
+	return state, nil
+}
+
+// PreCommitAsync implements exec.AsyncPreCommitSink: PreCommit with the
+// fsyncs left to the background (done waits for them).
+func (s *FileSink) PreCommitAsync(checkpointID int64) ([]byte, func() error, error) {
+	j := syncJob{prev: s.lastSync}
+	if err := s.parts.preCommit(checkpointID, &j); err != nil {
+		j.run()
+		return nil, nil, err
+	}
+	s.lastSync = j.start(s.parts.wg)
+	return s.state(), s.lastSync, nil
+}
+
+// state encodes the sink's checkpoint state (see PreCommit).
+func (s *FileSink) state() []byte {
 	b := stateHeader(kindFileSink, s.subtask, s.parallelism)
 	b = appendString(b, absDir(s.parts.dir))
 	b = binary.AppendUvarint(b, uint64(s.parts.next))
@@ -539,7 +664,7 @@ func (s *FileSink) PreCommit(checkpointID int64) ([]byte, error) {
 		b = binary.AppendVarint(b, pp.epoch)
 		b = appendString(b, pp.name)
 	}
-	return b, nil
+	return b
 }
 
 // Commit implements exec.TwoPhaseSink: pending files of epochs <=
@@ -685,6 +810,7 @@ func (s *FileSink) Close() error {
 		return nil
 	}
 	s.closed = true
+	defer s.parts.Wait()
 	if s.autoCommit {
 		return s.parts.Abort()
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -77,6 +78,10 @@ type PartitionedSink struct {
 	rowPart []*sinkPartition
 	batchPs []*sinkPartition
 	closed  bool
+	// wg counts the background fsyncs of every partition's part files
+	// (partitions leave parts when idle; Close waits for all).
+	wg       sync.WaitGroup
+	lastSync func() error // the wait of the last PreCommitAsync
 }
 
 // sinkPartition is one partition directory's writer.
@@ -232,6 +237,7 @@ func (s *PartitionedSink) partitionOf(rel []byte) (*sinkPartition, error) {
 	if err != nil {
 		return nil, err
 	}
+	files.wg = &s.wg
 	p := &sinkPartition{rel: r, values: partitionValues(r), files: files}
 	s.parts[r] = p
 	return p, nil
@@ -437,6 +443,21 @@ func (s *PartitionedSink) entries(id int64) map[string]commitEntry {
 // awaiting commit, each: relative path, varint creation time (ms) and
 // varint last checkpoint that took rows of it. Lists are sorted by path.
 func (s *PartitionedSink) PreCommit(checkpointID int64) ([]byte, error) {
+	state, done, err := s.PreCommitAsync(checkpointID)
+	if err == nil && done != nil {
+		err = done()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return state, nil
+}
+
+// PreCommitAsync implements exec.AsyncPreCommitSink: PreCommit with the
+// fsyncs of every partition's files left to one background job (done
+// waits for it).
+func (s *PartitionedSink) PreCommitAsync(checkpointID int64) ([]byte, func() error, error) {
+	j := syncJob{prev: s.lastSync}
 	for rel, e := range s.toCommit {
 		if e.dirty {
 			e.lastWrite, e.dirty = checkpointID, false
@@ -450,8 +471,9 @@ func (s *PartitionedSink) PreCommit(checkpointID int64) ([]byte, error) {
 	var withFiles []string
 	for _, rel := range s.sortedParts() {
 		p := s.parts[rel]
-		if err := p.files.PreCommit(checkpointID); err != nil {
-			return nil, err
+		if err := p.files.preCommit(checkpointID, &j); err != nil {
+			j.run()
+			return nil, nil, err
 		}
 		if len(p.files.pending) > 0 {
 			withFiles = append(withFiles, rel)
@@ -483,7 +505,8 @@ func (s *PartitionedSink) PreCommit(checkpointID int64) ([]byte, error) {
 		b = binary.AppendVarint(b, e.lastWrite)
 	}
 	s.reported[checkpointID] = s.wm
-	return b, nil
+	s.lastSync = j.start(&s.wg)
+	return b, s.lastSync, nil
 }
 
 // Commit implements exec.TwoPhaseSink: the pending files of epochs <=
@@ -708,6 +731,7 @@ func (s *PartitionedSink) Close() error {
 		return nil
 	}
 	s.closed = true
+	defer s.wg.Wait()
 	for _, p := range s.parts {
 		if s.autoCommit {
 			p.files.Abort()
