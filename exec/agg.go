@@ -60,6 +60,8 @@ type groupAgg struct {
 	mark                                    []uint32
 	epoch                                   uint32
 	touched                                 []int32
+	// shares are the sets shared by COUNT(DISTINCT) calls (distinctshare.go)
+	shares []interface{ setV1(bool) }
 }
 
 func newAgg(s *planner.AggOp, ctx *OpContext) (*groupAgg, error) {
@@ -85,6 +87,7 @@ func newAgg(s *planner.AggOp, ctx *OpContext) (*groupAgg, error) {
 		}
 		a.accs = append(a.accs, acc)
 	}
+	a.accs, a.shares = shareDistinct(s.Aggs, a.accs)
 	o := ctx.KVOptions(a.maxP) // checkpointing, TTL and the state backend
 	o.OpID, o.IntKeys = s.ID, a.intKey
 	tbl, err := state.NewTable(o, aggCodec{a})

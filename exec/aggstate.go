@@ -21,12 +21,20 @@ import (
 //	key:   checkpoint.KeyedPrefix(operator id, key group) + encoded group key
 //	value: format byte, row count (varint), then each accumulator's state
 //
+// Format 1 (aggStateV1): every accumulator writes its own state. Format 2
+// (aggStateV2), written by an aggregation whose COUNT(DISTINCT) calls share
+// their sets (distinctshare.go): the same, except that a share's first
+// call writes the shared set and its other calls nothing. Either is read.
+//
 // The encoded group key is, per key column, a null flag (0/1) and the value
 // (fixed width little-endian, or a 4-byte length and the bytes of a
 // string). Only groups changed since the previous barrier are written;
 // groups that disappeared are deleted.
 
-const aggStateV1 = 1
+const (
+	aggStateV1 = 1
+	aggStateV2 = 2
+)
 
 var errCorrupt = errors.New("corrupt aggregation state")
 
@@ -42,7 +50,11 @@ func (c aggCodec) AppendKey(dst []byte, g int32) []byte {
 
 func (c aggCodec) AppendValue(dst []byte, g int32) []byte {
 	a := c.a
-	dst = append(dst, aggStateV1)
+	if len(a.shares) > 0 {
+		dst = append(dst, aggStateV2)
+	} else {
+		dst = append(dst, aggStateV1)
+	}
 	dst = binary.AppendVarint(dst, a.rowCount[g])
 	for _, acc := range a.accs {
 		dst = acc.encode(dst, g)
@@ -82,8 +94,14 @@ func (a *groupAgg) decodeSlot(g int32, key, val []byte) (int64, bool, error) {
 	if len(rest) != 0 {
 		return 0, false, errCorrupt
 	}
-	if len(val) == 0 || val[0] != aggStateV1 {
+	if len(val) == 0 || val[0] != aggStateV1 && val[0] != aggStateV2 {
 		return 0, false, fmt.Errorf("%w: unknown format", errCorrupt)
+	}
+	if val[0] == aggStateV2 && len(a.shares) == 0 {
+		return 0, false, fmt.Errorf("%w: the state's COUNT(DISTINCT) calls share their sets, this aggregation's do not", errCorrupt)
+	}
+	for _, s := range a.shares {
+		s.setV1(val[0] == aggStateV1)
 	}
 	rc, n := binary.Varint(val[1:])
 	if n <= 0 {

@@ -29,10 +29,7 @@ func (m *multiset[T]) add(v T, d int64) (before, after int64) {
 	if i, ok := m.idx[v]; ok {
 		c := m.cnt[i]
 		if c+d == 0 {
-			delete(m.idx, v)
-			m.free = append(m.free, i)
-			var zero T
-			m.cnt[i], m.vals[i], m.ordOK = 0, zero, false
+			m.removeAt(i)
 		} else {
 			m.cnt[i] = c + d
 		}
@@ -41,6 +38,21 @@ func (m *multiset[T]) add(v T, d int64) (before, after int64) {
 	if d == 0 {
 		return 0, 0
 	}
+	m.cnt[m.insert(v)] = d
+	return 0, d
+}
+
+// slot returns v's index, inserting v with count 0 if it is absent (the
+// caller sets a count that is not 0, or removes it again).
+func (m *multiset[T]) slot(v T) int32 {
+	if i, ok := m.idx[v]; ok {
+		return i
+	}
+	return m.insert(v)
+}
+
+// insert adds v (absent) with count 0 and returns its index.
+func (m *multiset[T]) insert(v T) int32 {
 	if m.idx == nil {
 		m.idx = make(map[T]int32)
 	}
@@ -55,11 +67,18 @@ func (m *multiset[T]) add(v T, d int64) (before, after int64) {
 		var zero T
 		m.vals = append(m.vals, zero)
 	}
-	m.cnt[i] = d
 	v = cloneScalar(v)
 	m.vals[i] = v
 	m.idx[v] = i
-	return 0, d
+	return i
+}
+
+// removeAt removes the value at index i.
+func (m *multiset[T]) removeAt(i int32) {
+	delete(m.idx, m.vals[i])
+	m.free = append(m.free, i)
+	var zero T
+	m.cnt[i], m.vals[i], m.ordOK = 0, zero, false
 }
 
 // len is the number of values with a non-zero count.

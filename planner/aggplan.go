@@ -67,6 +67,8 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 	var calls []AggCall
 	var callKeys []string
 	argIndex := map[string]int{}
+	distinctOf := map[string][]int{} // COUNT(DISTINCT) calls by their unfiltered argument
+	var bases []string               // by call: that argument
 	collect := func(n ast.ExprNode) error {
 		var err error
 		n.Accept(&aggVisitor{fn: func(a *ast.AggregateFuncExpr) {
@@ -85,6 +87,7 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 				err = aggErr(ctx, a, "DISTINCT is supported only in COUNT(DISTINCT x)")
 				return
 			}
+			base := "" // a COUNT(DISTINCT)'s argument without its FILTER
 			isStar := fn == "count" && len(a.Args) == 1 && isStarArg(a.Args[0])
 			if _, _, hasFilter := ctx.AggFilter(a); hasFilter && isStar {
 				isStar = false // COUNT(*) FILTER (WHERE c) counts CASE WHEN c THEN 1 END
@@ -119,6 +122,14 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 					preSchema = append(preSchema, catalog.Column{Name: fmt.Sprintf("$f%d", idx), Type: arg.Type()})
 				}
 				call.Arg = idx
+				if call.Distinct {
+					base = s
+					if c, ok := arg.(*Call); ok && c.Fn == "case" && len(c.Args) == 3 {
+						if _, _, hasFilter := ctx.AggFilter(a); hasFilter {
+							base = c.Args[1].String() // CASE WHEN cond THEN x END: x
+						}
+					}
+				}
 			}
 			k := call.String()
 			for _, ck := range callKeys {
@@ -127,6 +138,10 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 				}
 			}
 			call.Name = fmt.Sprintf("EXPR$%d", len(calls))
+			if call.Distinct {
+				distinctOf[base] = append(distinctOf[base], len(calls))
+			}
+			bases = append(bases, base)
 			calls = append(calls, call)
 			callKeys = append(callKeys, k)
 		}})
@@ -142,6 +157,21 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 	if sel.Having != nil {
 		if err := collect(sel.Having.Expr); err != nil {
 			return nil, err
+		}
+	}
+
+	share := 0
+	for i := range calls {
+		if !calls[i].Distinct || calls[i].Share != 0 {
+			continue
+		}
+		ids := distinctOf[bases[i]]
+		if len(ids) < 2 {
+			continue
+		}
+		share++
+		for _, j := range ids {
+			calls[j].Share = share
 		}
 	}
 

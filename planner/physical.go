@@ -179,6 +179,13 @@ type AggCall struct {
 	ArgType  catalog.Type
 	T        catalog.Type
 	Name     string
+	// Share (group aggregations): COUNT(DISTINCT x) calls of one x, each
+	// with or without its own FILTER, carry the same Share above 0 (the
+	// FILTER's CASE WHEN c THEN x END columns are x where they are not
+	// NULL): the executor keeps one set of x's values with a count per
+	// call, as Flink's distinct aggregates share a MapView per argument
+	// (q15, q16). 0: not shared. Not part of the operator's identity.
+	Share int
 	// narrow: SUM/AVG of TINYINT, SMALLINT or FLOAT (planning only)
 	narrow catalog.Type
 }

@@ -83,6 +83,16 @@ var oracleQueries = []oracleQuery{
 	{name: "count-distinct",
 		stream: "SELECT k, COUNT(DISTINCT s) AS ds, COUNT(DISTINCT v) AS dv FROM t GROUP BY k",
 		kinds:  "iii"},
+	// COUNT(DISTINCT x) calls of one x, with and without FILTERs, share one
+	// set of x per group (exec/distinctshare.go); the second query's input
+	// retracts.
+	{name: "count-distinct-filters",
+		stream: "SELECT k, COUNT(DISTINCT v) AS dv, COUNT(DISTINCT v) FILTER (WHERE d > 0) AS dvp, COUNT(DISTINCT v) FILTER (WHERE s = 'a') AS dva, " +
+			"COUNT(DISTINCT s) FILTER (WHERE v > 0) AS dsp, COUNT(DISTINCT s) FILTER (WHERE v <= 0) AS dsn, COUNT(*) FILTER (WHERE d > 0) AS np FROM t GROUP BY k",
+		kinds: "iiiiiii"},
+	{name: "count-distinct-filters-retracting",
+		stream: "SELECT c, COUNT(DISTINCT sv) AS dsv, COUNT(DISTINCT sv) FILTER (WHERE s = 'b') AS dsb, COUNT(DISTINCT sv) FILTER (WHERE k > 2) AS dsk FROM kv GROUP BY c",
+		kinds:  "iiii"},
 	{name: "where",
 		stream: "SELECT s, COUNT(*) AS n, SUM(v) AS sv FROM t WHERE v > 0 AND d < 50 GROUP BY s",
 		kinds:  "sii"},
