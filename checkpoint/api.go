@@ -11,6 +11,18 @@ type StateWriter interface {
 	Delete(key []byte) error
 }
 
+// MergeWriter is a StateWriter that also takes merge operands: Merge
+// appends value to key's current value (Pebble's default merger,
+// concatenation: the committed state reads the key as its last Put
+// followed by every Merge since, in order). State whose value only grows
+// by appending (a COUNT(DISTINCT) set of an insert-only input) writes what
+// it appended since the last checkpoint instead of the whole value. A
+// writer without Merge gets whole values (Put).
+type MergeWriter interface {
+	StateWriter
+	Merge(key, value []byte) error
+}
+
 // StateReader reads restored state. Scan calls fn for every key with the
 // given prefix, in key order; key and value are only valid during the call.
 type StateReader interface {

@@ -1,5 +1,7 @@
 package checkpoint
 
+import "fmt"
+
 // Buffer collects one subtask's state writes for one checkpoint. It
 // implements StateWriter. Keys and values are copied into chunks (4 KiB
 // growing to 1 MiB) that are kept across Reset (as many as the last
@@ -37,11 +39,14 @@ type SortedRun interface {
 // value get a chunk of their own.
 const bufChunk = 1 << 20
 
-// bufOp is one write: key at chunks[chunk][off:off+kLen], the value right
-// after it; vLen == delOp: a Delete.
+// bufOp is one write: key at chunks[chunk&^mergeOp][off:off+kLen], the
+// value right after it; vLen == delOp: a Delete; chunk&mergeOp: a Merge.
 type bufOp struct {
 	chunk, off, kLen, vLen uint32
 }
+
+// mergeOp marks a Merge in bufOp.chunk.
+const mergeOp = 1 << 31
 
 const (
 	delOp = ^uint32(0)
@@ -70,7 +75,7 @@ func (b *Buffer) room(n int) (int, int) {
 	return b.cur, len(b.chunks[b.cur])
 }
 
-func (b *Buffer) add(key, value []byte, del bool) {
+func (b *Buffer) add(key, value []byte, del, merge bool) {
 	ci, off := b.room(len(key) + len(value))
 	c := append(b.chunks[ci], key...)
 	b.chunks[ci] = append(c, value...)
@@ -78,19 +83,29 @@ func (b *Buffer) add(key, value []byte, del bool) {
 	if del {
 		op.vLen = delOp
 	}
+	if merge {
+		op.chunk |= mergeOp
+	}
 	b.ops = append(b.ops, op)
 	b.bytes += len(key) + len(value)
 }
 
 // Put records key = value (both copied).
 func (b *Buffer) Put(key, value []byte) error {
-	b.add(key, value, false)
+	b.add(key, value, false, false)
 	return nil
 }
 
 // Delete records the removal of key (copied).
 func (b *Buffer) Delete(key []byte) error {
-	b.add(key, nil, true)
+	b.add(key, nil, true, false)
+	return nil
+}
+
+// Merge records value appended to key's value (see MergeWriter; both
+// copied).
+func (b *Buffer) Merge(key, value []byte) error {
+	b.add(key, value, false, true)
 	return nil
 }
 
@@ -150,7 +165,7 @@ func (b *Buffer) Reset() {
 // is a Delete, aliasing the buffer's chunks. Op i is not a run.
 func (b *Buffer) at(i int) (k, v []byte, del bool) {
 	op := b.ops[i]
-	c := b.chunks[op.chunk]
+	c := b.chunks[op.chunk&^mergeOp]
 	ke := op.off + op.kLen
 	k = c[op.off:ke:ke]
 	if op.vLen == delOp {
@@ -163,7 +178,11 @@ func (b *Buffer) at(i int) (k, v []byte, del bool) {
 // Scoped returns a StateWriter that prepends prefix to every key before
 // handing it to w (e.g. an operator writing under KeyedPrefix).
 func Scoped(w StateWriter, prefix []byte) StateWriter {
-	return &scoped{w: w, prefix: append([]byte(nil), prefix...)}
+	s := &scoped{w: w, prefix: append([]byte(nil), prefix...)}
+	if _, ok := w.(MergeWriter); ok {
+		return scopedMerge{s}
+	}
+	return s
 }
 
 type scoped struct {
@@ -181,3 +200,17 @@ func (s *scoped) Delete(key []byte) error {
 	s.key = append(append(s.key[:0], s.prefix...), key...)
 	return s.w.Delete(s.key)
 }
+
+// scopedMerge is scoped over a MergeWriter: Scoped keeps merges when w
+// takes them.
+type scopedMerge struct{ *scoped }
+
+func (s scopedMerge) Merge(key, value []byte) error {
+	s.key = append(append(s.key[:0], s.prefix...), key...)
+	return s.w.(MergeWriter).Merge(s.key, value)
+}
+
+// merge reports whether op i (not a run) is a Merge.
+func (b *Buffer) merge(i int) bool { return b.ops[i].chunk&mergeOp != 0 }
+
+var errMergeTwice = fmt.Errorf("checkpoint: a key merged and also written otherwise in one checkpoint")

@@ -52,11 +52,12 @@ func (r *deltaRun) key() []byte {
 }
 
 // at returns the run's current write.
-func (r *deltaRun) at() (key, value []byte, del bool) {
+func (r *deltaRun) at() (key, value []byte, del, merge bool) {
 	if r.ext != nil {
-		return r.k, r.v, false
+		return r.k, r.v, false, false
 	}
-	return r.b.at(r.i)
+	key, value, del = r.b.at(r.i)
+	return key, value, del, r.b.merge(r.i)
 }
 
 // keyAt appends the key of write i of the run to dst.
@@ -180,11 +181,12 @@ func (m *deltaMerge) reset() {
 	m.runs, m.heap = m.runs[:0], m.heap[:0]
 }
 
-// next returns the next key in order and its last write; ok is false at
+// next returns the next key in order and its last write (a Merge is
+// never one of several writes of its key: errMergeTwice); ok is false at
 // the end. key and value alias the buffers.
-func (m *deltaMerge) next() (key, value []byte, del, ok bool) {
+func (m *deltaMerge) next() (key, value []byte, del, merge, ok bool, err error) {
 	if len(m.heap) == 0 {
-		return nil, nil, false, false
+		return nil, nil, false, false, false, nil
 	}
 	first := true
 	for len(m.heap) > 0 {
@@ -193,8 +195,12 @@ func (m *deltaMerge) next() (key, value []byte, del, ok bool) {
 		if !first && !bytes.Equal(k, key) {
 			break
 		}
+		wasMerge := merge
+		key, value, del, merge = r.at()
+		if !first && (merge || wasMerge) {
+			err = errMergeTwice
+		}
 		first = false
-		key, value, del = r.at()
 		r.i++
 		r.load()
 		if r.i == r.end {
@@ -206,7 +212,7 @@ func (m *deltaMerge) next() (key, value []byte, del, ok bool) {
 			m.down(0)
 		}
 	}
-	return key, value, del, true
+	return key, value, del, merge, true, err
 }
 
 // ingestPrefix names Commit's table files in taskowned/ until the ingest
@@ -347,16 +353,22 @@ func (s *Store) writeDelta(id int64, path string, m *deltaMerge, withID bool) er
 		}
 	}
 	for {
-		k, v, del, ok := m.next()
+		k, v, del, merge, ok, err := m.next()
+		if err != nil {
+			return fail(fmt.Errorf("checkpoint %d: %q: %w", id, k, err))
+		}
 		if !ok {
 			break
 		}
 		if len(k) == 0 || k[0] == tagInternal {
 			return fail(fmt.Errorf("checkpoint %d: state key %q is empty or in the reserved subspace 0x00", id, k))
 		}
-		if del {
+		switch {
+		case del:
 			err = w.Delete(k)
-		} else {
+		case merge:
+			err = w.Merge(k, v)
+		default:
 			err = w.Set(k, v)
 		}
 		if err != nil {

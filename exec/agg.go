@@ -60,8 +60,11 @@ type groupAgg struct {
 	mark                                    []uint32
 	epoch                                   uint32
 	touched                                 []int32
-	// shares are the sets shared by COUNT(DISTINCT) calls (distinctshare.go)
-	shares []interface{ setV1(bool) }
+	// shares are the sets shared by COUNT(DISTINCT) calls (distinctshare.go);
+	// logged: they write format 3 (an insert-only input, checkpoints)
+	shares []sharer
+	logged bool
+	snapID int64 // the checkpoint being snapshotted (AppendDelta)
 }
 
 func newAgg(s *planner.AggOp, ctx *OpContext) (*groupAgg, error) {
@@ -87,8 +90,9 @@ func newAgg(s *planner.AggOp, ctx *OpContext) (*groupAgg, error) {
 		}
 		a.accs = append(a.accs, acc)
 	}
-	a.accs, a.shares = shareDistinct(s.Aggs, a.accs)
 	o := ctx.KVOptions(a.maxP) // checkpointing, TTL and the state backend
+	a.accs, a.shares = shareDistinct(s.Aggs, a.accs, !retract && o.Checkpointing && o.TTL == 0)
+	a.logged = len(a.shares) > 0 && !retract && o.Checkpointing && o.TTL == 0
 	o.OpID, o.IntKeys = s.ID, a.intKey
 	tbl, err := state.NewTable(o, aggCodec{a})
 	if err != nil {

@@ -23,8 +23,18 @@ import (
 //
 // Format 1 (aggStateV1): every accumulator writes its own state. Format 2
 // (aggStateV2), written by an aggregation whose COUNT(DISTINCT) calls share
-// their sets (distinctshare.go): the same, except that a share's first
-// call writes the shared set and its other calls nothing. Either is read.
+// their sets (distinctshare.go) over a retracting input: the same, except
+// that a share's first call writes the shared set and its other calls
+// nothing. Format 3 (aggStateV3), written by one whose shares have an
+// insert-only input, with checkpoints: a sequence of records, each the
+// format byte, its body's length (4 bytes, little-endian) and the body (row
+// count and accumulators, as in format 2 but with the shares' sets as
+// bit sets per value, or what they gained since the record before: see
+// distinctshare.go). A checkpoint writes a group's first record (the whole
+// state) as its value and later records as merge operands, which the
+// committed state appends to it (checkpoint.MergeWriter); reading a value
+// reads its records in order: the last one's row count and other
+// accumulators, every one's additions to the sets. Every format is read.
 //
 // The encoded group key is, per key column, a null flag (0/1) and the value
 // (fixed width little-endian, or a 4-byte length and the bytes of a
@@ -34,6 +44,7 @@ import (
 const (
 	aggStateV1 = 1
 	aggStateV2 = 2
+	aggStateV3 = 3
 )
 
 var errCorrupt = errors.New("corrupt aggregation state")
@@ -50,6 +61,9 @@ func (c aggCodec) AppendKey(dst []byte, g int32) []byte {
 
 func (c aggCodec) AppendValue(dst []byte, g int32) []byte {
 	a := c.a
+	if a.logged {
+		return c.appendRecord(dst, g)
+	}
 	if len(a.shares) > 0 {
 		dst = append(dst, aggStateV2)
 	} else {
@@ -62,13 +76,63 @@ func (c aggCodec) AppendValue(dst []byte, g int32) []byte {
 	return dst
 }
 
+// appendRecord appends slot g's state as one format 3 record.
+func (c aggCodec) appendRecord(dst []byte, g int32) []byte {
+	a := c.a
+	dst = append(dst, aggStateV3, 0, 0, 0, 0)
+	at := len(dst)
+	dst = binary.AppendVarint(dst, a.rowCount[g])
+	for _, acc := range a.accs {
+		dst = acc.encode(dst, g)
+	}
+	binary.LittleEndian.PutUint32(dst[at-4:at], uint32(len(dst)-at))
+	return dst
+}
+
+// AppendDelta implements state.DeltaCodec: in format 3, a record of what
+// slot g's sets gained since the last completed checkpoint (a merge
+// operand) when the committed state holds every set of the slot, else the
+// whole state.
+func (c aggCodec) AppendDelta(dst []byte, g int32) ([]byte, bool) {
+	a := c.a
+	if !a.logged {
+		return c.AppendValue(dst, g), false
+	}
+	tail := true
+	for _, s := range a.shares {
+		tail = tail && s.canTail(g)
+	}
+	for _, s := range a.shares {
+		s.beginSnap(g, a.snapID, tail)
+	}
+	dst = c.appendRecord(dst, g)
+	for _, s := range a.shares {
+		s.endSnap()
+	}
+	return dst, tail
+}
+
 // Snapshot implements Operator: the changed groups, through the table.
 func (a *groupAgg) Snapshot(id int64, w checkpoint.StateWriter) error {
+	a.snapID = id
 	return a.tbl.Snapshot(id, w)
 }
 
-func (a *groupAgg) NotifyComplete(id int64) error { a.tbl.Complete(id); return nil }
-func (a *groupAgg) NotifyAborted(id int64) error  { a.tbl.Abort(id); return nil }
+func (a *groupAgg) NotifyComplete(id int64) error {
+	a.tbl.Complete(id)
+	for _, s := range a.shares {
+		s.complete(id)
+	}
+	return nil
+}
+
+func (a *groupAgg) NotifyAborted(id int64) error {
+	a.tbl.Abort(id)
+	for _, s := range a.shares {
+		s.abort(id)
+	}
+	return nil
+}
 
 // Restore implements Operator: it loads every group of the subtask's key
 // groups.
@@ -94,27 +158,34 @@ func (a *groupAgg) decodeSlot(g int32, key, val []byte) (int64, bool, error) {
 	if len(rest) != 0 {
 		return 0, false, errCorrupt
 	}
-	if len(val) == 0 || val[0] != aggStateV1 && val[0] != aggStateV2 {
+	if len(val) == 0 || val[0] < aggStateV1 || val[0] > aggStateV3 {
 		return 0, false, fmt.Errorf("%w: unknown format", errCorrupt)
 	}
-	if val[0] == aggStateV2 && len(a.shares) == 0 {
+	if val[0] != aggStateV1 && len(a.shares) == 0 {
 		return 0, false, fmt.Errorf("%w: the state's COUNT(DISTINCT) calls share their sets, this aggregation's do not", errCorrupt)
 	}
 	for _, s := range a.shares {
-		s.setV1(val[0] == aggStateV1)
+		s.setFormat(val[0])
 	}
-	rc, n := binary.Varint(val[1:])
-	if n <= 0 {
-		return 0, false, errCorrupt
-	}
-	a.rowCount[g] = rc
-	v := val[1+n:]
-	for _, acc := range a.accs {
-		m, err := acc.decode(v, g)
-		if err != nil {
+	if val[0] != aggStateV3 {
+		if _, err := a.decodeBody(g, val[1:]); err != nil {
 			return 0, false, err
 		}
-		v = v[m:]
+	}
+	for rest := val; val[0] == aggStateV3 && len(rest) > 0; {
+		if len(rest) < 5 || rest[0] != aggStateV3 {
+			return 0, false, errCorrupt
+		}
+		l := int(binary.LittleEndian.Uint32(rest[1:5]))
+		if l > len(rest)-5 {
+			return 0, false, errCorrupt
+		}
+		if n, err := a.decodeBody(g, rest[5:5+l]); err != nil {
+			return 0, false, err
+		} else if n != l {
+			return 0, false, fmt.Errorf("%w: a record of %d bytes holds %d", errCorrupt, l, n)
+		}
+		rest = rest[5+l:]
 	}
 	if !a.intKey {
 		return 0, false, nil
@@ -123,6 +194,24 @@ func (a *groupAgg) decodeSlot(g int32, key, val []byte) (int64, bool, error) {
 		return 0, true, nil
 	}
 	return a.keys[0].(intKeyOf).int64At(g), false, nil
+}
+
+// decodeBody reads a row count and every accumulator's state into slot g
+// and returns the bytes read.
+func (a *groupAgg) decodeBody(g int32, body []byte) (int, error) {
+	rc, n := binary.Varint(body)
+	if n <= 0 {
+		return 0, errCorrupt
+	}
+	a.rowCount[g] = rc
+	for _, acc := range a.accs {
+		m, err := acc.decode(body[n:], g)
+		if err != nil {
+			return 0, err
+		}
+		n += m
+	}
+	return n, nil
 }
 
 // appendEncoded appends slot g's key value as in encodeKeys.

@@ -28,12 +28,27 @@ import (
 // not NULL there, and every call whose column is not NULL there counts
 // that value.
 //
-// The state of a group aggregation with shared calls is written in format
-// aggStateV2: the first call of a share encodes the set (uvarint number of
-// calls, uvarint number of values, then per value in the order of its
-// encoding: the value and one varint count per call), the others nothing. Format aggStateV1 (a state
-// written before shares, or by a plan without them) has each call's own
-// multiset: each call reads its own into the shared set.
+// The state of a group aggregation with shared calls over a retracting
+// input is written in format aggStateV2: the first call of a share
+// encodes the set (uvarint number of calls, uvarint number of values,
+// then per value in the order of its encoding: the value and one varint
+// count per call), the others nothing. Format aggStateV1 (a state written
+// before shares, or by a plan without them) has each call's own multiset:
+// each call reads its own into the shared set.
+//
+// Over an insert-only input with checkpoints a value is never removed and
+// its counts beyond "seen" do not matter, and a group's sets only grow:
+// the state is written in format aggStateV3 (aggstate.go), a sequence of
+// records, and a checkpoint that finds a group changed writes a merge
+// operand (checkpoint.MergeWriter) holding the values each call saw
+// since the last completed checkpoint instead of the whole sets, once the
+// committed state holds them (state.DeltaCodec). A share's part of a
+// record: a byte (0: the whole set; 1: what was added since the record
+// before), uvarint number of calls, uvarint number of entries, then per
+// entry the value and a uvarint bit set of the calls that count it (whole
+// sets: in the order of the values' encodings; additions: in the order
+// they were seen; a value may repeat, e.g. after an aborted checkpoint:
+// reading ORs the bits).
 
 // distinctShare is the shared state of m COUNT(DISTINCT) calls.
 type distinctShare[T scalar] struct {
@@ -47,7 +62,23 @@ type distinctShare[T scalar] struct {
 	in   [][]T // per call, its column's values (scratch)
 	nm   []nullMask
 	hasN []bool
-	v1   bool // decoding aggStateV1: each call its own multiset
+	// format is the format being decoded (aggStateV1, V2 or V3)
+	format byte
+	// logged: insert-only input with checkpoints (format 3): the calls
+	// each value gained are logged per set for the next merge operand
+	logged bool
+	// snapID is the checkpoint AppendDelta writes; tail whether this
+	// record carries additions (beginSnap); pend the slots written since
+	// the last completed or aborted checkpoint
+	snapID int64
+	tail   bool
+	pend   []int32
+}
+
+// logEnt is a value (its index in the set) and the calls it gained.
+type logEnt struct {
+	k    int32
+	bits uint64
 }
 
 // sharedSet is one group's values: ms holds every value some call counts
@@ -56,6 +87,13 @@ type distinctShare[T scalar] struct {
 type sharedSet[T scalar] struct {
 	ms multiset[T]
 	mc []int64
+	// format 3: log holds the additions from absolute position logBase
+	// on; the committed state holds this set up to position committed
+	// (when hasBase); the pending snapshot snapID wrote it up to snap
+	log                      []logEnt
+	logBase, committed, snap int
+	snapID                   int64
+	hasBase                  bool
 }
 
 // shareMember is call j of a share: the accumulator the aggregation sees.
@@ -66,11 +104,22 @@ type shareMember[T scalar] struct {
 	st      staged[int64]
 }
 
+// sharer is a distinctShare as its group aggregation sees it.
+type sharer interface {
+	setFormat(f byte)
+	canTail(g int32) bool
+	beginSnap(g int32, id int64, tail bool)
+	endSnap()
+	complete(id int64)
+	abort(id int64)
+}
+
 // shareDistinct replaces the accumulators of calls that share a set
 // (planner.AggCall.Share) with the members of one distinctShare. Calls
 // of a type it does not share (DOUBLE: its NaN handling) or whose types
-// differ keep their own.
-func shareDistinct(calls []planner.AggCall, accs []accumulator) ([]accumulator, []interface{ setV1(bool) }) {
+// differ keep their own. logged: the input is insert-only and
+// checkpointed (format 3).
+func shareDistinct(calls []planner.AggCall, accs []accumulator, logged bool) ([]accumulator, []sharer) {
 	groups := map[int][]int{}
 	var order []int
 	for i, c := range calls {
@@ -81,11 +130,12 @@ func shareDistinct(calls []planner.AggCall, accs []accumulator) ([]accumulator, 
 			groups[c.Share] = append(groups[c.Share], i)
 		}
 	}
-	var shares []interface{ setV1(bool) }
+	var shares []sharer
 	for _, sh := range order {
 		ids := groups[sh]
 		kind := stateKind(calls[ids[0]].ArgType.Kind)
-		same := len(ids) >= 2 && len(ids) <= 64
+		// a single call shares only to write additions (logged)
+		same := (len(ids) >= 2 || logged) && len(ids) <= 64
 		for _, i := range ids {
 			same = same && stateKind(calls[i].ArgType.Kind) == kind
 		}
@@ -93,20 +143,20 @@ func shareDistinct(calls []planner.AggCall, accs []accumulator) ([]accumulator, 
 			continue
 		}
 		var members []accumulator
-		var share interface{ setV1(bool) }
+		var share sharer
 		switch kind {
 		case catalog.KindBoolean:
-			members, share = newShare[bool](len(ids))
+			members, share = newShare[bool](len(ids), logged)
 		case catalog.KindInt:
-			members, share = newShare[int32](len(ids))
+			members, share = newShare[int32](len(ids), logged)
 		case catalog.KindBigInt:
-			members, share = newShare[int64](len(ids))
+			members, share = newShare[int64](len(ids), logged)
 		case catalog.KindDecimal:
-			members, share = newShare[decimal128.Num](len(ids))
+			members, share = newShare[decimal128.Num](len(ids), logged)
 		case catalog.KindString:
-			members, share = newShare[string](len(ids))
+			members, share = newShare[string](len(ids), logged)
 		case catalog.KindTimestamp:
-			members, share = newShare[arrow.Timestamp](len(ids))
+			members, share = newShare[arrow.Timestamp](len(ids), logged)
 		default:
 			continue
 		}
@@ -118,8 +168,8 @@ func shareDistinct(calls []planner.AggCall, accs []accumulator) ([]accumulator, 
 	return accs, shares
 }
 
-func newShare[T scalar](m int) ([]accumulator, interface{ setV1(bool) }) {
-	s := &distinctShare[T]{m: m, cols: make([]arrow.Array, m), in: make([][]T, m), nm: make([]nullMask, m), hasN: make([]bool, m)}
+func newShare[T scalar](m int, logged bool) ([]accumulator, sharer) {
+	s := &distinctShare[T]{m: m, cols: make([]arrow.Array, m), in: make([][]T, m), nm: make([]nullMask, m), hasN: make([]bool, m), logged: logged}
 	out := make([]accumulator, m)
 	for j := range out {
 		out[j] = &shareMember[T]{s: s, j: j}
@@ -127,7 +177,76 @@ func newShare[T scalar](m int) ([]accumulator, interface{ setV1(bool) }) {
 	return out, s
 }
 
-func (s *distinctShare[T]) setV1(v1 bool) { s.v1 = v1 }
+func (s *distinctShare[T]) setFormat(f byte) { s.format = f }
+
+// canTail reports whether slot g's next record may carry only additions:
+// the committed state holds its set.
+func (s *distinctShare[T]) canTail(g int32) bool { return s.sets[g].hasBase }
+
+// beginSnap is called before slot g's record for checkpoint id is encoded
+// (tail: additions only); endSnap after it.
+func (s *distinctShare[T]) beginSnap(g int32, id int64, tail bool) {
+	set := &s.sets[g]
+	s.snapID, s.tail = id, tail
+	if !tail { // the whole set: no earlier addition is needed again
+		set.logBase += len(set.log)
+		set.log = set.log[:0]
+	}
+	set.snap = set.logBase + len(set.log)
+	if set.snapID == 0 {
+		s.pend = append(s.pend, g)
+	}
+	set.snapID = id
+}
+
+func (s *distinctShare[T]) endSnap() { s.tail = false }
+
+// complete: checkpoint id is committed; the sets it wrote are held by the
+// committed state up to what it wrote.
+func (s *distinctShare[T]) complete(id int64) {
+	keep := s.pend[:0]
+	for _, g := range s.pend {
+		if int(g) >= len(s.sets) {
+			continue
+		}
+		set := &s.sets[g]
+		switch {
+		case set.snapID == 0:
+		case set.snapID > id:
+			keep = append(keep, g)
+		default:
+			cut := set.snap - set.logBase
+			set.log = append(set.log[:0], set.log[cut:]...)
+			set.logBase, set.committed, set.hasBase, set.snapID = set.snap, set.snap, true, 0
+		}
+	}
+	s.pend = keep
+}
+
+// abort: checkpoint id failed; what it wrote may not be committed (a set
+// with a base writes its additions since the base again: a value twice is
+// harmless).
+func (s *distinctShare[T]) abort(id int64) {
+	keep := s.pend[:0]
+	for _, g := range s.pend {
+		if int(g) >= len(s.sets) {
+			continue
+		}
+		set := &s.sets[g]
+		switch {
+		case set.snapID == 0:
+		case set.snapID > id:
+			keep = append(keep, g)
+		default:
+			set.snapID = 0
+			if !set.hasBase { // the next record is whole again
+				set.logBase += len(set.log)
+				set.log = set.log[:0]
+			}
+		}
+	}
+	s.pend = keep
+}
 
 func (a *shareMember[T]) grow(n int) {
 	if a.j != 0 {
@@ -195,6 +314,7 @@ func (s *distinctShare[T]) apply(gids []int32, ops []RowKind) {
 		cs := set.mc[int(k)*m : int(k+1)*m]
 		ns := s.n[int(g)*m : int(g+1)*m]
 		live := set.ms.cnt[k]
+		var gained uint64
 		for mm := mask; mm != 0; mm &= mm - 1 {
 			j := bits.TrailingZeros64(mm)
 			before := cs[j]
@@ -203,10 +323,14 @@ func (s *distinctShare[T]) apply(gids []int32, ops []RowKind) {
 			case before == 0:
 				ns[j]++
 				live++
+				gained |= 1 << j
 			case cs[j] == 0:
 				ns[j]--
 				live--
 			}
+		}
+		if s.logged && gained != 0 && (set.hasBase || set.snapID != 0) {
+			set.log = append(set.log, logEnt{k, gained})
 		}
 		if live == 0 {
 			set.ms.removeAt(k)
@@ -240,11 +364,35 @@ func (a *shareMember[T]) encode(dst []byte, g int32) []byte {
 	}
 	s := a.s
 	set := &s.sets[g]
+	if s.logged && s.tail {
+		dst = append(dst, 1)
+		dst = binary.AppendUvarint(dst, uint64(s.m))
+		from := set.committed - set.logBase
+		dst = binary.AppendUvarint(dst, uint64(len(set.log)-from))
+		for _, e := range set.log[from:] {
+			dst = binary.AppendUvarint(appendScalar(dst, set.ms.vals[e.k]), e.bits)
+		}
+		return dst
+	}
+	if s.logged {
+		dst = append(dst, 0)
+	}
 	dst = binary.AppendUvarint(dst, uint64(s.m))
 	dst = binary.AppendUvarint(dst, uint64(set.ms.len()))
 	emit := func(k int64) {
 		dst = appendScalar(dst, set.ms.vals[k])
-		for _, c := range set.mc[int(k)*s.m : int(k+1)*s.m] {
+		cs := set.mc[int(k)*s.m : int(k+1)*s.m]
+		if s.logged {
+			var b uint64
+			for j, c := range cs {
+				if c != 0 {
+					b |= 1 << j
+				}
+			}
+			dst = binary.AppendUvarint(dst, b)
+			return
+		}
+		for _, c := range cs {
 			dst = binary.AppendVarint(dst, c)
 		}
 	}
@@ -279,24 +427,33 @@ func (a *shareMember[T]) encode(dst []byte, g int32) []byte {
 	return dst
 }
 
-// decode reads slot g's state: in aggStateV2 the first call reads the set
-// and the others nothing; in aggStateV1 each call reads its own multiset
-// into the set.
+// decode reads slot g's state: in aggStateV1 each call reads its own
+// multiset into the set; in aggStateV2 and V3 the first call reads the set
+// (V3: a record's whole set, after which the slot holds nothing else, or
+// its additions) and the others nothing.
 func (a *shareMember[T]) decode(src []byte, g int32) (int, error) {
 	s := a.s
-	if a.j == 0 {
-		a.reset(g)
-	}
-	if !s.v1 && a.j != 0 {
+	v1, v3 := s.format == aggStateV1, s.format == aggStateV3
+	if !v1 && a.j != 0 {
 		return 0, nil
 	}
 	n := 0
-	if !s.v1 {
-		m, k := binary.Uvarint(src)
+	whole := true
+	if v3 {
+		if len(src) == 0 || src[0] > 1 {
+			return 0, errCorrupt
+		}
+		whole, n = src[0] == 0, 1
+	}
+	if a.j == 0 && whole {
+		a.reset(g)
+	}
+	if !v1 {
+		m, k := binary.Uvarint(src[n:])
 		if k <= 0 || m != uint64(s.m) {
 			return 0, fmt.Errorf("%w: a COUNT(DISTINCT) set shared by %d calls, this aggregation shares it by %d", errCorrupt, m, s.m)
 		}
-		n = k
+		n += k
 	}
 	cnt, k := binary.Uvarint(src[n:])
 	n += k
@@ -316,28 +473,44 @@ func (a *shareMember[T]) decode(src []byte, g int32) (int, error) {
 			set.mc = append(set.mc, make([]int64, need-len(set.mc))...)
 		}
 		cs := set.mc[int(idx)*s.m : int(idx+1)*s.m]
-		calls := cs
-		if s.v1 {
-			calls = cs[a.j : a.j+1]
-		}
-		for j := range calls {
-			c, k, err := readVarint(src[n:])
-			if err != nil {
-				return 0, err
+		if v3 { // the calls that count it
+			b, k := binary.Uvarint(src[n:])
+			if k <= 0 || b>>s.m != 0 && s.m < 64 {
+				return 0, errCorrupt
 			}
 			n += k
-			if c == 0 && !s.v1 {
-				continue // a value this call does not count
+			for ; b != 0; b &= b - 1 {
+				j := bits.TrailingZeros64(b)
+				if cs[j] == 0 {
+					cs[j] = 1
+					set.ms.cnt[idx]++
+					ns[j]++
+				}
 			}
-			if calls[j] != 0 || c == 0 {
-				return 0, fmt.Errorf("%w: a COUNT(DISTINCT) value twice or with no count", errCorrupt)
+		} else {
+			calls := cs
+			if v1 {
+				calls = cs[a.j : a.j+1]
 			}
-			calls[j] = c
-			set.ms.cnt[idx]++
-			if s.v1 {
-				ns[a.j]++
-			} else {
-				ns[j]++
+			for j := range calls {
+				c, k, err := readVarint(src[n:])
+				if err != nil {
+					return 0, err
+				}
+				n += k
+				if c == 0 && !v1 {
+					continue // a value this call does not count
+				}
+				if calls[j] != 0 || c == 0 {
+					return 0, fmt.Errorf("%w: a COUNT(DISTINCT) value twice or with no count", errCorrupt)
+				}
+				calls[j] = c
+				set.ms.cnt[idx]++
+				if v1 {
+					ns[a.j]++
+				} else {
+					ns[j]++
+				}
 			}
 		}
 		if set.ms.cnt[idx] == 0 {

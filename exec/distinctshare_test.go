@@ -51,7 +51,7 @@ func checkSharedDistinct(t *testing.T, mem memory.Allocator, typ catalog.Type, s
 			t.Fatal(err)
 		}
 	}
-	shared, shares := shareDistinct(calls, shared)
+	shared, shares := shareDistinct(calls, shared, false)
 	if len(shares) != 1 {
 		t.Fatalf("%d shares, want 1", len(shares))
 	}
@@ -132,10 +132,10 @@ func checkSharedDistinct(t *testing.T, mem memory.Allocator, typ catalog.Type, s
 		}
 		for _, st := range []struct {
 			name string
-			v1   bool
+			f    byte
 			b    []byte
-		}{{"format 2", false, v2}, {"format 1", true, v1}} {
-			shares[0].setV1(st.v1)
+		}{{"format 2", aggStateV2, v2}, {"format 1", aggStateV1, v1}} {
+			shares[0].setFormat(st.f)
 			rest := st.b
 			for j := range m {
 				k, err := shared[j].decode(rest, g)
@@ -147,7 +147,7 @@ func checkSharedDistinct(t *testing.T, mem memory.Allocator, typ catalog.Type, s
 			if len(rest) != 0 {
 				t.Fatalf("%s: %d bytes left", st.name, len(rest))
 			}
-			shares[0].setV1(false)
+			shares[0].setFormat(aggStateV2)
 			if again := shared[0].encode(nil, g); !bytes.Equal(again, v2) {
 				t.Fatalf("%s: the decoded set encodes to other bytes", st.name)
 			}
@@ -155,8 +155,8 @@ func checkSharedDistinct(t *testing.T, mem memory.Allocator, typ catalog.Type, s
 	}
 	compareDistinct(t, mem, own, shared, groups, -1)
 	// A set shared by another number of calls is refused.
-	shares[0].setV1(false)
-	other, _ := shareDistinct(append(calls[:0:0], calls[0], calls[0], calls[0], calls[0], calls[0], calls[0], calls[0]), make([]accumulator, 7))
+	shares[0].setFormat(aggStateV2)
+	other, _ := shareDistinct(append(calls[:0:0], calls[0], calls[0], calls[0], calls[0], calls[0], calls[0], calls[0]), make([]accumulator, 7), false)
 	other[0].grow(1)
 	if _, err := other[0].decode(shared[0].encode(nil, 0), 0); err == nil {
 		t.Fatal("a set of another number of calls was read")

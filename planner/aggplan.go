@@ -166,9 +166,6 @@ func (p *Planner) buildAggregate(sel *ast.SelectStmt, in *rel, ctx *parser.Query
 			continue
 		}
 		ids := distinctOf[bases[i]]
-		if len(ids) < 2 {
-			continue
-		}
 		share++
 		for _, j := range ids {
 			calls[j].Share = share

@@ -184,7 +184,10 @@ type AggCall struct {
 	// FILTER's CASE WHEN c THEN x END columns are x where they are not
 	// NULL): the executor keeps one set of x's values with a count per
 	// call, as Flink's distinct aggregates share a MapView per argument
-	// (q15, q16). 0: not shared. Not part of the operator's identity.
+	// (q15, q16); a single call has a share of its own (over an
+	// insert-only input the executor writes its set's additions at each
+	// checkpoint). 0: not a COUNT(DISTINCT). Not part of the operator's
+	// identity.
 	Share int
 	// narrow: SUM/AVG of TINYINT, SMALLINT or FLOAT (planning only)
 	narrow catalog.Type

@@ -21,6 +21,20 @@ type Codec interface {
 	AppendValue(dst []byte, g int32) []byte
 }
 
+// DeltaCodec is a Codec whose values may grow by appending (a
+// COUNT(DISTINCT) set over an insert-only input): when the snapshot's
+// writer takes merges (checkpoint.MergeWriter) and the table keeps no TTL,
+// Snapshot calls AppendDelta once for each changed live slot instead of
+// AppendValue. It appends what the snapshot writes and reports whether
+// that is a merge operand (appended to the committed value) rather than
+// the whole value; the codec tracks which of its appends the committed
+// state holds (it is told of completed and aborted checkpoints by its
+// operator).
+type DeltaCodec interface {
+	Codec
+	AppendDelta(dst []byte, g int32) (out []byte, merge bool)
+}
+
 // Options configure a Table.
 type Options struct {
 	OpID           string // the operator's stable id
@@ -140,7 +154,8 @@ type Table struct {
 }
 
 type entry struct {
-	del bool
+	del   bool
+	merge bool // the value is a merge operand (DeltaCodec)
 	// slot >= 0: the value is that live slot's, encoded as it is written
 	// (only keys go into the arena: a snapshot of large values, a TopN's
 	// rows, does not copy them twice nor grow an arena as large);
@@ -457,6 +472,11 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		t.mergePending()
 	}
 	t.ents, t.arena = t.ents[:0], t.arena[:0]
+	mw, _ := w.(checkpoint.MergeWriter)
+	dc, _ := t.codec.(DeltaCodec)
+	if mw == nil || t.last != nil {
+		dc = nil
+	}
 	// sized once (a first or growing change set is not copied as it
 	// grows): an entry per change, keys of the prefix and ~16 bytes each
 	n := len(t.dirtyList) + len(t.tombs.ents)
@@ -476,7 +496,11 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 			t.arena = t.fullKey(t.arena, int32(g))
 			e.kLen = uint32(len(t.arena)) - e.kOff
 			e.vOff = uint32(len(t.arena))
-			t.arena = t.appendValue(t.arena, int32(g))
+			if dc != nil {
+				t.arena, e.merge = dc.AppendDelta(t.arena, int32(g))
+			} else {
+				t.arena = t.appendValue(t.arena, int32(g))
+			}
 			e.vLen = uint32(len(t.arena)) - e.vOff
 			t.ents = append(t.ents, e)
 		}
@@ -525,10 +549,23 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		case e.del:
 			err = w.Delete(k)
 		case e.slot >= 0:
-			t.vbuf = t.appendValue(t.vbuf[:0], e.slot)
+			merge := false
+			if dc != nil {
+				t.vbuf, merge = dc.AppendDelta(t.vbuf[:0], e.slot)
+			} else {
+				t.vbuf = t.appendValue(t.vbuf[:0], e.slot)
+			}
 			t.valBytes += int64(len(t.vbuf))
 			t.valN++
-			err = w.Put(k, t.vbuf)
+			if merge {
+				err = mw.Merge(k, t.vbuf)
+			} else {
+				err = w.Put(k, t.vbuf)
+			}
+		case e.merge:
+			t.valBytes += int64(e.vLen)
+			t.valN++
+			err = mw.Merge(k, t.arena[e.vOff:e.vOff+e.vLen])
 		default:
 			t.valBytes += int64(e.vLen)
 			t.valN++
