@@ -107,8 +107,15 @@ func newAgg(s *planner.AggOp, ctx *OpContext) (*groupAgg, error) {
 	}
 	a.tbl = tbl
 	// With the rocksdb backend cold groups live in Pebble (statetier.go).
-	if err := tbl.EnableTier(state.TierHooks{Decode: a.decodeSlot, Clear: a.clearSlot, Bytes: a.slotBytes,
-		IntKey: a.intKeyCodec}); err != nil {
+	hooks := state.TierHooks{Decode: a.decodeSlot, Clear: a.clearSlot, Bytes: a.slotBytes, IntKey: a.intKeyCodec}
+	if a.logged {
+		hooks.Committed = func(g int32) {
+			for _, s := range a.shares {
+				s.loadedCommitted(g)
+			}
+		}
+	}
+	if err := tbl.EnableTier(hooks); err != nil {
 		return nil, err
 	}
 	a.tiered = tbl.Tiered()

@@ -41,8 +41,8 @@ func (w *mergeCounter) Merge(k, v []byte) error {
 // filtered) and one single COUNT(DISTINCT y) writes a changed group's
 // additions as merge operands once a completed checkpoint holds the
 // group, through random aborted checkpoints (before and after the store
-// took their delta) and, tiered, evictions that read merged values back
-// from the committed state. A job restored from the last checkpoint then
+// took their delta) and, tiered, groups dropped clean and read back from
+// the committed state (merged values), which then write merge operands. A job restored from the last checkpoint then
 // emits exactly what the uninterrupted operator emits for the same input,
 // and the uninterrupted output matches an oracle.
 func TestSharedDistinctMergedCheckpoints(t *testing.T) {
@@ -80,11 +80,13 @@ func checkMergedDistinct(t *testing.T, tiered bool, seed uint64) {
 	}
 	defer store.Close()
 	const maxP = 8
+	keys := 12
+	phase := 0 // tiered: groups go idle, are dropped clean and come back from the committed state
 	newOp := func() *groupAgg {
 		ctx := &OpContext{OpID: "agg", Parallelism: 1, KeyGroups: KeyGroups{Start: 0, End: maxP, MaxParallelism: maxP},
 			Checkpointing: true, Mem: mem, BatchSize: 64, Committed: store}
 		if tiered {
-			ctx.StateBackend, ctx.StateDir, ctx.StateTierHotBytes = "rocksdb", t.TempDir(), 2<<10
+			ctx.StateBackend, ctx.StateDir, ctx.StateTierHotBytes = "rocksdb", t.TempDir(), 64<<10
 		}
 		op, err := newAgg(mergeAggSpec(), ctx)
 		if err != nil {
@@ -116,7 +118,10 @@ func checkMergedDistinct(t *testing.T, tiered bool, seed uint64) {
 		sb := array.NewStringBuilder(mem)
 		defer sb.Release()
 		for range n {
-			k := int64(r.IntN(12))
+			k := int64(r.IntN(keys))
+			if tiered { // 30 keys at a time, back every 25 checkpoints
+				k = int64(phase%5*30 + r.IntN(30))
+			}
 			x := int64(r.IntN(3000))
 			y := fmt.Sprintf("y%d", r.IntN(500))
 			g := oracle[k]
@@ -199,8 +204,9 @@ func checkMergedDistinct(t *testing.T, tiered bool, seed uint64) {
 			}
 		}
 	}
-	const checkpoints = 40
+	const checkpoints = 60
 	for id := int64(1); id <= checkpoints; id++ {
+		phase = int(id / 5)
 		for range 1 + r.IntN(4) {
 			rec := batch()
 			process(a, rec, outA)
@@ -265,8 +271,12 @@ func checkMergedDistinct(t *testing.T, tiered bool, seed uint64) {
 	}
 	if tiered {
 		a.Close() // adds its counters to the totals (closed again by the defer: idempotent)
-		if now := state.TableTierTotals(); now.Evictions == before.Evictions || now.ColdReads == before.ColdReads {
+		now := state.TableTierTotals()
+		if now.Evictions == before.Evictions || now.ColdReads == before.ColdReads {
 			t.Fatalf("the tier never paged: %+v, before %+v", now, before)
+		}
+		if now.CleanDrops == before.CleanDrops || now.ComReads == before.ComReads || w.merges == 0 {
+			t.Fatalf("tiered: %d clean drops, %d committed reads, %d merges; want some of each", now.CleanDrops-before.CleanDrops, now.ComReads-before.ComReads, w.merges)
 		}
 	}
 	t.Logf("%d merges (%d bytes), %d whole values (%d bytes); %d aborted, %d aborted after the commit", w.merges, w.mergeBytes, w.puts, w.putBytes, aborts, lateAborts)

@@ -112,6 +112,7 @@ type sharer interface {
 	endSnap()
 	complete(id int64)
 	abort(id int64)
+	loadedCommitted(g int32)
 }
 
 // shareDistinct replaces the accumulators of calls that share a set
@@ -200,6 +201,13 @@ func (s *distinctShare[T]) beginSnap(g int32, id int64, tail bool) {
 }
 
 func (s *distinctShare[T]) endSnap() { s.tail = false }
+
+// loadedCommitted: slot g was just read from the committed state, which
+// therefore holds its sets: its next record may carry additions only.
+func (s *distinctShare[T]) loadedCommitted(g int32) {
+	set := &s.sets[g]
+	set.hasBase, set.committed, set.snapID = true, set.logBase+len(set.log), 0
+}
 
 // complete: checkpoint id is committed; the sets it wrote are held by the
 // committed state up to what it wrote.

@@ -61,6 +61,10 @@ type TierHooks struct {
 	// what AppendKey appends for a slot holding it. An int-keyed table
 	// reads cold keys from the committed state only with it (optional).
 	IntKey func(dst []byte, v int64, null bool) []byte
+	// Committed, when set, is told that slot g was just read from the
+	// committed state (optional): what it holds is what the committed
+	// state holds (a DeltaCodec may append to it).
+	Committed func(g int32)
 }
 
 // slotOverhead is the table's own accounted memory per slot beyond the
@@ -554,6 +558,8 @@ func (tt *tableTier) loadCommitted(t *Table, kg int, pk []byte, iv int64, null b
 	tt.st.ComReads++
 	if _, _, err := tt.hooks.Decode(g, ck, val); err != nil {
 		tt.err = fmt.Errorf("state: decoding a committed key: %w", err)
+	} else if tt.hooks.Committed != nil {
+		tt.hooks.Committed(g)
 	}
 	return g, true
 }
