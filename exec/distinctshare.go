@@ -211,30 +211,16 @@ func (s *distinctShare[T]) loadedCommitted(g int32) {
 
 // complete: checkpoint id is committed; the sets it wrote are held by the
 // committed state up to what it wrote.
-func (s *distinctShare[T]) complete(id int64) {
-	keep := s.pend[:0]
-	for _, g := range s.pend {
-		if int(g) >= len(s.sets) {
-			continue
-		}
-		set := &s.sets[g]
-		switch {
-		case set.snapID == 0:
-		case set.snapID > id:
-			keep = append(keep, g)
-		default:
-			cut := set.snap - set.logBase
-			set.log = append(set.log[:0], set.log[cut:]...)
-			set.logBase, set.committed, set.hasBase, set.snapID = set.snap, set.snap, true, 0
-		}
-	}
-	s.pend = keep
-}
+func (s *distinctShare[T]) complete(id int64) { s.resolve(id, true) }
 
 // abort: checkpoint id failed; what it wrote may not be committed (a set
 // with a base writes its additions since the base again: a value twice is
 // harmless).
-func (s *distinctShare[T]) abort(id int64) {
+func (s *distinctShare[T]) abort(id int64) { s.resolve(id, false) }
+
+// resolve ends the pending writes of the sets checkpoint id (or one
+// before it) wrote: completed or aborted.
+func (s *distinctShare[T]) resolve(id int64, completed bool) {
 	keep := s.pend[:0]
 	for _, g := range s.pend {
 		if int(g) >= len(s.sets) {
@@ -245,6 +231,10 @@ func (s *distinctShare[T]) abort(id int64) {
 		case set.snapID == 0:
 		case set.snapID > id:
 			keep = append(keep, g)
+		case completed:
+			cut := set.snap - set.logBase
+			set.log = append(set.log[:0], set.log[cut:]...)
+			set.logBase, set.committed, set.hasBase, set.snapID = set.snap, set.snap, true, 0
 		default:
 			set.snapID = 0
 			if !set.hasBase { // the next record is whole again

@@ -632,7 +632,12 @@ func (s *FileSink) Finish() error {
 // varint epoch and its visible name ("part-<id>-<subtask>-<n>", relative to
 // the directory). Version 1 had no directory.
 func (s *FileSink) PreCommit(checkpointID int64) ([]byte, error) {
-	state, done, err := s.PreCommitAsync(checkpointID)
+	return waitPreCommit(s.PreCommitAsync(checkpointID))
+}
+
+// waitPreCommit is PreCommit of a PreCommitAsync's results: it waits for
+// done.
+func waitPreCommit(state []byte, done func() error, err error) ([]byte, error) {
 	if err == nil && done != nil {
 		err = done()
 	}

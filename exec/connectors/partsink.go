@@ -443,14 +443,7 @@ func (s *PartitionedSink) entries(id int64) map[string]commitEntry {
 // awaiting commit, each: relative path, varint creation time (ms) and
 // varint last checkpoint that took rows of it. Lists are sorted by path.
 func (s *PartitionedSink) PreCommit(checkpointID int64) ([]byte, error) {
-	state, done, err := s.PreCommitAsync(checkpointID)
-	if err == nil && done != nil {
-		err = done()
-	}
-	if err != nil {
-		return nil, err
-	}
-	return state, nil
+	return waitPreCommit(s.PreCommitAsync(checkpointID))
 }
 
 // PreCommitAsync implements exec.AsyncPreCommitSink: PreCommit with the
