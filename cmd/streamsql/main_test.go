@@ -492,7 +492,7 @@ func TestShellPiped(t *testing.T) {
 // (gzipped protocol buffers) for a job, and a profile path that cannot be
 // created is a usage error naming the flag, before anything runs.
 func TestRunProfiles(t *testing.T) {
-	dir := writeFiles(t, map[string]string{"job.sql": `CREATE TABLE src (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '2000000',
+	dir := writeFiles(t, map[string]string{"job.sql": `CREATE TABLE src (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '2000000', 'rows-per-second' = '100000000',
   'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '2000000');
 CREATE TABLE out (id BIGINT, n BIGINT) WITH ('connector' = 'blackhole');
 INSERT INTO out SELECT MOD(id, 1000), COUNT(*) FROM src GROUP BY MOD(id, 1000);
@@ -513,5 +513,22 @@ INSERT INTO out SELECT MOD(id, 1000), COUNT(*) FROM src GROUP BY MOD(id, 1000);
 	r = run(t, dir, "", "run", "--memprofile", filepath.Join(dir, "missing", "mem.prof"), "job.sql")
 	if r.code != 2 || !strings.Contains(r.stderr, "--memprofile") || strings.Contains(r.stderr, "submitted") {
 		t.Fatalf("exit %d, stderr %q; want a usage error naming --memprofile before any job", r.code, r.stderr)
+	}
+	// an execution trace (go tool trace's header) of a short job
+	small := writeFiles(t, map[string]string{"small.sql": `CREATE TABLE src (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '1000',
+  'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '1000');
+CREATE TABLE out (id BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO out SELECT id FROM src;
+`})
+	r = run(t, small, "", "run", "--trace", "run.trace", "small.sql")
+	if r.code != 0 {
+		t.Fatalf("--trace: exit %d: %s", r.code, r.stderr)
+	}
+	if data, err := os.ReadFile(filepath.Join(small, "run.trace")); err != nil || len(data) < 100 || !bytes.HasPrefix(data, []byte("go 1.")) {
+		t.Fatalf("run.trace is not an execution trace (%d bytes, %v)", len(data), err)
+	}
+	r = run(t, small, "", "run", "--trace", filepath.Join(small, "missing", "t.trace"), "small.sql")
+	if r.code != 2 || !strings.Contains(r.stderr, "--trace") || strings.Contains(r.stderr, "submitted") {
+		t.Fatalf("exit %d, stderr %q; want a usage error naming --trace before any job", r.code, r.stderr)
 	}
 }
