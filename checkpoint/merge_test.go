@@ -5,7 +5,10 @@ import (
 	"math/rand"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/cockroachdb/pebble/vfs"
 )
 
 // changeMerges writes n random Puts, Merges and Deletes (seeded, one write
@@ -143,3 +146,59 @@ type plainWriter struct{}
 
 func (plainWriter) Put(k, v []byte) error { return nil }
 func (plainWriter) Delete(k []byte) error { return nil }
+
+// syncToFS counts the SyncTo (and, as MemFS files get instead, SyncData)
+// calls on the files it creates.
+type syncToFS struct {
+	vfs.FS
+	n *atomic.Int64
+}
+
+func (fs syncToFS) Create(name string) (vfs.File, error) {
+	f, err := fs.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return syncToFile{f, fs.n}, nil
+}
+
+type syncToFile struct {
+	vfs.File
+	n *atomic.Int64
+}
+
+func (f syncToFile) SyncTo(length int64) (bool, error) {
+	f.n.Add(1)
+	return f.File.SyncTo(length)
+}
+
+// SyncData: a file without a descriptor (MemFS) is synced whole instead.
+func (f syncToFile) SyncData() error {
+	f.n.Add(1)
+	return f.File.SyncData()
+}
+
+// TestDeltaStartsWriteback: a large delta's table file starts the
+// writeback of what it wrote as it goes (SyncTo every deltaBytesPerSync),
+// so that Persist's fsync finds little left to write.
+func TestDeltaStartsWriteback(t *testing.T) {
+	var n atomic.Int64
+	s, err := Open(Options{Dir: "/ck", JobID: jobA, NumRetained: 1, FS: syncToFS{vfs.NewMem(), &n}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	b := NewBuffer()
+	rng := rand.New(rand.NewSource(1))
+	val := make([]byte, 1000) // random: Snappy keeps its size
+	for i := range 4 * deltaBytesPerSync / len(val) {
+		rng.Read(val)
+		_ = b.Put(append(KeyedPrefix("agg", 0), fmt.Sprintf("k%08d", i)...), val)
+	}
+	if err := s.Commit(1, []*Buffer{b}); err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got < 2 {
+		t.Fatalf("%d SyncTo calls while writing a 4 MiB delta, want 2 or more", got)
+	}
+}
