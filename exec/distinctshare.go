@@ -528,5 +528,5 @@ func (a *shareMember[T]) slotBytes(g int32) int {
 		return 0
 	}
 	set := &a.s.sets[g]
-	return set.ms.bytes() + 8*len(set.mc) + 8*a.s.m
+	return set.ms.bytes() + 8*len(set.mc) + 8*a.s.m + 16*cap(set.log)
 }
