@@ -352,10 +352,34 @@ type CSVEncoder struct {
 	opts CSVOptions
 	cols []Column
 	tmp  []byte
+	// the bytes that make a field quoted (delimiter, quote, CR, LF,
+	// escape): special by byte, and each broadcast to the 8 bytes of a
+	// word for needsQuote's word-at-a-time scan
+	special [256]bool
+	words   []uint64
 }
 
 // NewCSVEncoder returns an encoder with the given options.
-func NewCSVEncoder(opts CSVOptions) *CSVEncoder { return &CSVEncoder{opts: opts} }
+func NewCSVEncoder(opts CSVOptions) *CSVEncoder {
+	e := &CSVEncoder{opts: opts}
+	specials := []byte{opts.FieldDelimiter, opts.Quote, '\n', '\r'}
+	if opts.HasEscape {
+		specials = append(specials, opts.Escape)
+	}
+	for _, c := range specials {
+		if !e.special[c] {
+			e.special[c] = true
+			e.words = append(e.words, uint64(c)*lowBytes)
+		}
+	}
+	return e
+}
+
+// lowBytes and highBits are the words of 8 bytes 0x01 and 0x80.
+const (
+	lowBytes = 0x0101010101010101
+	highBits = 0x8080808080808080
+)
 
 // Reset points the encoder at rec's columns (call once per batch).
 func (e *CSVEncoder) Reset(rec arrow.Record) {
@@ -404,9 +428,24 @@ func (e *CSVEncoder) needsQuote(s string) bool {
 	if s[0] == ' ' || s[len(s)-1] == ' ' {
 		return true
 	}
-	for k := 0; k < len(s); k++ {
-		c := s[k]
-		if c == e.opts.FieldDelimiter || c == e.opts.Quote || c == '\n' || c == '\r' || e.opts.HasEscape && c == e.opts.Escape {
+	k := 0
+	for ; k+8 <= len(s); k += 8 {
+		// a byte of x equal to c is a zero byte of x^c; a word has a
+		// zero byte iff (v - lowBytes) &^ v & highBits is not 0 (the
+		// compiler makes the shifts one 8-byte load)
+		x := uint64(s[k]) | uint64(s[k+1])<<8 | uint64(s[k+2])<<16 | uint64(s[k+3])<<24 |
+			uint64(s[k+4])<<32 | uint64(s[k+5])<<40 | uint64(s[k+6])<<48 | uint64(s[k+7])<<56
+		var hit uint64
+		for _, w := range e.words {
+			v := x ^ w
+			hit |= (v - lowBytes) &^ v & highBits
+		}
+		if hit != 0 {
+			return true
+		}
+	}
+	for ; k < len(s); k++ {
+		if e.special[s[k]] {
 			return true
 		}
 	}
