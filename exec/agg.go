@@ -91,8 +91,10 @@ func newAgg(s *planner.AggOp, ctx *OpContext) (*groupAgg, error) {
 		a.accs = append(a.accs, acc)
 	}
 	o := ctx.KVOptions(a.maxP) // checkpointing, TTL and the state backend
-	a.accs, a.shares = shareDistinct(s.Aggs, a.accs, !retract && o.Checkpointing && o.TTL == 0)
-	a.logged = len(a.shares) > 0 && !retract && o.Checkpointing && o.TTL == 0
+	// an insert-only input with checkpoints and no TTL: sets write format 3
+	logged := !retract && o.Checkpointing && o.TTL == 0
+	a.accs, a.shares = shareDistinct(s.Aggs, a.accs, logged)
+	a.logged = logged && len(a.shares) > 0
 	o.OpID, o.IntKeys = s.ID, a.intKey
 	tbl, err := state.NewTable(o, aggCodec{a})
 	if err != nil {

@@ -167,25 +167,14 @@ func (a *groupAgg) decodeSlot(g int32, key, val []byte) (int64, bool, error) {
 	for _, s := range a.shares {
 		s.setFormat(val[0])
 	}
-	if val[0] != aggStateV3 {
-		if _, err := a.decodeBody(g, val[1:]); err != nil {
-			return 0, false, err
-		}
+	var err error
+	if val[0] == aggStateV3 {
+		err = a.decodeRecords(g, val)
+	} else {
+		_, err = a.decodeBody(g, val[1:])
 	}
-	for rest := val; val[0] == aggStateV3 && len(rest) > 0; {
-		if len(rest) < 5 || rest[0] != aggStateV3 {
-			return 0, false, errCorrupt
-		}
-		l := int(binary.LittleEndian.Uint32(rest[1:5]))
-		if l > len(rest)-5 {
-			return 0, false, errCorrupt
-		}
-		if n, err := a.decodeBody(g, rest[5:5+l]); err != nil {
-			return 0, false, err
-		} else if n != l {
-			return 0, false, fmt.Errorf("%w: a record of %d bytes holds %d", errCorrupt, l, n)
-		}
-		rest = rest[5+l:]
+	if err != nil {
+		return 0, false, err
 	}
 	if !a.intKey {
 		return 0, false, nil
@@ -194,6 +183,26 @@ func (a *groupAgg) decodeSlot(g int32, key, val []byte) (int64, bool, error) {
 		return 0, true, nil
 	}
 	return a.keys[0].(intKeyOf).int64At(g), false, nil
+}
+
+// decodeRecords reads the format 3 records of val into slot g, in order.
+func (a *groupAgg) decodeRecords(g int32, val []byte) error {
+	for rest := val; len(rest) > 0; {
+		if len(rest) < 5 || rest[0] != aggStateV3 {
+			return errCorrupt
+		}
+		l := int(binary.LittleEndian.Uint32(rest[1:5]))
+		if l > len(rest)-5 {
+			return errCorrupt
+		}
+		if n, err := a.decodeBody(g, rest[5:5+l]); err != nil {
+			return err
+		} else if n != l {
+			return fmt.Errorf("%w: a record of %d bytes holds %d", errCorrupt, l, n)
+		}
+		rest = rest[5+l:]
+	}
+	return nil
 }
 
 // decodeBody reads a row count and every accumulator's state into slot g

@@ -259,9 +259,6 @@ type subtask struct {
 	shutdownReq bool           // sources: the final checkpoint completed
 	done        bool           // the gate loop ends
 	upend       *unalignedSnap // the unaligned checkpoint being recorded
-	// durable is the wait an AsyncPreCommitSink's pre-commit returned, from
-	// snapshot to its acknowledgement.
-	durable func() error
 	// takenOver lists, per operator id, the old subtasks whose non-keyed
 	// state this subtask took over at a restore at lower parallelism: their
 	// keys are deleted by every checkpoint, so no stale state survives.
@@ -721,11 +718,10 @@ func (st *subtask) takeSnapshot(b Barrier, unaligned bool) error {
 	if f := st.coord.cfg.Fault; f != nil {
 		err = f(StepSnapshot, b.ID)
 	}
+	var durable func() error
 	if err == nil {
-		err = st.snapshot(b, buf)
+		durable, err = st.snapshot(b, buf)
 	}
-	durable := st.durable
-	st.durable = nil
 	if errors.Is(err, ErrInjectedCrash) {
 		return err
 	}
@@ -751,46 +747,48 @@ func (st *subtask) takeSnapshot(b Barrier, unaligned bool) error {
 	return nil
 }
 
-func (st *subtask) snapshot(b Barrier, buf *checkpoint.Buffer) error {
+// snapshot writes the subtask's state for b into buf; durable, when not
+// nil, waits for an AsyncPreCommitSink's pre-committed output.
+func (st *subtask) snapshot(b Barrier, buf *checkpoint.Buffer) (durable func() error, err error) {
 	if st.valuesDone {
 		if err := buf.Put(checkpoint.SubtaskKey(st.task.Source.ID, st.index), []byte{1}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if cs, ok := st.src.(CheckpointedSource); ok {
 		state, err := cs.SnapshotState()
 		if err != nil {
-			return fmt.Errorf("source snapshot: %w", err)
+			return nil, fmt.Errorf("source snapshot: %w", err)
 		}
 		if err := buf.Put(checkpoint.SubtaskKey(st.task.Source.ID, st.index), state); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for i, op := range st.ops {
 		if err := op.Snapshot(b.ID, buf); err != nil {
-			return fmt.Errorf("%s snapshot: %w", st.task.Ops[i].Describe(), err)
+			return nil, fmt.Errorf("%s snapshot: %w", st.task.Ops[i].Describe(), err)
 		}
 	}
 	if so, ok := st.out.(*sinkOutput); ok && so.twoPhase() {
 		var state []byte
 		var err error
 		if as, ok := so.sink.(AsyncPreCommitSink); ok {
-			state, st.durable, err = as.PreCommitAsync(b.ID)
+			state, durable, err = as.PreCommitAsync(b.ID)
 		} else {
 			state, err = so.sink.(TwoPhaseSink).PreCommit(b.ID)
 		}
 		if err != nil {
-			return fmt.Errorf("sink pre-commit: %w", err)
+			return nil, fmt.Errorf("sink pre-commit: %w", err)
 		}
 		if err := buf.Put(checkpoint.SubtaskKey(st.task.Sink.ID, st.index), state); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// An aligned snapshot has no channel state: an older unaligned one's
 	// must not survive into it.
 	if st.gchans != nil && (st.upend == nil || st.upend.id != b.ID) {
 		if err := buf.Delete(checkpoint.SubtaskKey(st.channelStateID(), st.index)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// The states of vanished subtasks this one took over are rewritten in
@@ -798,11 +796,11 @@ func (st *subtask) snapshot(b Barrier, buf *checkpoint.Buffer) error {
 	for opID, olds := range st.takenOver {
 		for _, j := range olds {
 			if err := buf.Delete(checkpoint.SubtaskKey(opID, j)); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return durable, nil
 }
 
 // restore loads this subtask's state from the checkpoint being restored.
