@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/planner"
+	"github.com/streamsql/streamsql/exec/state"
 )
 
 // accumulator is the columnar state of one aggregate over all groups
@@ -129,9 +130,7 @@ func (a *countAcc) stage(slots []int32) {
 }
 
 func (a *countAcc) grow(n int) {
-	for len(a.n) < n {
-		a.n = append(a.n, 0)
-	}
+	a.n = state.Grow(a.n, n, 0)
 }
 func (a *countAcc) reset(g int32) { a.n[g] = 0 }
 func (a *countAcc) update(gids []int32, col arrow.Array, ops []RowKind) {
@@ -224,10 +223,8 @@ func stageSums[I int32 | int64 | float64, S int64 | float64, O int32 | int64 | f
 }
 
 func (a *sumAcc[I, S]) grow(n int) {
-	for len(a.sum) < n {
-		a.sum = append(a.sum, 0)
-		a.nn = append(a.nn, 0)
-	}
+	a.sum = state.Grow(a.sum, n, 0)
+	a.nn = state.Grow(a.nn, n, 0)
 }
 func (a *sumAcc[I, S]) reset(g int32) { a.sum[g], a.nn[g] = 0, 0 }
 func (a *sumAcc[I, S]) update(gids []int32, col arrow.Array, ops []RowKind) {
@@ -314,10 +311,8 @@ func (a *decSumAcc) stage(slots []int32) {
 }
 
 func (a *decSumAcc) grow(n int) {
-	for len(a.sum) < n {
-		a.sum = append(a.sum, decimal128.Num{})
-		a.nn = append(a.nn, 0)
-	}
+	a.sum = state.Grow(a.sum, n, decimal128.Num{})
+	a.nn = state.Grow(a.nn, n, 0)
 }
 func (a *decSumAcc) reset(g int32) { a.sum[g], a.nn[g] = decimal128.Num{}, 0 }
 func (a *decSumAcc) update(gids []int32, col arrow.Array, ops []RowKind) {
@@ -385,14 +380,12 @@ func newMinMax[T scalar](dt arrow.DataType, isMax, retract bool, less func(a, b 
 }
 
 func (a *minMax[T]) grow(n int) {
-	for len(a.has) < n {
-		var zero T
-		a.val = append(a.val, zero)
-		a.has = append(a.has, false)
-		if a.retract {
-			a.multi = append(a.multi, multiset[T]{})
-			a.seen = append(a.seen, 0)
-		}
+	var zero T
+	a.val = state.Grow(a.val, n, zero)
+	a.has = state.Grow(a.has, n, false)
+	if a.retract {
+		a.multi = state.Grow(a.multi, n, multiset[T]{})
+		a.seen = state.Grow(a.seen, n, 0)
 	}
 }
 func (a *minMax[T]) reset(g int32) {
@@ -554,9 +547,7 @@ func newDistinctCount(t catalog.Type) (accumulator, error) {
 }
 
 func (a *distinctCount[T]) grow(n int) {
-	for len(a.sets) < n {
-		a.sets = append(a.sets, multiset[T]{})
-	}
+	a.sets = state.Grow(a.sets, n, multiset[T]{})
 }
 func (a *distinctCount[T]) reset(g int32) { a.sets[g] = multiset[T]{} }
 func (a *distinctCount[T]) update(gids []int32, col arrow.Array, ops []RowKind) {

@@ -101,8 +101,8 @@ func newAgg(s *planner.AggOp, ctx *OpContext) (*groupAgg, error) {
 		return nil, err
 	}
 	tbl.OnGrow = func(n int) {
-		a.rowCount = append(a.rowCount, 0)
-		a.mark = append(a.mark, 0)
+		a.rowCount = state.Grow(a.rowCount, n, 0)
+		a.mark = state.Grow(a.mark, n, 0)
 		for _, acc := range a.accs {
 			acc.grow(n)
 		}
@@ -565,11 +565,7 @@ type typedKeys[T scalar] struct {
 }
 
 func (k *typedKeys[T]) put(g int32, col arrow.Array, row int) {
-	for int(g) >= len(k.vals) {
-		var zero T
-		k.vals = append(k.vals, zero)
-		k.valid = append(k.valid, false)
-	}
+	k.grow(g)
 	if col.IsNull(row) {
 		k.valid[g] = false
 		return
@@ -578,13 +574,18 @@ func (k *typedKeys[T]) put(g int32, col arrow.Array, row int) {
 	k.vals[g] = cloneScalar(valueAt[T](col, row))
 }
 
+// grow makes room for slot g.
+func (k *typedKeys[T]) grow(g int32) {
+	if int(g) >= len(k.vals) {
+		var zero T
+		k.vals = state.Grow(k.vals, int(g)+1, zero)
+		k.valid = state.Grow(k.valid, int(g)+1, false)
+	}
+}
+
 // set stores v (kept as is: not cloned) as slot g's key.
 func (k *typedKeys[T]) set(g int32, v T, valid bool) {
-	for int(g) >= len(k.vals) {
-		var zero T
-		k.vals = append(k.vals, zero)
-		k.valid = append(k.valid, false)
-	}
+	k.grow(g)
 	if !valid {
 		var zero T
 		v = zero

@@ -62,9 +62,9 @@ func newDedup(s *planner.DeduplicateOp, ctx *OpContext) (*dedup, error) {
 	if err != nil {
 		return nil, err
 	}
-	tbl.OnGrow = func(int) {
-		d.kept = append(d.kept, -1)
-		d.times = append(d.times, 0)
+	tbl.OnGrow = func(n int) {
+		d.kept = state.Grow(d.kept, n, -1)
+		d.times = state.Grow(d.times, n, 0)
 	}
 	d.tbl = tbl
 	// With the rocksdb backend cold keys live in Pebble.

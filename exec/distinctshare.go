@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/planner"
+	"github.com/streamsql/streamsql/exec/state"
 )
 
 // COUNT(DISTINCT x) calls of one group aggregation over the same x, each
@@ -251,12 +252,8 @@ func (a *shareMember[T]) grow(n int) {
 		return
 	}
 	s := a.s
-	for len(s.sets) < n {
-		s.sets = append(s.sets, sharedSet[T]{})
-	}
-	if want := n * s.m; len(s.n) < want {
-		s.n = append(s.n, make([]int64, want-len(s.n))...)
-	}
+	s.sets = state.Grow(s.sets, n, sharedSet[T]{})
+	s.n = state.Grow(s.n, n*s.m, 0)
 }
 
 func (a *shareMember[T]) reset(g int32) {

@@ -166,10 +166,10 @@ func newIntervalJoin(s *planner.IntervalJoinOp, ctx *OpContext) (*intervalJoin, 
 	if err != nil {
 		return nil, err
 	}
-	tbl.OnGrow = func(int) {
-		j.rows = append(j.rows, nil)
-		j.side = append(j.side, 0)
-		j.pending = append(j.pending, math.MaxInt64)
+	tbl.OnGrow = func(n int) {
+		j.rows = state.Grow(j.rows, n, nil)
+		j.side = state.Grow(j.side, n, 0)
+		j.pending = state.Grow(j.pending, n, math.MaxInt64)
 	}
 	j.tbl = tbl
 	// The timers are not checkpointed: a restore sets them from the slots.

@@ -111,11 +111,13 @@ func newOverAgg(s *planner.OverAggOp, ctx *OpContext) (*overAgg, error) {
 	if err != nil {
 		return nil, err
 	}
-	tbl.OnGrow = func(int) {
-		o.pend = append(o.pend, nil)
-		o.hist = append(o.hist, nil)
-		o.acc = append(o.acc, make([]runAcc, o.nArg))
-		o.last = append(o.last, math.MinInt64)
+	tbl.OnGrow = func(n int) {
+		o.pend = state.Grow(o.pend, n, nil)
+		o.hist = state.Grow(o.hist, n, nil)
+		for len(o.acc) < n {
+			o.acc = append(o.acc, make([]runAcc, o.nArg))
+		}
+		o.last = state.Grow(o.last, n, math.MinInt64)
 	}
 	o.tbl = tbl
 	if s.RowTime {

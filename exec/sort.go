@@ -74,7 +74,7 @@ func newTemporalSort(s *planner.SortOp, ctx *OpContext) (*temporalSort, error) {
 	if err != nil {
 		return nil, err
 	}
-	tbl.OnGrow = func(int) { w.bufs = append(w.bufs, nil) }
+	tbl.OnGrow = func(n int) { w.bufs = state.Grow(w.bufs, n, nil) }
 	w.tbl = tbl
 	// The timers are not checkpointed: a restore sets them from the slots.
 	if w.timers, err = state.NewTimers(s.ID, "event", maxP, false); err != nil {

@@ -89,7 +89,7 @@ func newTopN(s *planner.RankOp, ctx *OpContext) (*topN, error) {
 	if err != nil {
 		return nil, err
 	}
-	tbl.OnGrow = func(int) { t.bufs = append(t.bufs, nil) }
+	tbl.OnGrow = func(n int) { t.bufs = state.Grow(t.bufs, n, nil) }
 	t.tbl = tbl
 	// With the rocksdb backend cold partitions live in Pebble.
 	if err := tbl.EnableTier(state.TierHooks{Decode: t.decodeSlot, Clear: t.clearSlot, Bytes: t.slotBytes}); err != nil {

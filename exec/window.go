@@ -160,9 +160,9 @@ func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
 		return nil, err
 	}
 	tbl.OnGrow = func(n int) {
-		w.rowCount = append(w.rowCount, 0)
-		w.aux = append(w.aux, 0)
-		w.sstart = append(w.sstart, 0)
+		w.rowCount = state.Grow(w.rowCount, n, 0)
+		w.aux = state.Grow(w.aux, n, 0)
+		w.sstart = state.Grow(w.sstart, n, 0)
 		for _, acc := range w.accs {
 			acc.grow(n)
 		}

@@ -112,9 +112,9 @@ func newWindowJoin(s *planner.WindowJoinOp, ctx *OpContext) (*windowJoin, error)
 	if err != nil {
 		return nil, err
 	}
-	tbl.OnGrow = func(int) {
-		j.rows = append(j.rows, nil)
-		j.side = append(j.side, 0)
+	tbl.OnGrow = func(n int) {
+		j.rows = state.Grow(j.rows, n, nil)
+		j.side = state.Grow(j.side, n, 0)
 	}
 	j.tbl = tbl
 	// The timers are not checkpointed: a restore derives them from the

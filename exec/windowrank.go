@@ -103,9 +103,9 @@ func newWindowRank(s *planner.WindowRankOp, ctx *OpContext) (*windowRank, error)
 	if err != nil {
 		return nil, err
 	}
-	tbl.OnGrow = func(int) {
-		w.bufs = append(w.bufs, nil)
-		w.winEnd = append(w.winEnd, 0)
+	tbl.OnGrow = func(n int) {
+		w.bufs = state.Grow(w.bufs, n, nil)
+		w.winEnd = state.Grow(w.winEnd, n, 0)
 	}
 	w.tbl = tbl
 	// The timers are not checkpointed: a restore derives them from the

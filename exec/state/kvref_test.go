@@ -28,7 +28,7 @@ func newRefKV(o Options) (*refKV, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.OnGrow = func(int) { kv.vals = append(kv.vals, nil) }
+	t.OnGrow = func(n int) { kv.vals = Grow(kv.vals, n, nil) }
 	kv.t = t
 	return kv, nil
 }

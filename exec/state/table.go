@@ -99,8 +99,9 @@ const MaxKeyGroups = 1 << 15
 type Table struct {
 	o     Options
 	codec Codec
-	// OnGrow is called with the new number of slots whenever a slot beyond
-	// the current ones is allocated, so the operator can grow its columns.
+	// OnGrow is called with the new number of slots n whenever the table
+	// adds slots (several at a time), so the operator can grow its
+	// per-slot columns to length n (Grow).
 	OnGrow func(n int)
 
 	ints     intIndex // int keys: each live slot's key
@@ -209,29 +210,41 @@ func (t *Table) newSlot(kg int) int32 {
 		g = t.free[n-1]
 		t.free = t.free[:n-1]
 	} else {
-		g = int32(len(t.alive))
-		t.alive = append(t.alive, false)
-		t.kg = append(t.kg, 0)
-		t.dirty = append(t.dirty, false)
-		t.born = append(t.born, 0)
-		if !t.o.IntKeys {
-			t.keyOf = append(t.keyOf, "")
-		}
-		if t.o.TTL > 0 {
-			t.last = append(t.last, 0)
-		}
-		if t.tier != nil {
-			t.tier.grow(t)
-		}
-		if t.OnGrow != nil {
-			t.OnGrow(len(t.alive))
-		}
+		g = t.addSlots()
 	}
 	t.alive[g] = true
 	t.kg[g] = uint16(kg)
 	t.born[g] = t.epoch
 	t.live++
 	return g
+}
+
+// addSlots grows the table by slotStep slots and returns the first of
+// them; the others go to the free list, to be taken in ascending order
+// (the slots a table hands out do not depend on the step).
+func (t *Table) addSlots() int32 {
+	g := len(t.alive)
+	n := g + slotStep(g)
+	t.alive = Grow(t.alive, n, false)
+	t.kg = Grow(t.kg, n, 0)
+	t.dirty = Grow(t.dirty, n, false)
+	t.born = Grow(t.born, n, 0)
+	if !t.o.IntKeys {
+		t.keyOf = Grow(t.keyOf, n, "")
+	}
+	if t.o.TTL > 0 {
+		t.last = Grow(t.last, n, 0)
+	}
+	if t.tier != nil {
+		t.tier.grow(t, n)
+	}
+	if t.OnGrow != nil {
+		t.OnGrow(n)
+	}
+	for s := n - 1; s > g; s-- {
+		t.free = append(t.free, int32(s))
+	}
+	return int32(g)
 }
 
 // LookupInt finds the slot of an int key (tiered: loading it from the

@@ -38,8 +38,8 @@ func newModelOpts(t *testing.T, ckpt, elide bool) *model {
 		t.Fatal(err)
 	}
 	tbl.OnGrow = func(n int) {
-		m.keys = append(m.keys, 0)
-		m.vals = append(m.vals, 0)
+		m.keys = Grow(m.keys, n, 0)
+		m.vals = Grow(m.vals, n, 0)
 	}
 	m.t = tbl
 	return m
@@ -252,7 +252,7 @@ func BenchmarkRemoveManyInOneEpoch(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				m := &model{}
 				tbl, _ := NewTable(Options{OpID: "op", MaxParallelism: 128, Checkpointing: true, IntKeys: true}, intCodec{&m.keys, &m.vals})
-				tbl.OnGrow = func(int) { m.keys = append(m.keys, 0); m.vals = append(m.vals, 0) }
+				tbl.OnGrow = func(n int) { m.keys = Grow(m.keys, n, 0); m.vals = Grow(m.vals, n, 0) }
 				m.t = tbl
 				for k := int64(0); k < int64(n); k++ {
 					m.set(k, k)
@@ -277,7 +277,7 @@ func TestTTLExpiresAndSweeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tbl.OnGrow = func(int) { m.keys = append(m.keys, 0); m.vals = append(m.vals, 0) }
+	tbl.OnGrow = func(n int) { m.keys = Grow(m.keys, n, 0); m.vals = Grow(m.vals, n, 0) }
 	m.t = tbl
 	tbl.SetNow(1000)
 	m.set(1, 10)
@@ -310,7 +310,7 @@ func TestTTLExpiresAndSweeps(t *testing.T) {
 	// Restore: key 2 comes back with its update time 1080.
 	m2 := &model{}
 	tbl2, _ := NewTable(Options{OpID: "op", MaxParallelism: 4, Checkpointing: true, IntKeys: true, TTL: 100 * time.Millisecond}, intCodec{&m2.keys, &m2.vals})
-	tbl2.OnGrow = func(int) { m2.keys = append(m2.keys, 0); m2.vals = append(m2.vals, 0) }
+	tbl2.OnGrow = func(n int) { m2.keys = Grow(m2.keys, n, 0); m2.vals = Grow(m2.vals, n, 0) }
 	committed := store{}
 	replay(committed, rec)
 	replay(committed, rec2)
@@ -358,7 +358,7 @@ func (s scanStore) Scan(prefix []byte, fn func(k, v []byte) error) error {
 func BenchmarkTableSnapshot(b *testing.B) {
 	m := &model{}
 	tbl, _ := NewTable(Options{OpID: "op", MaxParallelism: 128, Checkpointing: true, IntKeys: true}, intCodec{&m.keys, &m.vals})
-	tbl.OnGrow = func(int) { m.keys = append(m.keys, 0); m.vals = append(m.vals, 0) }
+	tbl.OnGrow = func(n int) { m.keys = Grow(m.keys, n, 0); m.vals = Grow(m.vals, n, 0) }
 	m.t = tbl
 	buf := checkpoint.NewBuffer()
 	rng := rand.New(rand.NewSource(1))
@@ -440,5 +440,43 @@ func TestSnapshotPreEncodedSameWrites(t *testing.T) {
 				t.Fatalf("ttl %v seed %d: only %d of 30 snapshots encoded values before the sort", ttl, seed, pre)
 			}
 		}
+	}
+}
+
+// TestSlotsInOrder checks that slots are handed out in the order they
+// were before tables grew in steps: ascending, a removed slot first.
+func TestSlotsInOrder(t *testing.T) {
+	m := newModel(t, true)
+	for i := 0; i < 300; i++ {
+		g := m.t.InsertInt(int64(i), 0)
+		if int(g) != i {
+			t.Fatalf("key %d got slot %d", i, g)
+		}
+		if len(m.keys) < int(g)+1 {
+			t.Fatalf("slot %d beyond the operator's columns (%d)", g, len(m.keys))
+		}
+	}
+	m.t.Remove(17, 17, false)
+	if g := m.t.InsertInt(1000, 0); g != 17 {
+		t.Fatalf("after removing slot 17 a new key got slot %d", g)
+	}
+	if g := m.t.InsertInt(1001, 0); g != 300 {
+		t.Fatalf("the next new key got slot %d, want 300", g)
+	}
+}
+
+func TestGrow(t *testing.T) {
+	s := Grow([]int64{1, 2}, 5, -1)
+	if fmt.Sprint(s) != "[1 2 -1 -1 -1]" {
+		t.Fatalf("Grow: %v", s)
+	}
+	s = s[:1]
+	s = Grow(s, 3, 7) // within capacity: the old tail is overwritten
+	if fmt.Sprint(s) != "[1 7 7]" {
+		t.Fatalf("Grow within capacity: %v", s)
+	}
+	c := cap(Grow(make([]int64, 1000), 1001, 0))
+	if c < 2000 {
+		t.Fatalf("Grow from 1000 to 1001: capacity %d, want at least doubled", c)
 	}
 }

@@ -324,16 +324,16 @@ func (t *Table) TierStats() TierStats {
 	return st
 }
 
-func (tt *tableTier) grow(t *Table) {
-	tt.sz = append(tt.sz, 0)
-	tt.ref = append(tt.ref, false)
-	tt.stale = append(tt.stale, false)
-	tt.inCold = append(tt.inCold, false)
-	tt.comHeld = append(tt.comHeld, false)
-	tt.pflag = append(tt.pflag, false)
-	tt.inBatch = append(tt.inBatch, false)
+func (tt *tableTier) grow(t *Table, n int) {
+	tt.sz = Grow(tt.sz, n, 0)
+	tt.ref = Grow(tt.ref, n, false)
+	tt.stale = Grow(tt.stale, n, false)
+	tt.inCold = Grow(tt.inCold, n, false)
+	tt.comHeld = Grow(tt.comHeld, n, false)
+	tt.pflag = Grow(tt.pflag, n, false)
+	tt.inBatch = Grow(tt.inBatch, n, false)
 	if tt.intKey {
-		t.ikey = append(t.ikey, 0)
+		t.ikey = Grow(t.ikey, n, 0)
 	}
 }
 

@@ -75,9 +75,9 @@ func newTOp(t *testing.T, o Options, hot int64) *tOp {
 		t.Fatal(err)
 	}
 	tbl.OnGrow = func(n int) {
-		op.ikeys = append(op.ikeys, 0)
-		op.nulls = append(op.nulls, false)
-		op.vals = append(op.vals, nil)
+		op.ikeys = Grow(op.ikeys, n, 0)
+		op.nulls = Grow(op.nulls, n, false)
+		op.vals = Grow(op.vals, n, nil)
 	}
 	if hot > 0 {
 		err := tbl.EnableTier(TierHooks{Decode: op.decode,
