@@ -10,8 +10,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
-	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/exec/state"
+	"github.com/streamsql/streamsql/planner"
 )
 
 // accumulator is the columnar state of one aggregate over all groups

@@ -12,8 +12,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
-	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/exec/state"
+	"github.com/streamsql/streamsql/planner"
 )
 
 // COUNT(DISTINCT x) calls of one group aggregation over the same x, each
