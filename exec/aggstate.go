@@ -59,6 +59,35 @@ func (c aggCodec) AppendKey(dst []byte, g int32) []byte {
 	return dst
 }
 
+// ValueSize implements state.SizedCodec: a bound of a group's encoding
+// when every accumulator's is bounded (no multiset, no string), else 0.
+func (c aggCodec) ValueSize() int {
+	n := 1 + 4 + binary.MaxVarintLen64 // format, record length, row count
+	for _, acc := range c.a.accs {
+		b, ok := acc.(boundedAcc)
+		if !ok || b.maxBytes() == 0 {
+			return 0
+		}
+		n += b.maxBytes()
+	}
+	return n
+}
+
+// boundedAcc is an accumulator whose slot's encoding takes at most
+// maxBytes (0: unbounded).
+type boundedAcc interface{ maxBytes() int }
+
+func (a *countAcc) maxBytes() int     { return binary.MaxVarintLen64 }
+func (a *sumAcc[I, S]) maxBytes() int { return 2 * binary.MaxVarintLen64 }
+func (a *decSumAcc) maxBytes() int    { return 16 + binary.MaxVarintLen64 }
+func (a *minMax[T]) maxBytes() int {
+	var zero T
+	if _, str := any(zero).(string); str || a.retract {
+		return 0
+	}
+	return 1 + 16
+}
+
 func (c aggCodec) AppendValue(dst []byte, g int32) []byte {
 	a := c.a
 	if a.logged {

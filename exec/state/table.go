@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/streamsql/streamsql/checkpoint"
 )
@@ -19,6 +20,15 @@ type Codec interface {
 	AppendKey(dst []byte, g int32) []byte
 	// AppendValue appends slot g's encoded value.
 	AppendValue(dst []byte, g int32) []byte
+}
+
+// SizedCodec is a Codec that knows the size of its values before any is
+// encoded: ValueSize is a bound of a value's bytes (0: none), so a
+// table's first snapshot encodes small values before its sort, as later
+// ones do once they measured them.
+type SizedCodec interface {
+	Codec
+	ValueSize() int
 }
 
 // DeltaCodec is a Codec whose values may grow by appending (a
@@ -136,16 +146,20 @@ type Table struct {
 	now    int64
 	cursor int
 
-	ents []entry
+	// Snapshot's change set by bucket, and the changes per bucket
+	buckets     []snapBucket
+	bucketCnt   []int
+	slotOrder   []int32 // the changed slots in slot order (a few of many)
+	bucketBytes int     // snapBucketBytes (tests: less)
+	snapBuckets int     // the most buckets a snapshot used (tests)
+	snapPaths   [3]int  // snapshots that encoded values before the sort by a scan of the slots, of a few sorted ones, and as written (tests)
 	// valBytes, valN: the values the last snapshot wrote (bytes, count);
 	// values that small are encoded before the sort (Snapshot)
 	valBytes, valN int64
 	smallMax       int64          // smallValue (tests: 0 turns pre-encoding off)
 	radix          [2][]radixItem // Snapshot's sort buffers
-	sorted         []entry
-	arena          []byte
-	vbuf           []byte   // a value being written
-	prefix         [][]byte // KeyedPrefix per key group, built lazily
+	vbuf           []byte         // a value being written
+	prefix         [][]byte       // KeyedPrefix per key group, built lazily
 	scratch        []byte
 
 	// tier: cold slots in Pebble (nil: in memory; see EnableTier); ikey:
@@ -175,7 +189,7 @@ func NewTable(o Options, codec Codec) (*Table, error) {
 	if o.MaxParallelism <= 0 || o.MaxParallelism > MaxKeyGroups {
 		return nil, fmt.Errorf("state: max parallelism %d out of range 1..%d", o.MaxParallelism, MaxKeyGroups)
 	}
-	t := &Table{o: o, codec: codec, nullSlot: -1, prefix: make([][]byte, o.MaxParallelism), epoch: 1, smallMax: smallValue}
+	t := &Table{o: o, codec: codec, nullSlot: -1, prefix: make([][]byte, o.MaxParallelism), epoch: 1, smallMax: smallValue, bucketBytes: snapBucketBytes}
 	return t, nil
 }
 
@@ -484,76 +498,212 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 	if t.pendingID != 0 {
 		t.mergePending()
 	}
-	t.ents, t.arena = t.ents[:0], t.arena[:0]
 	mw, _ := w.(checkpoint.MergeWriter)
 	dc, _ := t.codec.(DeltaCodec)
 	if mw == nil || t.last != nil {
 		dc = nil
 	}
+	avg := int64(0) // the values' bytes: as the last snapshot measured them, or as the codec bounds them
+	if t.valN > 0 {
+		avg = t.valBytes / t.valN
+	} else if sc, ok := t.codec.(SizedCodec); ok && sc.ValueSize() > 0 {
+		avg = int64(sc.ValueSize())
+	}
+	pre := avg > 0 && avg <= t.smallMax
 	// sized once (a first or growing change set is not copied as it
-	// grows): an entry per change, keys of the prefix and ~16 bytes each
-	n := len(t.dirtyList) + len(t.tombs.ents)
-	t.ents = slices.Grow(t.ents, n)
-	t.arena = slices.Grow(t.arena, n*(len(t.keyPrefix(0))+16)+len(t.tombs.buf))
-	if t.valN > 0 && t.valBytes <= t.smallMax*t.valN && len(t.dirtyList) >= len(t.dirty)/8 {
-		// Small values, many changed slots: encoded into the arena now,
-		// in slot order (the accumulators' columns are read in address
-		// order instead of the keys' order: a cache miss per column per
-		// slot on an aggregation of many groups).
-		t.arena = slices.Grow(t.arena, len(t.dirtyList)*int(t.valBytes/t.valN))
-		for g, d := range t.dirty {
-			if !d || !t.alive[g] {
-				continue
-			}
-			e := entry{slot: -1, kOff: uint32(len(t.arena))}
-			t.arena = t.fullKey(t.arena, int32(g))
-			e.kLen = uint32(len(t.arena)) - e.kOff
-			e.vOff = uint32(len(t.arena))
-			if dc != nil {
-				t.arena, e.merge = dc.AppendDelta(t.arena, int32(g))
-			} else {
-				t.arena = t.appendValue(t.arena, int32(g))
-			}
-			e.vLen = uint32(len(t.arena)) - e.vOff
-			t.ents = append(t.ents, e)
+	// grows): an entry per change, the key's bytes (the prefix and ~16)
+	// and, encoded now, the value's
+	per := len(t.keyPrefix(0)) + 16
+	if pre {
+		per += int(avg)
+	}
+	t.startBuckets(len(t.dirtyList)+len(t.tombs.ents), per)
+	slots := t.dirtyList
+	scan := pre && len(t.dirtyList) >= len(t.dirty)/64
+	if pre && !scan {
+		// few changed slots of many: sorted, to be read in slot order
+		// all the same (below) without a scan of every slot
+		t.slotOrder = append(t.slotOrder[:0], t.dirtyList...)
+		slices.Sort(t.slotOrder)
+		slots = t.slotOrder
+	}
+	for _, g := range slots {
+		t.bucketCnt[t.bucketOf(int(t.kg[g]))]++
+	}
+	for _, r := range t.tombs.ents {
+		t.bucketCnt[t.bucketOfKey(t.tombs.full(r))]++
+	}
+	for b, c := range t.bucketCnt {
+		if c > 0 {
+			bk := &t.buckets[b]
+			bk.ents = slices.Grow(bk.ents, c)
+			bk.arena = slices.Grow(bk.arena, c*per)
 		}
-	} else {
+	}
+	switch {
+	case scan:
+		t.snapPaths[0]++
+	case pre:
+		t.snapPaths[1]++
+	default:
+		t.snapPaths[2]++
+	}
+	switch {
+	case scan && len(t.dirtyList) > 0:
+		// Small values, many changed slots: encoded now, in slot order
+		// (the accumulators' columns are read in address order instead of
+		// the keys' order: a cache miss per column per slot on an
+		// aggregation of many groups), each into its bucket.
+		for g, d := range t.dirty {
+			if d && t.alive[g] {
+				t.preEncode(int32(g), dc)
+			}
+		}
+	case pre:
+		for _, g := range slots {
+			if t.alive[g] && t.dirty[g] {
+				t.preEncode(g, dc)
+			}
+		}
+	default:
+		// values encoded as they are written (only keys in the arenas: a
+		// snapshot of large values, a TopN's rows, copies them once)
 		for _, g := range t.dirtyList {
 			if !t.alive[g] || !t.dirty[g] { // (tiered: a slot evicted or removed is no longer dirty)
 				continue
 			}
-			e := entry{slot: g, kOff: uint32(len(t.arena))}
-			t.arena = t.fullKey(t.arena, g)
-			e.kLen = uint32(len(t.arena)) - e.kOff
-			t.ents = append(t.ents, e)
+			bk := &t.buckets[t.bucketOf(int(t.kg[g]))]
+			e := entry{slot: g, kOff: uint32(len(bk.arena))}
+			bk.arena = t.fullKey(bk.arena, g)
+			e.kLen = uint32(len(bk.arena)) - e.kOff
+			bk.ents = append(bk.ents, e)
 		}
 	}
 	for _, r := range t.tombs.ents {
 		k := t.tombs.full(r)
-		e := entry{del: true, slot: -1, kOff: uint32(len(t.arena)), kLen: uint32(len(k))}
-		t.arena = append(t.arena, k...)
-		t.ents = append(t.ents, e)
+		bk := &t.buckets[t.bucketOfKey(k)]
+		e := entry{del: true, slot: -1, kOff: uint32(len(bk.arena)), kLen: uint32(len(k))}
+		bk.arena = append(bk.arena, k...)
+		bk.ents = append(bk.ents, e)
 	}
 	if t.tier != nil {
 		if err := t.tier.snapshotCold(t); err != nil {
 			return err
 		}
 	}
-	if len(t.arena) > math.MaxUint32 {
-		t.ents, t.arena = t.ents[:0], nil
-		return fmt.Errorf("state: the changes of checkpoint %d take more than 4 GiB in one subtask", id)
+	for b := range t.buckets {
+		if len(t.buckets[b].arena) > math.MaxUint32 {
+			t.buckets = nil
+			return fmt.Errorf("state: the changes of checkpoint %d take more than 4 GiB in one subtask", id)
+		}
 	}
-	key := func(e entry) []byte { return t.arena[e.kOff : e.kOff+e.kLen] }
-	off := len(t.keyPrefix(0)) - 4 // the key group's 4 bytes
-	for i := range t.ents {
-		t.ents[i].p0, t.ents[i].p1 = ordWords(key(t.ents[i]), off)
-	}
-	t.sortEntries(key)
-	var last []byte
 	t.valBytes, t.valN = 0, 0
-	for i, e := range t.ents {
+	for b := range t.buckets {
+		if err := t.writeBucket(&t.buckets[b], w, mw, dc); err != nil {
+			return err
+		}
+	}
+	// The current set becomes pending; keep the memory of both.
+	if t.tier != nil {
+		t.tier.toPending(t)
+	}
+	for _, g := range t.dirtyList {
+		t.dirty[g] = false
+	}
+	t.pDirty, t.dirtyList = t.dirtyList, t.pDirty[:0]
+	t.pTombs, t.tombs = t.tombs, t.pTombs
+	t.tombs.reset()
+	t.pendingID = id
+	t.epoch++
+	return nil
+}
+
+// snapBuckets is the most buckets a snapshot sorts its changes in.
+const snapBuckets = 256
+
+// snapBucket holds the changes of a snapshot whose key groups map to one
+// bucket (bucketOf: ranges of key groups, in key order): their entries
+// and an arena of their keys (and values encoded before the sort). Each
+// bucket is sorted and written on its own, so its sort and the reads of
+// its keys and values stay within memory the size of a bucket's changes
+// (a cache's, at a few hundred thousand changes) instead of reading one
+// arena of all of them in key order, a cache miss per entry.
+type snapBucket struct {
+	ents  []entry
+	arena []byte
+}
+
+// startBuckets empties the snapshot's buckets (keeping their memory) and
+// sets how many it uses for n changes of about per bytes each: enough for
+// a bucket's changes to take about snapBucketBytes, at most snapBuckets
+// and one per key group (fewer buckets, fewer places the changes are
+// scattered to as they are encoded).
+func (t *Table) startBuckets(n, per int) {
+	if t.buckets == nil {
+		t.buckets = make([]snapBucket, min(snapBuckets, t.o.MaxParallelism))
+		t.bucketCnt = make([]int, len(t.buckets))
+	}
+	t.buckets = t.buckets[:cap(t.buckets)]
+	for b := range t.buckets {
+		t.buckets[b].ents, t.buckets[b].arena = t.buckets[b].ents[:0], t.buckets[b].arena[:0]
+		t.bucketCnt[b] = 0
+	}
+	nb := 1
+	for nb < len(t.buckets) && nb*t.bucketBytes < n*(per+int(unsafe.Sizeof(entry{}))) {
+		nb *= 2
+	}
+	t.buckets = t.buckets[:min(nb, len(t.buckets))]
+	t.snapBuckets = max(t.snapBuckets, len(t.buckets))
+}
+
+// snapBucketBytes is about the memory of a snapshot bucket's changes: a
+// fraction of a core's cache.
+const snapBucketBytes = 256 << 10
+
+// bucketOf is the snapshot bucket of key group kg: buckets hold ranges of
+// key groups in order, and a state key starts with the operator's prefix
+// and its key group (big-endian), so bucket order is key order.
+func (t *Table) bucketOf(kg int) int { return kg * len(t.buckets) / t.o.MaxParallelism }
+
+// bucketOfKey is the snapshot bucket of full state key k.
+func (t *Table) bucketOfKey(k []byte) int {
+	off := len(t.keyPrefix(0)) - 4
+	return t.bucketOf(int(binary.BigEndian.Uint32(k[off:])))
+}
+
+// preEncode puts live slot g's key and value into its bucket.
+func (t *Table) preEncode(g int32, dc DeltaCodec) {
+	bk := &t.buckets[t.bucketOf(int(t.kg[g]))]
+	e := entry{slot: -1, kOff: uint32(len(bk.arena))}
+	bk.arena = t.fullKey(bk.arena, g)
+	e.kLen = uint32(len(bk.arena)) - e.kOff
+	e.vOff = uint32(len(bk.arena))
+	if dc != nil {
+		bk.arena, e.merge = dc.AppendDelta(bk.arena, g)
+	} else {
+		bk.arena = t.appendValue(bk.arena, g)
+	}
+	e.vLen = uint32(len(bk.arena)) - e.vOff
+	bk.ents = append(bk.ents, e)
+}
+
+// writeBucket sorts bucket bk and writes its changes to w (mw: w's merges,
+// dc: the codec's deltas, nil when not used).
+func (t *Table) writeBucket(bk *snapBucket, w checkpoint.StateWriter, mw checkpoint.MergeWriter, dc DeltaCodec) error {
+	if len(bk.ents) == 0 {
+		return nil
+	}
+	key := func(e entry) []byte { return bk.arena[e.kOff : e.kOff+e.kLen] }
+	off := len(t.keyPrefix(0)) - 4 // the key group's 4 bytes
+	for i := range bk.ents {
+		bk.ents[i].p0, bk.ents[i].p1 = ordWords(key(bk.ents[i]), off)
+	}
+	order := t.sortEntries(bk.ents, key)
+	var last []byte
+	for i, it := range order {
+		e := bk.ents[it.i]
 		k := key(e)
-		if i > 0 && bytes.Equal(k, last) {
+		if i > 0 && it.p0 == order[i-1].p0 && it.p1 == order[i-1].p1 && bytes.Equal(k, last) {
 			continue // the Put of a key removed and added again wins
 		}
 		last = k
@@ -578,28 +728,16 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 		case e.merge:
 			t.valBytes += int64(e.vLen)
 			t.valN++
-			err = mw.Merge(k, t.arena[e.vOff:e.vOff+e.vLen])
+			err = mw.Merge(k, bk.arena[e.vOff:e.vOff+e.vLen])
 		default:
 			t.valBytes += int64(e.vLen)
 			t.valN++
-			err = w.Put(k, t.arena[e.vOff:e.vOff+e.vLen])
+			err = w.Put(k, bk.arena[e.vOff:e.vOff+e.vLen])
 		}
 		if err != nil {
 			return err
 		}
 	}
-	// The current set becomes pending; keep the memory of both.
-	if t.tier != nil {
-		t.tier.toPending(t)
-	}
-	for _, g := range t.dirtyList {
-		t.dirty[g] = false
-	}
-	t.pDirty, t.dirtyList = t.dirtyList, t.pDirty[:0]
-	t.pTombs, t.tombs = t.tombs, t.pTombs
-	t.tombs.reset()
-	t.pendingID = id
-	t.epoch++
 	return nil
 }
 
@@ -721,13 +859,14 @@ type radixItem struct {
 	i      int32
 }
 
-// sortEntries sorts t.ents by key (a Put before a Delete of the same key):
-// sortRadix on their first 16 bytes from the key group on (p0, p1; bytes
-// every entry shares cost no pass), the whole entries compared where those
-// tie. A comparison sort of hundreds of thousands of 40-byte entries took
-// 20 ns a comparison.
-func (t *Table) sortEntries(key func(entry) []byte) {
-	n := len(t.ents)
+// sortEntries returns the order of ents by key (a Put before a Delete of
+// the same key), as their radix items (t.radix[0], reused): sortRadix on
+// their first 16 bytes from the key group on (p0, p1; bytes every entry
+// shares cost no pass), the whole entries compared where those tie. A
+// comparison sort of hundreds of thousands of 40-byte entries took 20 ns
+// a comparison.
+func (t *Table) sortEntries(ents []entry, key func(entry) []byte) []radixItem {
+	n := len(ents)
 	cmpEntries := func(x, y entry) int {
 		switch {
 		case x.p0 != y.p0:
@@ -747,16 +886,12 @@ func (t *Table) sortEntries(key func(entry) []byte) {
 		return 1
 	}
 	a := slices.Grow(t.radix[0][:0], n)[:n]
-	for i, e := range t.ents {
+	for i, e := range ents {
 		a[i] = radixItem{p0: e.p0, p1: e.p1, i: int32(i)}
 	}
-	a, t.radix[1] = sortRadix(a, t.radix[1], func(x, y radixItem) int { return cmpEntries(t.ents[x.i], t.ents[y.i]) })
+	a, t.radix[1] = sortRadix(a, t.radix[1], func(x, y radixItem) int { return cmpEntries(ents[x.i], ents[y.i]) })
 	t.radix[0] = a
-	t.sorted = slices.Grow(t.sorted[:0], n)[:n]
-	for i := range a {
-		t.sorted[i] = t.ents[a[i].i]
-	}
-	t.ents, t.sorted = t.sorted, t.ents
+	return a
 }
 
 // sortRadix sorts items by (p0, p1), then by tie where those are equal,
@@ -793,54 +928,50 @@ func sortRadix(items, spare []radixItem, tie func(a, b radixItem) int) (sorted, 
 }
 
 // radixSort sorts a by (p0, p1), stable, with b (as long) as scratch: an
-// LSD radix sort of 16 byte passes, a pass skipped where every item has the
-// same byte. It returns the sorted slice and the other.
+// LSD radix sort of 16 byte passes, the counts of every pass taken in one
+// read of a, and a pass skipped where every item has the same byte. It
+// returns the sorted slice and the other.
 func radixSort(a, b []radixItem) (sorted, spare []radixItem) {
-	for pass := 0; pass < 16; pass++ {
-		if radixPass(a, b, uint(8*(pass%8)), pass >= 8) {
-			a, b = b, a
+	// passes 0-7: p1's bytes from the least significant; 8-15: p0's
+	var cnt [16][256]uint32
+	for i := range a {
+		p0, p1 := a[i].p0, a[i].p1
+		for d := 0; d < 8; d++ {
+			cnt[d][byte(p1>>(8*d))]++
+			cnt[8+d][byte(p0>>(8*d))]++
 		}
+	}
+	n := uint32(len(a))
+	for pass := 0; pass < 16; pass++ {
+		c := &cnt[pass]
+		shift := uint(8 * (pass % 8))
+		first := a[0].p1
+		if pass >= 8 {
+			first = a[0].p0
+		}
+		if c[byte(first>>shift)] == n {
+			continue // every item has this byte
+		}
+		sum := uint32(0)
+		for d := range c {
+			c[d], sum = sum, sum+c[d]
+		}
+		if pass < 8 {
+			for i := range a {
+				d := byte(a[i].p1 >> shift)
+				b[c[d]] = a[i]
+				c[d]++
+			}
+		} else {
+			for i := range a {
+				d := byte(a[i].p0 >> shift)
+				b[c[d]] = a[i]
+				c[d]++
+			}
+		}
+		a, b = b, a
 	}
 	return a, b
-}
-
-// radixPass moves a into b by byte shift/8 of p0 (else p1), stable; false:
-// every item has the same byte there (nothing moved).
-func radixPass(a, b []radixItem, shift uint, p0 bool) bool {
-	var cnt [256]int
-	if p0 {
-		for i := range a {
-			cnt[byte(a[i].p0>>shift)]++
-		}
-		if cnt[byte(a[0].p0>>shift)] == len(a) {
-			return false
-		}
-	} else {
-		for i := range a {
-			cnt[byte(a[i].p1>>shift)]++
-		}
-		if cnt[byte(a[0].p1>>shift)] == len(a) {
-			return false
-		}
-	}
-	sum := 0
-	for d := range cnt {
-		cnt[d], sum = sum, sum+cnt[d]
-	}
-	if p0 {
-		for i := range a {
-			d := byte(a[i].p0 >> shift)
-			b[cnt[d]] = a[i]
-			cnt[d]++
-		}
-	} else {
-		for i := range a {
-			d := byte(a[i].p1 >> shift)
-			b[cnt[d]] = a[i]
-			cnt[d]++
-		}
-	}
-	return true
 }
 
 func cmpU64(a, b uint64) int {

@@ -389,6 +389,53 @@ func BenchmarkTableSnapshot(b *testing.B) {
 	}
 }
 
+// BenchmarkTableSnapshotSpread: a snapshot of 300 K changed groups of a
+// table of a million, their keys spread over all 128 key groups as the
+// operators' hashed keys are (BenchmarkTableSnapshot's keys take 4).
+func BenchmarkTableSnapshotSpread(b *testing.B) {
+	m := &model{}
+	tbl, _ := NewTable(Options{OpID: "op", MaxParallelism: 128, Checkpointing: true, IntKeys: true}, intCodec{&m.keys, &m.vals})
+	tbl.OnGrow = func(n int) { m.keys = Grow(m.keys, n, 0); m.vals = Grow(m.vals, n, 0) }
+	m.t = tbl
+	buf := checkpoint.NewBuffer()
+	rng := rand.New(rand.NewSource(1))
+	keys := make([]int64, 1_000_000)
+	set := func(k, v int64) {
+		g, ok := tbl.LookupInt(k)
+		if !ok {
+			g = tbl.InsertInt(k, int(uint64(k)%128))
+			m.keys[g] = k
+		}
+		m.vals[g] = v
+		tbl.Touch(g)
+	}
+	for i := range keys {
+		keys[i] = rng.Int63()
+		set(keys[i], 1)
+	}
+	if err := tbl.Snapshot(1, buf); err != nil {
+		b.Fatal(err)
+	}
+	tbl.Complete(1)
+	buf.Reset()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		for j := 0; j < 300_000; j++ {
+			k := keys[rng.Intn(len(keys))]
+			set(k, k+int64(i))
+		}
+		b.StartTimer()
+		if err := tbl.Snapshot(int64(i+2), buf); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		tbl.Complete(int64(i + 2))
+		buf.Reset()
+		b.StartTimer()
+	}
+}
+
 // TestSnapshotPreEncodedSameWrites: a snapshot that encodes small values
 // before its sort (in slot order) writes exactly what one that encodes
 // them as it writes does, across seeded puts, growing values, removals,
@@ -397,14 +444,37 @@ func TestSnapshotPreEncodedSameWrites(t *testing.T) {
 	for _, ttl := range []time.Duration{0, time.Hour} {
 		for seed := int64(1); seed <= 4; seed++ {
 			opts := Options{OpID: "agg", MaxParallelism: 8, Checkpointing: true, TTL: ttl}
+			if seed > 2 {
+				opts.MaxParallelism = 512 // more snapshot buckets than key groups used
+			}
 			a, b := newTOp(t, opts, 0), newTOp(t, opts, 0)
 			b.t.smallMax = 0
+			a.t.bucketBytes = 512 // many buckets
+			if seed%2 == 0 {
+				a.valueSize = 64 // a bound (some values are larger): the first snapshot encodes before its sort
+			}
+			keys := 300
+			if seed > 2 {
+				keys = 5000
+			}
 			rng := rand.New(rand.NewSource(seed))
-			pre := 0
 			for id := int64(1); id <= 30; id++ {
 				n := rng.Intn(400)
+				if id%3 == 0 {
+					// few changes of many slots, among them keys put
+					// and removed again since the last snapshot
+					n = rng.Intn(40)
+					for i := 0; i < 5; i++ {
+						k := bkey(keys + rng.Intn(50))
+						kg := int(k.b[len(k.b)-1]) % 8
+						a.put(k, kg, []byte("gone"), false)
+						b.put(k, kg, []byte("gone"), false)
+						a.del(k, kg)
+						b.del(k, kg)
+					}
+				}
 				for i := 0; i < n; i++ {
-					k := bkey(rng.Intn(300))
+					k := bkey(rng.Intn(keys))
 					kg := int(k.b[len(k.b)-1]) % 8
 					switch r := rng.Intn(10); {
 					case r < 2:
@@ -420,12 +490,18 @@ func TestSnapshotPreEncodedSameWrites(t *testing.T) {
 						b.put(k, kg, v, appendTo)
 					}
 				}
-				if a.t.valN > 0 && a.t.valBytes <= a.t.smallMax*a.t.valN && len(a.t.dirtyList) >= len(a.t.dirty)/8 {
-					pre++
-				}
 				la, lb := snapshotOps(t, a, id), snapshotOps(t, b, id)
 				if !slices.Equal(la.ops, lb.ops) {
 					t.Fatalf("ttl %v seed %d checkpoint %d: the pre-encoded snapshot wrote\n%v\nthe other\n%v", ttl, seed, id, la.ops, lb.ops)
+				}
+				var last []byte
+				for _, op := range la.ops {
+					var k []byte
+					fmt.Sscanf(strings.SplitN(op[2:], "=", 2)[0], "%x", &k)
+					if last != nil && bytes.Compare(k, last) <= 0 {
+						t.Fatalf("ttl %v seed %d checkpoint %d: %x written after %x", ttl, seed, id, k, last)
+					}
+					last = k
 				}
 				switch rng.Intn(3) {
 				case 0:
@@ -436,8 +512,14 @@ func TestSnapshotPreEncodedSameWrites(t *testing.T) {
 					b.t.Complete(id)
 				}
 			}
-			if pre < 10 {
-				t.Fatalf("ttl %v seed %d: only %d of 30 snapshots encoded values before the sort", ttl, seed, pre)
+			if p := a.t.snapPaths; p[0]+p[1] < 10 || (seed > 2 && p[1] == 0) || b.t.snapPaths[2] != 30 {
+				t.Fatalf("ttl %v seed %d: snapshots by path %v (the other table's %v)", ttl, seed, p, b.t.snapPaths)
+			}
+			if a.t.snapBuckets < 8 {
+				t.Fatalf("ttl %v seed %d: at most %d snapshot buckets", ttl, seed, a.t.snapBuckets)
+			}
+			if seed%2 == 0 && a.t.snapPaths[2] != 0 {
+				t.Fatalf("ttl %v seed %d: a sized codec's snapshots by path %v", ttl, seed, a.t.snapPaths)
 			}
 		}
 	}
@@ -478,5 +560,40 @@ func TestGrow(t *testing.T) {
 	c := cap(Grow(make([]int64, 1000), 1001, 0))
 	if c < 2000 {
 		t.Fatalf("Grow from 1000 to 1001: capacity %d, want at least doubled", c)
+	}
+}
+
+// TestRadixSortMatchesStableSort: radixSort orders items as a stable sort
+// by (p0, p1) does, whichever bytes vary (p1 is the less significant
+// word; bytes every item shares are skipped).
+func TestRadixSortMatchesStableSort(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	for round := 0; round < 200; round++ {
+		n := 1 + rng.Intn(3000)
+		m0, m1 := rng.Uint64(), rng.Uint64() // the bytes that vary
+		if round%4 == 0 {
+			m0 = 0
+		}
+		if round%5 == 0 {
+			m1 = 0xff << (8 * uint(rng.Intn(8)))
+		}
+		a := make([]radixItem, n)
+		for i := range a {
+			a[i] = radixItem{p0: rng.Uint64()&m0 | 0x0102030405060708&^m0, p1: rng.Uint64() & m1, i: int32(i)}
+			if i > 0 && rng.Intn(10) == 0 {
+				a[i].p0, a[i].p1 = a[i-1].p0, a[i-1].p1 // ties keep their order
+			}
+		}
+		want := slices.Clone(a)
+		slices.SortStableFunc(want, func(x, y radixItem) int {
+			if x.p0 != y.p0 {
+				return cmpU64(x.p0, y.p0)
+			}
+			return cmpU64(x.p1, y.p1)
+		})
+		got, _ := radixSort(slices.Clone(a), make([]radixItem, n))
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d (n %d, masks %x %x): radixSort differs from a stable sort", round, n, m0, m1)
+		}
 	}
 }

@@ -810,9 +810,10 @@ func (tt *tableTier) snapshotCold(t *Table) error {
 		if tt.intKey {
 			pk = l.buf[r.off+r.fl : r.off+r.fl+r.pl]
 		}
-		e := entry{slot: -1, kOff: uint32(len(t.arena)), kLen: uint32(len(full))}
-		t.arena = append(t.arena, full...)
-		e.vOff = uint32(len(t.arena))
+		bk := &t.buckets[t.bucketOfKey(full)]
+		e := entry{slot: -1, kOff: uint32(len(bk.arena)), kLen: uint32(len(full))}
+		bk.arena = append(bk.arena, full...)
+		e.vOff = uint32(len(bk.arena))
 		if g, hot := tt.hotOf(t, pk); hot {
 			if t.dirty[g] {
 				continue // written from the dirty list (its key bytes stay unused)
@@ -828,7 +829,7 @@ func (tt *tableTier) snapshotCold(t *Table) error {
 					return fmt.Errorf("state: reading the committed state: %w", cerr)
 				}
 				if ok {
-					t.arena = append(t.arena, cv...)
+					bk.arena = append(bk.arena, cv...)
 				} else {
 					e.del = true
 				}
@@ -843,9 +844,9 @@ func (tt *tableTier) snapshotCold(t *Table) error {
 				_, last, _, val, perr := tt.parseCold(v)
 				if perr == nil {
 					if t.last != nil {
-						t.arena = binary.BigEndian.AppendUint64(append(t.arena, ttlHeader), uint64(last))
+						bk.arena = binary.BigEndian.AppendUint64(append(bk.arena, ttlHeader), uint64(last))
 					}
-					t.arena = append(t.arena, val...)
+					bk.arena = append(bk.arena, val...)
 				}
 				closer.Close()
 				if perr != nil {
@@ -853,8 +854,8 @@ func (tt *tableTier) snapshotCold(t *Table) error {
 				}
 			}
 		}
-		e.vLen = uint32(len(t.arena)) - e.vOff
-		t.ents = append(t.ents, e)
+		e.vLen = uint32(len(bk.arena)) - e.vOff
+		bk.ents = append(bk.ents, e)
 	}
 	return nil
 }

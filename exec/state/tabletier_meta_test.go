@@ -25,7 +25,11 @@ type tOp struct {
 	nulls  []bool
 	vals   [][]byte
 	clears int
+	// valueSize: ValueSize's bound (0: none)
+	valueSize int
 }
+
+func (o *tOp) ValueSize() int { return o.valueSize }
 
 func (o *tOp) AppendKey(dst []byte, g int32) []byte {
 	if !o.ints {
