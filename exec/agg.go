@@ -40,7 +40,9 @@ type groupAgg struct {
 	keyBuf    []byte
 	keyOffs   []int
 	keyHashes []uint64 // state.KeyHash of each distinct key of the batch (bytes-keyed tables)
-	rowHashes []uint64 // HashKeys of each row
+	rowHashes []uint64 // HashKeys of each row (the batch's own, or hashBuf)
+	hashBuf   []uint64
+	inHashes  []uint64 // the hashes the current batch came with (keyHashes), or nil
 	dedupe    batchKeys
 	regroup   bool    // tests: group rows by encoded keys as after a collision
 	firstGids []int32 // the slot of each of dedupe.first
@@ -232,7 +234,12 @@ func (a *groupAgg) lookup(rec arrow.Record) {
 // into a.rowHashes): by hash, checked column by column; by encoded key
 // when two keys of the batch share a hash (or regroup is set: a test's).
 func (a *groupAgg) groupRows(rec arrow.Record) {
-	a.rowHashes = HashKeys(rec, a.spec.Keys, a.rowHashes)
+	if a.inHashes != nil {
+		a.rowHashes = a.inHashes
+	} else {
+		a.hashBuf = HashKeys(rec, a.spec.Keys, a.hashBuf[:0])
+		a.rowHashes = a.hashBuf
+	}
 	a.dedupe.dedupeHashes(a.rowHashes)
 	if a.regroup || !a.dedupe.sameKeys(rec, a.spec.Keys) {
 		n := int(rec.NumRows())
@@ -335,9 +342,12 @@ func (a *groupAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 	}
 	for lo := 0; lo < n; lo += a.batchSize {
 		hi := min(lo+a.batchSize, n)
-		part := Batch{Rec: b.Rec.NewSlice(int64(lo), int64(hi))}
+		part := Batch{Rec: b.Rec.NewSlice(int64(lo), int64(hi)), HashedBy: b.HashedBy}
 		if b.Ops != nil {
 			part.Ops = b.Ops[lo:hi]
+		}
+		if len(b.Hashes) == n {
+			part.Hashes = b.Hashes[lo:hi]
 		}
 		err := a.process(part, out)
 		part.Rec.Release()
@@ -363,7 +373,12 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 		// (Flink emits nothing for expired state).
 		a.tbl.Sweep(2*n+8, a.dropSlot)
 	}
+	a.inHashes = nil
+	if !a.intKey {
+		a.inHashes = batchHashes(b, a.spec.Keys)
+	}
 	a.lookup(b.Rec)
+	a.inHashes = nil
 
 	// touched slots in first-touch order: a bytes-keyed lookup found them
 	// (the batch's distinct keys, each its own slot); int keys are marked

@@ -2,6 +2,8 @@ package exec
 
 import (
 	"math"
+	"slices"
+	"sync/atomic"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -29,6 +31,41 @@ func HashKeys(rec arrow.Record, keys []int, out []uint64) []uint64 {
 	}
 	return out
 }
+
+// keyHashes returns the HashKeys of b's rows over columns keys: the
+// batch's own (batchHashes) or computed into *buf. The result is
+// read-only.
+func keyHashes(b Batch, keys []int, buf *[]uint64) []uint64 {
+	if h := batchHashes(b, keys); h != nil {
+		return h
+	}
+	*buf = HashKeys(b.Rec, keys, (*buf)[:0])
+	return *buf
+}
+
+// batchHashes returns b's Hashes when they are the HashKeys of its rows
+// over columns keys (the exchange that routed it hashed the same columns),
+// else nil.
+func batchHashes(b Batch, keys []int) []uint64 {
+	if b.Hashes == nil || len(b.Hashes) != b.Rows() || !slices.Equal(b.HashedBy, keys) {
+		return nil
+	}
+	if verifyBatchHashes && !slices.Equal(b.Hashes, HashKeys(b.Rec, keys, nil)) {
+		batchHashMismatches.Add(1)
+		return nil
+	}
+	batchHashesUsed.Add(1)
+	return b.Hashes
+}
+
+// Tests: batchHashesUsed counts the batches whose operator took the
+// hashes they came with; verifyBatchHashes makes batchHashes compare them
+// with HashKeys first, counting the differences in batchHashMismatches.
+var (
+	batchHashesUsed     atomic.Int64
+	batchHashMismatches atomic.Int64
+	verifyBatchHashes   bool
+)
 
 func fmix64(h uint64) uint64 {
 	h ^= h >> 33

@@ -101,7 +101,8 @@ type streamJoin struct {
 	// per-batch scratch, reused
 	jkBuf, rowBuf, ukBuf    []byte
 	jkOffs, rowOffs, ukOffs []int
-	hashes                  []uint64
+	hashes                  []uint64 // the batch's key hashes (read-only: keyHashes)
+	keyHashBuf              []uint64
 	nullKey                 []bool
 	rowGroup                []int32
 	groups                  map[uint64]int32 // key hash -> first group with it
@@ -468,7 +469,7 @@ func (j *streamJoin) process(input int, b Batch, out Collector) error {
 	in, other := j.sides[input], j.sides[1-input]
 	rec := b.Rec
 	n := b.Rows()
-	j.prepare(in, rec)
+	j.prepare(in, b)
 	j.lookup(in, other, n)
 	if n > 1 {
 		pairs := 0
@@ -546,14 +547,15 @@ func (j *streamJoin) checkInput(input int, rec arrow.Record) error {
 // prepare encodes the batch's join keys, rows, unique keys and key groups
 // and marks the rows whose key cannot match (a NULL in a key pair that is
 // not null-safe).
-func (j *streamJoin) prepare(in *joinSideState, rec arrow.Record) {
+func (j *streamJoin) prepare(in *joinSideState, b Batch) {
+	rec := b.Rec
 	n := int(rec.NumRows())
 	j.jkBuf, j.jkOffs = encodeKeyColumns(rec, in.spec.Keys, j.jkBuf, j.jkOffs)
 	j.rowBuf, j.rowOffs = encodeKeyColumns(rec, in.all, j.rowBuf, j.rowOffs)
 	if in.layout == layoutUnique {
 		j.ukBuf, j.ukOffs = encodeKeyColumns(rec, in.spec.UniqueKey, j.ukBuf, j.ukOffs)
 	}
-	j.hashes = HashKeys(rec, in.spec.Keys, j.hashes[:0])
+	j.hashes = keyHashes(b, in.spec.Keys, &j.keyHashBuf)
 	if cap(j.nullKey) < n {
 		j.nullKey = make([]bool, n)
 	}

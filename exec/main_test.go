@@ -7,4 +7,7 @@ import (
 )
 
 // TestMain names a hung test at the end of the output (testwatch).
-func TestMain(m *testing.M) { testwatch.Main(m) }
+func TestMain(m *testing.M) {
+	verifyBatchHashes = true // every batch's hashes are checked against HashKeys
+	testwatch.Main(m)
+}

@@ -47,6 +47,12 @@ func (k RowKind) IsAdd() bool { return k == Insert || k == UpdateAfter }
 type Batch struct {
 	Rec arrow.Record
 	Ops []RowKind
+	// Hashes, when set, are the HashKeys of the rows over columns HashedBy:
+	// a hash exchange hands the hashes it routed by to the receiving
+	// subtask, whose keyed operator would hash the same columns again
+	// (keyHashes). Read-only; nil when not known.
+	Hashes   []uint64
+	HashedBy []int
 }
 
 // Op returns the kind of row i.

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/streamsql/streamsql/exec/expr"
@@ -193,8 +194,12 @@ func (o *exchangeOutput) hashRoute(b Batch) error {
 			o.idx[t] = append(o.idx[t], int32(i))
 		}
 	}
+	// The receivers get the hashes too (Batch.Hashes): a keyed operator
+	// there hashes the same columns. Each part has its own (the receiver
+	// may keep them while the next batch is routed).
 	for t, idx := range o.idx {
 		if len(idx) == n { // every row to one target: the batch as it is
+			b.Hashes, b.HashedBy = slices.Clone(o.hashes), o.edge.Keys
 			return o.send(t, Message{Kind: MsgData, Batch: b})
 		}
 	}
@@ -203,7 +208,10 @@ func (o *exchangeOutput) hashRoute(b Batch) error {
 		if len(idx) == 0 || err != nil {
 			continue
 		}
-		part := Batch{Rec: expr.TakeRecord(b.Rec, idx, o.st.cfg.Mem)}
+		part := Batch{Rec: expr.TakeRecord(b.Rec, idx, o.st.cfg.Mem), Hashes: make([]uint64, len(idx)), HashedBy: o.edge.Keys}
+		for k, i := range idx {
+			part.Hashes[k] = o.hashes[i]
+		}
 		if b.Ops != nil {
 			part.Ops = make([]RowKind, len(idx))
 			for k, i := range idx {

@@ -106,7 +106,8 @@ type windowAgg struct {
 	keyBuf  []byte
 	keyOffs []int
 	full    []byte
-	hashes  []uint64
+	hashes  []uint64 // the batch's key hashes (read-only: keyHashes)
+	hashBuf []uint64
 	// slotCache remembers the slots of recent (group key, slice end)
 	// pairs whose group key packs into an integer (packKey), in sets of
 	// two entries chosen by their hash. An entry is valid while no slot is
@@ -311,7 +312,7 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 		nulls = nulls || scol.NullN() > 0
 	}
 	w.keyBuf, w.keyOffs = encodeKeyColumns(rec, w.spec.Keys, w.keyBuf, w.keyOffs)
-	w.hashes = HashKeys(rec, w.hashCols, w.hashes[:0])
+	w.hashes = keyHashes(b, w.hashCols, &w.hashBuf)
 	w.gids, w.take = w.gids[:0], w.take[:0]
 	if w.slotCache == nil && !w.session {
 		w.slotCache = make([]slotEntry, 2<<slotCacheBits)
