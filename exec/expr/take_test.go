@@ -618,3 +618,36 @@ func randomSlice(rng *rand.Rand, b *array.RecordBuilder, n int) (rec arrow.Recor
 	full.Release()
 	return rec, lo, hi
 }
+
+// TestGatherBitsMatchesBitByBit: gatherBits (a word of rows at a time)
+// sets the bits of the rows whose source bit is set, at any bit offset,
+// with rows -1 (NULL) among them and a source without a bitmap.
+func TestGatherBitsMatchesBitByBit(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for round := 0; round < 300; round++ {
+		src := make([]byte, 40)
+		rng.Read(src)
+		off := rng.Intn(20)
+		n := rng.Intn(200)
+		rows := make([]int32, n)
+		for i := range rows {
+			rows[i] = int32(rng.Intn(8*len(src) - off))
+			if rng.Intn(8) == 0 {
+				rows[i] = -1
+			}
+		}
+		noBits := round%5 == 0
+		s := srcBits{bits: src, off: off}
+		if noBits {
+			s.bits = nil
+		}
+		got := make([]byte, (n+7)/8)
+		gatherBits(got, s, rows)
+		for i, r := range rows {
+			want := r >= 0 && (noBits || src[(off+int(r))>>3]>>((off+int(r))&7)&1 == 1)
+			if have := got[i>>3]>>(i&7)&1 == 1; have != want {
+				t.Fatalf("round %d row %d (source row %d, offset %d): bit %v, want %v", round, i, r, off, have, want)
+			}
+		}
+	}
+}
