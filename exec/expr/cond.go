@@ -384,15 +384,21 @@ type constPick[T any] struct {
 	vs    []T    // per value, the last is ELSE
 	valid []bool // per value: not NULL
 	all   bool   // every value is valid
+	one   int    // the only value not NULL, when every other one is NULL; else -1
 }
 
 func newConstPick[T any](dt arrow.DataType, consts []arrow.Array) *constPick[T] {
-	c := &constPick[T]{dt: dt, vs: make([]T, len(consts)), valid: make([]bool, len(consts)), all: true}
+	c := &constPick[T]{dt: dt, vs: make([]T, len(consts)), valid: make([]bool, len(consts)), all: true, one: -1}
+	n := 0
 	for j, a := range consts {
 		if c.valid[j] = a.IsValid(0); c.valid[j] {
 			c.vs[j] = values[T](a)[0]
+			c.one, n = j, n+1
 		}
 		c.all = c.all && c.valid[j]
+	}
+	if n != 1 {
+		c.one = -1
 	}
 	return c
 }
@@ -400,17 +406,25 @@ func newConstPick[T any](dt arrow.DataType, consts []arrow.Array) *constPick[T] 
 func (c *constPick[T]) pick(masks [][]uint64, taken []uint64, rows int, mem memory.Allocator) arrow.Array {
 	buf, out := allocFixed[T](mem, rows)
 	k := len(c.vs) - 1
-	for i, e := 0, c.vs[k]; i < rows; i++ {
-		out[i] = e
-	}
-	for j, m := range masks {
-		if m == nil {
-			continue
+	if c.one >= 0 {
+		// one value that is not NULL (CASE WHEN c THEN 1 END): every row
+		// holds it, the validity tells which rows took it
+		for i, v := 0, c.vs[c.one]; i < rows; i++ {
+			out[i] = v
 		}
-		v := c.vs[j]
-		for w, bw := range m {
-			for ; bw != 0; bw &= bw - 1 {
-				out[w<<6+bits.TrailingZeros64(bw)] = v
+	} else {
+		for i, e := 0, c.vs[k]; i < rows; i++ {
+			out[i] = e
+		}
+		for j, m := range masks {
+			if m == nil {
+				continue
+			}
+			v := c.vs[j]
+			for w, bw := range m {
+				for ; bw != 0; bw &= bw - 1 {
+					out[w<<6+bits.TrailingZeros64(bw)] = v
+				}
 			}
 		}
 	}
