@@ -272,7 +272,28 @@ func runsOf(rows []int32, which []uint16) []rowRun {
 	if len(rows) < 8 {
 		return nil
 	}
-	var runs []rowRun
+	// counted first: scattered rows (a hash exchange's part of a batch)
+	// are told apart without building runs
+	n := 0
+	for i := 0; i < len(rows); {
+		r := rows[i]
+		if r < 0 {
+			return nil
+		}
+		var s uint16
+		if which != nil {
+			s = which[i]
+		}
+		j := i + 1
+		for j < len(rows) && rows[j] == r+int32(j-i) && (which == nil || which[j] == s) {
+			j++
+		}
+		if n++; n*8 > len(rows) {
+			return nil // scattered: the row-at-a-time loops are faster
+		}
+		i = j
+	}
+	runs := make([]rowRun, 0, n)
 	for i := 0; i < len(rows); {
 		r := rows[i]
 		if r < 0 {
@@ -287,9 +308,6 @@ func runsOf(rows []int32, which []uint16) []rowRun {
 			j++
 		}
 		runs = append(runs, rowRun{at: int32(i), r: r, k: int32(j - i), s: s})
-		if len(runs)*8 > len(rows) {
-			return nil // scattered: the row-at-a-time loops are faster
-		}
 		i = j
 	}
 	return runs
