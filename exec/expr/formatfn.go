@@ -164,9 +164,10 @@ func (n *formatFn) formatDays(ts arrow.Array, rows int, mem memory.Allocator) ar
 	var text []byte
 	var f catalog.Fields
 	lo, hi := int64(1), int64(0) // the day of text: [lo, hi)
-	for i := 0; i < rows; i++ {
+	for i := 0; i < rows; {
 		if !isValid(vbits, voff, i) {
 			so.appendEmpty()
+			i++
 			continue
 		}
 		ms := vals[i]
@@ -177,8 +178,22 @@ func (n *formatFn) formatDays(ts arrow.Array, rows int, mem memory.Allocator) ar
 			text = n.df.Append(text[:0], &f)
 			so.grow(len(text) * (rows - i)) // no growth until the next day
 		}
+		// the run of valid rows of this day: the text written once, then
+		// copied from what the run wrote (doubling), its ends computed
+		j := i + 1
+		for j < rows && vals[j] >= lo && vals[j] < hi && isValid(vbits, voff, j) {
+			j++
+		}
+		at := len(so.data)
 		so.data = append(so.data, text...)
-		so.offs = append(so.offs, int32(len(so.data)))
+		for k := len(text); k < len(text)*(j-i); k *= 2 {
+			so.data = append(so.data, so.data[at:at+min(k, len(text)*(j-i)-k)]...)
+		}
+		for k := i; k < j; k++ {
+			at += len(text)
+			so.offs = append(so.offs, int32(at))
+		}
+		i = j
 	}
 	return so.finish(andValidity(mem, rows, ts))
 }

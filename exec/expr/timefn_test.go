@@ -269,3 +269,32 @@ func TestDateFormatDayMemo(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDateFormatDays: DATE_FORMAT(ts, 'yyyy-MM-dd') of a batch of
+// 1024 timestamps a few milliseconds apart (Nexmark q17's day column).
+func BenchmarkDateFormatDays(b *testing.B) {
+	mem := memory.NewGoAllocator()
+	schema := catalog.Schema{{Name: "t", Type: catalog.Timestamp}}
+	col := &planner.ColRef{Index: 0, Name: "t", T: catalog.Timestamp}
+	tb := array.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: arrow.Millisecond})
+	for i := 0; i < 1024; i++ {
+		tb.Append(arrow.Timestamp(1_700_000_000_000 + int64(i)*3))
+	}
+	arr := tb.NewArray()
+	rec := array.NewRecord(schema.Arrow(), []arrow.Array{arr}, int64(arr.Len()))
+	arr.Release()
+	tb.Release()
+	defer rec.Release()
+	ev, err := Compile(&planner.Call{Fn: "date_format", Args: []planner.Expr{col, &planner.Literal{Value: "yyyy-MM-dd", T: catalog.String.WithNotNull(true)}}, T: catalog.String})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		out, err := ev.Eval(rec, mem)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out.Release()
+	}
+}
