@@ -52,3 +52,40 @@ func TestHashRowIsHashKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestHashKeysStringRuns: strings in runs of equal values (the hash of
+// the row before reused), NULLs and the empty string between them, hash
+// as HashRow hashes each row on its own.
+func TestHashKeysStringRuns(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewSource(9))
+	b := array.NewStringBuilder(mem)
+	vals := []string{"2026-12-06", "2026-12-07", "", "x"}
+	for i := 0; i < 500; {
+		v := vals[rng.Intn(len(vals))]
+		for k := rng.Intn(30); k >= 0 && i < 500; k-- {
+			if rng.Intn(15) == 0 {
+				b.AppendNull()
+			} else {
+				b.Append(v)
+			}
+			i++
+		}
+	}
+	a := b.NewArray()
+	b.Release()
+	rec := array.NewRecord(arrow.NewSchema([]arrow.Field{{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil), []arrow.Array{a}, int64(a.Len()))
+	a.Release()
+	defer rec.Release()
+	for _, lo := range []int64{0, 7} {
+		r := rec.NewSlice(lo, rec.NumRows())
+		want := HashKeys(r, []int{0}, nil)
+		for i := range want {
+			if got := HashRow(r, []int{0}, i); got != want[i] {
+				t.Fatalf("from %d, row %d: HashRow %x, HashKeys %x", lo, i, got, want[i])
+			}
+		}
+		r.Release()
+	}
+}
