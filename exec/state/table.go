@@ -652,7 +652,9 @@ func (t *Table) startBuckets(n, per int) {
 	for nb < len(t.buckets) && nb*t.bucketBytes < n*(per+int(unsafe.Sizeof(entry{}))) {
 		nb *= 2
 	}
-	t.buckets = t.buckets[:min(nb, len(t.buckets))]
+	nb = min(nb, len(t.buckets))
+	clear(t.buckets[nb:]) // buckets this snapshot does not use keep no memory
+	t.buckets = t.buckets[:nb]
 	t.snapBuckets = max(t.snapBuckets, len(t.buckets))
 }
 
