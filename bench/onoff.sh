@@ -24,11 +24,11 @@ while [ "$i" -lt "$rounds" ]; do
 	done
 	i=$((i + 1))
 done
-med() { sort -n | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.3f", m}'; }
+med() { sort -n | awk -v f="$1" '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf f, m}'; }
 for m in on off; do
 	printf '%s: median %s K events/cpu-s, CPU/generator %s over %d runs\n' "$m" \
-		"$(grep "^$m " "$out" | awk '{print $2}' | med)" "$(grep "^$m " "$out" | awk '{print $3}' | med)" "$rounds"
+		"$(grep "^$m " "$out" | awk '{print $2}' | med %.0f)" "$(grep "^$m " "$out" | awk '{print $3}' | med %.2f)" "$rounds"
 done
-on=$(grep "^on " "$out" | awk '{print $3}' | med)
-off=$(grep "^off " "$out" | awk '{print $3}' | med)
+on=$(grep "^on " "$out" | awk '{print $3}' | med %.4f)
+off=$(grep "^off " "$out" | awk '{print $3}' | med %.4f)
 awk -v a="$on" -v b="$off" 'BEGIN {printf "checkpoint overhead (CPU per generator CPU): %+.0f%%\n", (a/b-1)*100}'
