@@ -164,29 +164,12 @@ func TestCaseBlendMatchesGeneral(t *testing.T) {
 			if n.blend == nil || n.masked || n.consts != nil {
 				t.Fatalf("%s: not compiled as a blended CASE", e)
 			}
-			for _, lo := range []int64{0, 1, 64} {
-				if lo >= int64(rows) {
-					continue
+			bl := n.blend
+			checkCaseGeneral(t, mem, e, n, rec, rows, func(on bool) {
+				if n.blend = nil; on {
+					n.blend = bl
 				}
-				in := rec.NewSlice(lo, int64(rows))
-				got, err := n.Eval(in, mem)
-				if err != nil {
-					t.Fatal(err)
-				}
-				bl := n.blend
-				n.blend = nil
-				want, err := n.Eval(in, mem)
-				n.blend = bl
-				if err != nil {
-					t.Fatal(err)
-				}
-				if g, w := render(got), render(want); g != w || got.NullN() != want.NullN() || !arrow.TypeEqual(got.DataType(), want.DataType()) {
-					t.Fatalf("%s rows %d from %d:\n got %s %s (%d nulls)\nwant %s %s (%d nulls)", e, rows, lo, got.DataType(), g, got.NullN(), want.DataType(), w, want.NullN())
-				}
-				got.Release()
-				want.Release()
-				in.Release()
-			}
+			})
 		}
 		rec.Release()
 	}
@@ -221,30 +204,41 @@ func TestCaseConstsMatchesGeneral(t *testing.T) {
 			if n.consts == nil {
 				t.Fatalf("%s: not compiled as a CASE of constants", e)
 			}
-			for _, lo := range []int64{0, 1, 64} {
-				if lo >= int64(rows) {
-					continue
+			cs := n.consts
+			checkCaseGeneral(t, mem, e, n, rec, rows, func(on bool) {
+				if n.consts = nil; on {
+					n.consts = cs
 				}
-				in := rec.NewSlice(lo, int64(rows))
-				got, err := n.Eval(in, mem)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cs := n.consts
-				n.consts = nil
-				want, err := n.Eval(in, mem)
-				n.consts = cs
-				if err != nil {
-					t.Fatal(err)
-				}
-				if g, w := render(got), render(want); g != w || got.NullN() != want.NullN() || !arrow.TypeEqual(got.DataType(), want.DataType()) {
-					t.Fatalf("%s rows %d from %d:\n got %s %s (%d nulls)\nwant %s %s (%d nulls)", e, rows, lo, got.DataType(), g, got.NullN(), want.DataType(), w, want.NullN())
-				}
-				got.Release()
-				want.Release()
-				in.Release()
-			}
+			})
 		}
 		rec.Release()
+	}
+}
+
+// checkCaseGeneral evaluates CASE n on rec's rows from 0, 1 and 64 on with
+// its fast path on and off (path) and fails where they differ.
+func checkCaseGeneral(t *testing.T, mem memory.Allocator, e planner.Expr, n *caseNode, rec arrow.Record, rows int, path func(on bool)) {
+	t.Helper()
+	for _, lo := range []int64{0, 1, 64} {
+		if lo >= int64(rows) {
+			continue
+		}
+		in := rec.NewSlice(lo, int64(rows))
+		got, err := n.Eval(in, mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path(false)
+		want, err := n.Eval(in, mem)
+		path(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := render(got), render(want); g != w || got.NullN() != want.NullN() || !arrow.TypeEqual(got.DataType(), want.DataType()) {
+			t.Fatalf("%s rows %d from %d:\n got %s %s (%d nulls)\nwant %s %s (%d nulls)", e, rows, lo, got.DataType(), g, got.NullN(), want.DataType(), w, want.NullN())
+		}
+		got.Release()
+		want.Release()
+		in.Release()
 	}
 }

@@ -275,42 +275,36 @@ func runsOf(rows []int32, which []uint16) []rowRun {
 	// counted first: scattered rows (a hash exchange's part of a batch)
 	// are told apart without building runs
 	n := 0
-	for i := 0; i < len(rows); {
-		r := rows[i]
-		if r < 0 {
+	for i := 0; i < len(rows); n++ {
+		if rows[i] < 0 {
 			return nil
 		}
-		var s uint16
-		if which != nil {
-			s = which[i]
-		}
-		j := i + 1
-		for j < len(rows) && rows[j] == r+int32(j-i) && (which == nil || which[j] == s) {
-			j++
-		}
-		if n++; n*8 > len(rows) {
+		if (n+1)*8 > len(rows) {
 			return nil // scattered: the row-at-a-time loops are faster
 		}
-		i = j
+		i = runEnd(rows, which, i)
 	}
 	runs := make([]rowRun, 0, n)
 	for i := 0; i < len(rows); {
-		r := rows[i]
-		if r < 0 {
-			return nil
-		}
+		j := runEnd(rows, which, i)
 		var s uint16
 		if which != nil {
 			s = which[i]
 		}
-		j := i + 1
-		for j < len(rows) && rows[j] == r+int32(j-i) && (which == nil || which[j] == s) {
-			j++
-		}
-		runs = append(runs, rowRun{at: int32(i), r: r, k: int32(j - i), s: s})
+		runs = append(runs, rowRun{at: int32(i), r: rows[i], k: int32(j - i), s: s})
 		i = j
 	}
 	return runs
+}
+
+// runEnd returns the end of the run of neighbouring rows of one source
+// that starts at rows[i].
+func runEnd(rows []int32, which []uint16, i int) int {
+	r, j := rows[i], i+1
+	for j < len(rows) && rows[j] == r+int32(j-i) && (which == nil || which[j] == which[i]) {
+		j++
+	}
+	return j
 }
 
 // runsValid reports whether every row of the runs is valid in its source's

@@ -352,14 +352,20 @@ func (s scanStore) Scan(prefix []byte, fn func(k, v []byte) error) error {
 	return nil
 }
 
+// benchModel is a checkpointing int-keyed model over 128 key groups.
+func benchModel() *model {
+	m := &model{}
+	m.t, _ = NewTable(Options{OpID: "op", MaxParallelism: 128, Checkpointing: true, IntKeys: true}, intCodec{&m.keys, &m.vals})
+	m.t.OnGrow = func(n int) { m.keys = Grow(m.keys, n, 0); m.vals = Grow(m.vals, n, 0) }
+	return m
+}
+
 // BenchmarkTableSnapshot: a snapshot of 200 K changed groups and 100 K
 // removed ones (random int keys over 128 key groups) into a checkpoint
 // buffer, as at a barrier.
 func BenchmarkTableSnapshot(b *testing.B) {
-	m := &model{}
-	tbl, _ := NewTable(Options{OpID: "op", MaxParallelism: 128, Checkpointing: true, IntKeys: true}, intCodec{&m.keys, &m.vals})
-	tbl.OnGrow = func(n int) { m.keys = Grow(m.keys, n, 0); m.vals = Grow(m.vals, n, 0) }
-	m.t = tbl
+	m := benchModel()
+	tbl := m.t
 	buf := checkpoint.NewBuffer()
 	rng := rand.New(rand.NewSource(1))
 	keys := make([]int64, 300_000)
@@ -393,10 +399,8 @@ func BenchmarkTableSnapshot(b *testing.B) {
 // table of a million, their keys spread over all 128 key groups as the
 // operators' hashed keys are (BenchmarkTableSnapshot's keys take 4).
 func BenchmarkTableSnapshotSpread(b *testing.B) {
-	m := &model{}
-	tbl, _ := NewTable(Options{OpID: "op", MaxParallelism: 128, Checkpointing: true, IntKeys: true}, intCodec{&m.keys, &m.vals})
-	tbl.OnGrow = func(n int) { m.keys = Grow(m.keys, n, 0); m.vals = Grow(m.vals, n, 0) }
-	m.t = tbl
+	m := benchModel()
+	tbl := m.t
 	buf := checkpoint.NewBuffer()
 	rng := rand.New(rand.NewSource(1))
 	keys := make([]int64, 1_000_000)
