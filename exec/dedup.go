@@ -43,6 +43,7 @@ type dedup struct {
 	keyBuf  []byte
 	keyOffs []int
 	hashes  []uint64
+	hashBuf []uint64 // keyHashes computes into it (hashes may be the batch's own)
 }
 
 func init() {
@@ -104,7 +105,7 @@ func (d *dedup) ProcessBatch(_ int, b Batch, out Collector) error {
 		d.tbl.SetNow(d.ctx.Clock.Now().UnixMilli())
 	}
 	d.keyBuf, d.keyOffs = encodeKeyColumns(rec, d.spec.Keys, d.keyBuf, d.keyOffs)
-	d.hashes = HashKeys(rec, d.spec.Keys, d.hashes[:0])
+	d.hashes = keyHashes(b, d.spec.Keys, &d.hashBuf)
 	var ts *array.Timestamp
 	if d.spec.RowTime {
 		var ok bool

@@ -97,6 +97,7 @@ type intervalJoin struct {
 	keyBuf    []byte
 	keyOffs   []int
 	hashes    []uint64
+	hashBuf   []uint64 // keyHashes computes into it (hashes may be the batch's own)
 	slotKey   []byte
 	times     []int64
 	pairIn    []int32 // batch rows of pairs
@@ -329,7 +330,7 @@ func (j *intervalJoin) ProcessBatch(input int, b Batch, out Collector) error {
 		return err
 	}
 	j.keyBuf, j.keyOffs = encodeKeyColumns(rec, me.keys, j.keyBuf, j.keyOffs)
-	j.hashes = HashKeys(rec, me.keys, j.hashes[:0])
+	j.hashes = keyHashes(b, me.keys, &j.hashBuf)
 	var keyNulls bool
 	j.nulls, keyNulls = nullKeyRows(rec, me.keys, j.spec.NullSafe, j.nulls)
 	j.pairIn, j.pairID, j.storeRows, j.padRows = j.pairIn[:0], j.pairID[:0], j.storeRows[:0], j.padRows[:0]

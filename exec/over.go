@@ -72,6 +72,7 @@ type overAgg struct {
 	keyBuf  []byte
 	keyOffs []int
 	hashes  []uint64
+	hashBuf []uint64 // keyHashes computes into it (hashes may be the batch's own)
 	scratch []overRow
 }
 
@@ -227,7 +228,7 @@ func (o *overAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 		return fmt.Errorf("OverAggregate needs an insert-only input")
 	}
 	o.keyBuf, o.keyOffs = encodeKeyColumns(rec, o.spec.PartKeys, o.keyBuf, o.keyOffs)
-	o.hashes = HashKeys(rec, o.spec.PartKeys, o.hashes[:0])
+	o.hashes = keyHashes(b, o.spec.PartKeys, &o.hashBuf)
 	o.readArgs(rec)
 	var ts *array.Timestamp
 	if o.spec.RowTime {

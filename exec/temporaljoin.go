@@ -81,6 +81,7 @@ type temporalJoin struct {
 	keyBuf   []byte
 	keyOffs  []int
 	hashes   []uint64
+	hashBuf  []uint64 // keyHashes computes into it (hashes may be the batch's own)
 	slotKey  []byte
 	times    []int64
 	nulls    []bool
@@ -245,7 +246,7 @@ func (j *temporalJoin) ProcessBatch(input int, b Batch, out Collector) error {
 		return err
 	}
 	j.keyBuf, j.keyOffs = encodeKeyColumns(rec, me.keys, j.keyBuf, j.keyOffs)
-	j.hashes = HashKeys(rec, me.keys, j.hashes[:0])
+	j.hashes = keyHashes(b, me.keys, &j.hashBuf)
 	var keyNulls bool
 	j.nulls, keyNulls = nullKeyRows(rec, me.keys, j.nullSafe, j.nulls)
 	j.store, j.padRows = j.store[:0], j.padRows[:0]

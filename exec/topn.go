@@ -65,6 +65,7 @@ type topN struct {
 	allCols []int
 	sorts   sortEncoder
 	hashes  []uint64
+	hashBuf []uint64 // keyHashes computes into it (hashes may be the batch's own)
 }
 
 func init() {
@@ -145,7 +146,7 @@ func (t *topN) ProcessBatch(_ int, b Batch, out Collector) error {
 	}
 	t.keyBuf, t.keyOffs = encodeKeyColumns(rec, t.spec.PartKeys, t.keyBuf, t.keyOffs)
 	t.sorts.encode(rec, t.spec.Order)
-	t.hashes = HashKeys(rec, t.spec.PartKeys, t.hashes[:0])
+	t.hashes = keyHashes(b, t.spec.PartKeys, &t.hashBuf)
 	if t.retract {
 		t.rowBuf, t.rowOffs = encodeKeyColumns(rec, t.allCols, t.rowBuf, t.rowOffs)
 	}

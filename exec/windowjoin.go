@@ -60,6 +60,7 @@ type windowJoin struct {
 	keyBuf  []byte
 	keyOffs []int
 	hashes  []uint64
+	hashBuf []uint64 // keyHashes computes into it (hashes may be the batch's own)
 	slotKey []byte
 	nulls   []bool
 	ends    []int64
@@ -173,7 +174,7 @@ func (j *windowJoin) ProcessBatch(input int, b Batch, out Collector) error {
 		return err
 	}
 	j.keyBuf, j.keyOffs = encodeKeyColumns(rec, me.keys, j.keyBuf, j.keyOffs)
-	j.hashes = HashKeys(rec, me.keys, j.hashes[:0])
+	j.hashes = keyHashes(b, me.keys, &j.hashBuf)
 	var keyNulls bool
 	j.nulls, keyNulls = nullKeyRows(rec, me.keys, j.spec.NullSafe, j.nulls)
 	j.rowsIn, j.pads = j.rowsIn[:0], j.pads[:0]

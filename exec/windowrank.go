@@ -73,6 +73,7 @@ type windowRank struct {
 	keyOffs  []int
 	sorts    sortEncoder
 	hashes   []uint64
+	hashBuf  []uint64 // keyHashes computes into it (hashes may be the batch's own)
 	outRows  []int32
 	pendIDs  []int32 // rows taken by the batch: their ids and batch rows
 	pendRows []int32
@@ -158,7 +159,7 @@ func (w *windowRank) ProcessBatch(_ int, b Batch, out Collector) error {
 	nulls := ecol.NullN() > 0 || rec.Column(w.spec.WinStart).NullN() > 0
 	w.keyBuf, w.keyOffs = encodeKeyColumns(rec, w.slotCols, w.keyBuf, w.keyOffs)
 	w.sorts.encode(rec, w.spec.Order)
-	w.hashes = HashKeys(rec, w.spec.PartKeys, w.hashes[:0])
+	w.hashes = keyHashes(b, w.spec.PartKeys, &w.hashBuf)
 	late := 0
 	for i := 0; i < n; i++ {
 		if nulls && (ecol.IsNull(i) || rec.Column(w.spec.WinStart).IsNull(i)) {

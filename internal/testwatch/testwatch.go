@@ -17,7 +17,9 @@ import (
 )
 
 // Main runs the tests of m under the watchdog: call it from TestMain.
-func Main(m *testing.M) {
+// Each of checks runs after tests that passed; one that fails fails the
+// package (a package-wide invariant the tests exercise in passing).
+func Main(m *testing.M, checks ...func() error) {
 	flag.Parse()
 	if d := timeout(); d > 0 {
 		margin := min(d/10, 30*time.Second)
@@ -28,6 +30,12 @@ func Main(m *testing.M) {
 		defer t.Stop()
 	}
 	code := m.Run()
+	for _, c := range checks {
+		if err := c(); code == 0 && err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
