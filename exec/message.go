@@ -50,7 +50,10 @@ type Batch struct {
 	// Hashes, when set, are the HashKeys of the rows over columns HashedBy:
 	// a hash exchange hands the hashes it routed by to the receiving
 	// subtask, whose keyed operator would hash the same columns again
-	// (keyHashes). Read-only; nil when not known.
+	// (keyHashes). Read-only; nil when not known. They describe Rec: a
+	// Batch built around another record must not carry them (build it
+	// afresh, as every operator does; the exec tests check every batch's
+	// hashes, verifyBatchHashes).
 	Hashes   []uint64
 	HashedBy []int
 }

@@ -141,9 +141,7 @@ func TestCaseMaskedMatchesGeneral(t *testing.T) {
 func TestCaseBlendMatchesGeneral(t *testing.T) {
 	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
-	col := func(i int) planner.Expr {
-		return &planner.ColRef{Index: i, Name: maskSchema[i].Name, T: maskSchema[i].Type}
-	}
+	col := maskCol
 	c, b, i, d, ts := col(0), col(1), col(2), col(4), col(6)
 	exprs := []planner.Expr{
 		call(t, "case", c, b, call(t, ">", b, lit(int64(0))), lit(int64(5)), b),
@@ -183,9 +181,7 @@ func TestCaseBlendMatchesGeneral(t *testing.T) {
 func TestCaseConstsMatchesGeneral(t *testing.T) {
 	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
-	col := func(i int) planner.Expr {
-		return &planner.ColRef{Index: i, Name: maskSchema[i].Name, T: maskSchema[i].Type}
-	}
+	col := maskCol
 	c, b, i := col(0), col(1), col(2)
 	exprs := []planner.Expr{
 		call(t, "case", c, lit(1), lit(nil)),
@@ -241,4 +237,9 @@ func checkCaseGeneral(t *testing.T, mem memory.Allocator, e planner.Expr, n *cas
 		want.Release()
 		in.Release()
 	}
+}
+
+// maskCol is column i of maskSchema.
+func maskCol(i int) planner.Expr {
+	return &planner.ColRef{Index: i, Name: maskSchema[i].Name, T: maskSchema[i].Type}
 }
