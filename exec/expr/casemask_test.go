@@ -151,26 +151,16 @@ func TestCaseBlendMatchesGeneral(t *testing.T) {
 		call(t, "case", lit(nil), b, lit(false), lit(int64(9)), b),
 		call(t, "case", call(t, "=", i, lit(7)), lit(nil), c, b, lit(int64(1))),
 	}
-	for _, rows := range []int{1, 63, 64, 65, 200, 1024} {
-		rec := maskRecord(mem, rows, int64(rows)+100)
-		for _, e := range exprs {
-			ev, err := Compile(e)
-			if err != nil {
-				t.Fatal(err)
+	checkCasePath(t, mem, exprs, "a blended CASE", func(n *caseNode) bool {
+		return n.blend != nil && !n.masked && n.consts == nil
+	}, func(n *caseNode) func(on bool) {
+		bl := n.blend
+		return func(on bool) {
+			if n.blend = nil; on {
+				n.blend = bl
 			}
-			n := ev.(*caseNode)
-			if n.blend == nil || n.masked || n.consts != nil {
-				t.Fatalf("%s: not compiled as a blended CASE", e)
-			}
-			bl := n.blend
-			checkCaseGeneral(t, mem, e, n, rec, rows, func(on bool) {
-				if n.blend = nil; on {
-					n.blend = bl
-				}
-			})
 		}
-		rec.Release()
-	}
+	})
 }
 
 // TestCaseConstsMatchesGeneral: a CASE of constants (COUNT(*) FILTER
@@ -189,6 +179,22 @@ func TestCaseConstsMatchesGeneral(t *testing.T) {
 		call(t, "case", call(t, "=", i, lit(7)), lit(nil), c, lit(int64(3)), lit(nil)),
 		call(t, "case", call(t, ">", b, lit(int64(0))), lit(int64(5)), lit(int64(6))),
 	}
+	checkCasePath(t, mem, exprs, "a CASE of constants", func(n *caseNode) bool { return n.consts != nil },
+		func(n *caseNode) func(on bool) {
+			cs := n.consts
+			return func(on bool) {
+				if n.consts = nil; on {
+					n.consts = cs
+				}
+			}
+		})
+}
+
+// checkCasePath compiles each of exprs, which must take the fast path
+// is tells (named kind), and checks it against the general path (toggle
+// turns it off and on again) on batches of sizes around 64 and slices.
+func checkCasePath(t *testing.T, mem memory.Allocator, exprs []planner.Expr, kind string, is func(*caseNode) bool, toggle func(*caseNode) func(on bool)) {
+	t.Helper()
 	for _, rows := range []int{1, 63, 64, 65, 200, 1024} {
 		rec := maskRecord(mem, rows, int64(rows)+100)
 		for _, e := range exprs {
@@ -197,15 +203,10 @@ func TestCaseConstsMatchesGeneral(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := ev.(*caseNode)
-			if n.consts == nil {
-				t.Fatalf("%s: not compiled as a CASE of constants", e)
+			if !is(n) {
+				t.Fatalf("%s: not compiled as %s", e, kind)
 			}
-			cs := n.consts
-			checkCaseGeneral(t, mem, e, n, rec, rows, func(on bool) {
-				if n.consts = nil; on {
-					n.consts = cs
-				}
-			})
+			checkCaseGeneral(t, mem, e, n, rec, rows, toggle(n))
 		}
 		rec.Release()
 	}

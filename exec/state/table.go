@@ -542,24 +542,18 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 	}
 	switch {
 	case scan:
-		t.snapPaths[0]++
-	case pre:
-		t.snapPaths[1]++
-	default:
-		t.snapPaths[2]++
-	}
-	switch {
-	case scan && len(t.dirtyList) > 0:
 		// Small values, many changed slots: encoded now, in slot order
 		// (the accumulators' columns are read in address order instead of
 		// the keys' order: a cache miss per column per slot on an
 		// aggregation of many groups), each into its bucket.
+		t.snapPaths[0]++
 		for g, d := range t.dirty {
 			if d && t.alive[g] {
 				t.preEncode(int32(g), dc)
 			}
 		}
 	case pre:
+		t.snapPaths[1]++
 		for _, g := range slots {
 			if t.alive[g] && t.dirty[g] {
 				t.preEncode(g, dc)
@@ -568,6 +562,7 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 	default:
 		// values encoded as they are written (only keys in the arenas: a
 		// snapshot of large values, a TopN's rows, copies them once)
+		t.snapPaths[2]++
 		for _, g := range t.dirtyList {
 			if !t.alive[g] || !t.dirty[g] { // (tiered: a slot evicted or removed is no longer dirty)
 				continue
