@@ -89,3 +89,45 @@ func TestHashKeysStringRuns(t *testing.T) {
 		r.Release()
 	}
 }
+
+// TestHashKeysOneString: a string column of one value in every row (hashed
+// once) after an integer key hashes as HashRow hashes each row, also in a
+// slice and for the empty string; a column that differs only in its last
+// row or only in a length does not take the one-value path's hash.
+func TestHashKeysOneString(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{{Name: "i", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String}}, nil)
+	for _, vals := range [][]string{
+		{"2026-12-06", "2026-12-06", "2026-12-06", "2026-12-06"},
+		{"", "", ""},
+		{"ab", "ab", "ab", "ac"},
+		{"ab", "ab", "abab", "", "ab"},
+	} {
+		ib := array.NewInt64Builder(mem)
+		sb := array.NewStringBuilder(mem)
+		for i, v := range vals {
+			ib.Append(int64(i * 7))
+			sb.Append(v)
+		}
+		ia, sa := ib.NewArray(), sb.NewArray()
+		ib.Release()
+		sb.Release()
+		rec := array.NewRecord(schema, []arrow.Array{ia, sa}, int64(len(vals)))
+		ia.Release()
+		sa.Release()
+		for _, lo := range []int64{0, 1} {
+			r := rec.NewSlice(lo, rec.NumRows())
+			for _, keys := range [][]int{{1}, {0, 1}} {
+				want := HashKeys(r, keys, nil)
+				for i := range want {
+					if got := HashRow(r, keys, i); got != want[i] {
+						t.Fatalf("%q from %d, keys %v, row %d: HashRow %x, HashKeys %x", vals, lo, keys, i, got, want[i])
+					}
+				}
+			}
+			r.Release()
+		}
+		rec.Release()
+	}
+}

@@ -28,8 +28,6 @@ type keyEnt struct {
 // the Hashed lookups and PrefetchKey).
 func KeyHash(k []byte) uint64 { return xxhash.Sum64(k) }
 
-func keyHashString(k string) uint64 { return xxhash.Sum64String(k) }
-
 // find returns the slot of key k (hash h) given the slots' keys.
 func (x *keyIndex) find(h uint64, k []byte, keyOf []string) (int32, bool) {
 	if x.n == 0 {
@@ -76,11 +74,12 @@ func (x *keyIndex) grow() {
 	}
 }
 
-// remove drops slot g, indexed under hash h: the entries after it in its
-// probe run move back into the gap (no tombstones).
-func (x *keyIndex) remove(h uint64, g int32) {
+// remove drops slot g, indexed under tag (its hash's low half): the
+// entries after it in its probe run move back into the gap (no
+// tombstones).
+func (x *keyIndex) remove(tag uint32, g int32) {
 	mask := uint32(len(x.ents) - 1)
-	p := uint32(h) & mask
+	p := tag & mask
 	for x.ents[p].g != g+1 {
 		if x.ents[p].g == 0 {
 			panic("state: key index lost a slot")

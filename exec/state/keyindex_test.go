@@ -49,7 +49,7 @@ func TestKeyIndexAgainstMap(t *testing.T) {
 					x.insert(h, g)
 					model[k] = g
 				case rng.Intn(2) == 0:
-					x.remove(hashes[g], g)
+					x.remove(uint32(hashes[g]), g)
 					keyOf[g] = ""
 					free = append(free, g)
 					delete(model, k)

@@ -118,6 +118,7 @@ type Table struct {
 	nullSlot int32
 	idx      keyIndex // bytes keys: each live slot's key (keyOf) by hash
 	keyOf    []string // bytes keys: the key of each live slot
+	keyTag   []uint32 // bytes keys: each live slot's index tag (its KeyHash's low half): removing a slot reads no key bytes
 
 	kg    []uint16
 	alive []bool
@@ -245,6 +246,7 @@ func (t *Table) addSlots() int32 {
 	t.born = Grow(t.born, n, 0)
 	if !t.o.IntKeys {
 		t.keyOf = Grow(t.keyOf, n, "")
+		t.keyTag = Grow(t.keyTag, n, 0)
 	}
 	if t.o.TTL > 0 {
 		t.last = Grow(t.last, n, 0)
@@ -366,6 +368,7 @@ func (t *Table) InsertBytes(k []byte, kg int) int32 {
 func (t *Table) InsertBytesHashed(h uint64, k []byte, kg int) int32 {
 	g := t.alloc(kg)
 	t.keyOf[g] = string(k)
+	t.keyTag[g] = uint32(h)
 	t.idx.insert(h, g)
 	return g
 }
@@ -437,7 +440,7 @@ func (t *Table) Remove(g int32, intKey int64, null bool) {
 	}
 	switch {
 	case !t.o.IntKeys:
-		t.idx.remove(keyHashString(t.keyOf[g]), g)
+		t.idx.remove(t.keyTag[g], g)
 		t.keyOf[g] = ""
 	case null:
 		t.nullSlot = -1
@@ -787,8 +790,10 @@ func (t *Table) Changed() int {
 func (t *Table) bind(g int32, enc []byte, intKey int64, null bool) {
 	switch {
 	case !t.o.IntKeys:
+		h := KeyHash(enc)
 		t.keyOf[g] = string(enc)
-		t.idx.insert(KeyHash(enc), g)
+		t.keyTag[g] = uint32(h)
+		t.idx.insert(h, g)
 	case null:
 		t.nullSlot = g
 	default:

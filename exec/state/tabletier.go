@@ -777,7 +777,7 @@ func (tt *tableTier) evict(t *Table, g int32, clean bool) error {
 	tt.hooks.Clear(g)
 	switch {
 	case !tt.intKey:
-		t.idx.remove(keyHashString(t.keyOf[g]), g)
+		t.idx.remove(t.keyTag[g], g)
 		t.keyOf[g] = ""
 	case g == t.nullSlot:
 		t.nullSlot = -1
