@@ -1,11 +1,12 @@
 package exec
 
 import (
-	"bytes"
 	"math/bits"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
+
+	"github.com/streamsql/streamsql/exec/expr"
 )
 
 // batchKeys finds the distinct keys of a batch before a keyed operator
@@ -140,7 +141,7 @@ func sameColumn(col arrow.Array, of, first []int32) bool {
 			}
 		}
 	case *array.String:
-		if !nulls && sameStrings(c) {
+		if !nulls && expr.SameStrings(c) {
 			return true // one value in every row (q17's day)
 		}
 		vo := c.ValueOffsets()
@@ -153,25 +154,6 @@ func sameColumn(col arrow.Array, of, first []int32) bool {
 		}
 	}
 	return true
-}
-
-// sameStrings reports whether every row of c holds the same string:
-// evenly spaced offsets, and the data equal to itself shifted by one
-// value (a single comparison of the whole buffer instead of one per row).
-func sameStrings(c *array.String) bool {
-	n := c.Len()
-	if n == 0 {
-		return true
-	}
-	vo := c.ValueOffsets()
-	l := vo[1] - vo[0]
-	for i := 1; i < n; i++ {
-		if vo[i+1]-vo[i] != l {
-			return false
-		}
-	}
-	data := c.ValueBytes() // the rows' bytes: vo[0] to vo[n]
-	return bytes.Equal(data[l:], data[:len(data)-int(l)])
 }
 
 // sameValues: row i's value equals its group's first row's, or is NULL.

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/exec/state"
@@ -188,35 +187,3 @@ func TestGroupRowsRegroupSameGroups(t *testing.T) {
 	}
 }
 
-// TestSameStrings: sameStrings tells a column of one value in every row
-// from columns that differ in a value, in the split of equal bytes
-// between rows, or in a periodic pattern, at an offset too.
-func TestSameStrings(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	for _, c := range []struct {
-		vals []string
-		want bool
-	}{
-		{[]string{"2026-12-06", "2026-12-06", "2026-12-06"}, true},
-		{[]string{"2026-12-06", "2026-12-07", "2026-12-06"}, false},
-		{[]string{"ab", "ab", "ab", "ab"}, true},
-		{[]string{"ab", "ba", "ab"}, false},
-		{[]string{"aa", "a", "aaa"}, false},
-		{[]string{"", "", ""}, true},
-		{[]string{"x"}, true},
-		{[]string{"abab", "abab", "ab"}, false},
-	} {
-		b := array.NewStringBuilder(mem)
-		b.Append("zz") // sliced off below
-		b.AppendValues(c.vals, nil)
-		a := b.NewArray()
-		b.Release()
-		s := array.NewSlice(a, 1, int64(a.Len())).(*array.String)
-		if got := sameStrings(s); got != c.want {
-			t.Fatalf("%q: sameStrings %v, want %v", c.vals, got, c.want)
-		}
-		s.Release()
-		a.Release()
-	}
-}

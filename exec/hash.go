@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/streamsql/streamsql/exec/expr"
 )
 
 // HashKeys appends to out one 64-bit hash per row of rec over the key
@@ -174,7 +176,7 @@ func hashColumn(col arrow.Array, out []uint64) {
 			out[i] = combine(out[i], v)
 		}
 	case *array.String:
-		if !nulls && len(out) > 1 && sameStrings(a) {
+		if !nulls && len(out) > 1 && expr.SameStrings(a) {
 			// one value in every row (a batch of Nexmark q17 holds one
 			// DATE_FORMAT day): one hash, no comparison per row
 			c := fmix64(xxhash.Sum64String(a.Value(0)))

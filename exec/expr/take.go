@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"bytes"
 	"fmt"
 	"math/bits"
 
@@ -399,10 +400,32 @@ func gatherBits(vb []byte, s srcBits, rows []int32) {
 	}
 }
 
+// SameStrings reports whether every row of c holds the same string:
+// evenly spaced offsets, and the data equal to itself shifted by one
+// value (a single comparison of the whole buffer instead of one per row).
+func SameStrings(c *array.String) bool {
+	n := c.Len()
+	if n == 0 {
+		return true
+	}
+	vo := c.ValueOffsets()
+	l := vo[1] - vo[0]
+	for i := 1; i < n; i++ {
+		if vo[i+1]-vo[i] != l {
+			return false
+		}
+	}
+	data := c.ValueBytes() // the rows' bytes: vo[0] to vo[n]
+	return bytes.Equal(data[l:], data[:len(data)-int(l)])
+}
+
 // gatherString is gather of one string source without runs: the sizes
 // from the offsets, then one copy a row into a buffer of the total size.
 func gatherString(src *array.String, rows []int32, vbuf *memory.Buffer, mem memory.Allocator) arrow.Array {
 	offs, data := src.ValueOffsets(), src.ValueBytes()
+	if len(rows) > 1 && src.NullN() == 0 && SameStrings(src) {
+		return gatherOneString(data[:offs[1]-offs[0]], rows, vbuf, mem)
+	}
 	base := offs[0]
 	total := 0
 	for _, r := range rows {
@@ -418,6 +441,36 @@ func gatherString(src *array.String, rows []int32, vbuf *memory.Buffer, mem memo
 	for i, r := range rows {
 		if r >= 0 {
 			at += int32(copy(out[at:], data[offs[r]-base:offs[r+1]-base]))
+		}
+		o[i+1] = at
+	}
+	so.data, so.offs = out, o
+	return so.finish(vbuf)
+}
+
+// gatherOneString is gatherString of a source whose every row holds v
+// (a batch's DATE_FORMAT day): v repeated by doubling copies, no copy
+// a row.
+func gatherOneString(v []byte, rows []int32, vbuf *memory.Buffer, mem memory.Allocator) arrow.Array {
+	l := int32(len(v))
+	m := 0
+	for _, r := range rows {
+		m += int(uint32(r)>>31 ^ 1) // r >= 0
+	}
+	total := m * int(l)
+	so := newStrOut(mem, len(rows), total)
+	so.grow(total)
+	out, o := so.data[:total], so.offs[:len(rows)+1]
+	if total > 0 {
+		for at := copy(out, v); at < total; {
+			at += copy(out[at:], out[:at])
+		}
+	}
+	o[0] = 0
+	at := int32(0)
+	for i, r := range rows {
+		if r >= 0 {
+			at += l
 		}
 		o[i+1] = at
 	}

@@ -651,3 +651,76 @@ func TestGatherBitsMatchesBitByBit(t *testing.T) {
 		}
 	}
 }
+
+// TestSameStrings: SameStrings tells a column of one value in every row
+// from columns that differ in a value, in the split of equal bytes
+// between rows, or in a periodic pattern, at an offset too.
+func TestSameStrings(t *testing.T) {
+	mem := memtest.NewChecked()
+	defer mem.AssertSize(t, 0)
+	for _, c := range []struct {
+		vals []string
+		want bool
+	}{
+		{[]string{"2026-12-06", "2026-12-06", "2026-12-06"}, true},
+		{[]string{"2026-12-06", "2026-12-07", "2026-12-06"}, false},
+		{[]string{"ab", "ab", "ab", "ab"}, true},
+		{[]string{"ab", "ba", "ab"}, false},
+		{[]string{"aa", "a", "aaa"}, false},
+		{[]string{"", "", ""}, true},
+		{[]string{"x"}, true},
+		{[]string{"abab", "abab", "ab"}, false},
+	} {
+		b := array.NewStringBuilder(mem)
+		b.Append("zz") // sliced off below
+		b.AppendValues(c.vals, nil)
+		a := b.NewArray()
+		b.Release()
+		s := array.NewSlice(a, 1, int64(a.Len())).(*array.String)
+		if got := SameStrings(s); got != c.want {
+			t.Fatalf("%q: SameStrings %v, want %v", c.vals, got, c.want)
+		}
+		s.Release()
+		a.Release()
+	}
+}
+
+// TestGatherOneString: a string column of one value in every row (sliced;
+// also the empty string) gathers to that value at every taken row and
+// NULL at every negative one, as the general gather does.
+func TestGatherOneString(t *testing.T) {
+	mem := memtest.NewChecked()
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewSource(3))
+	for _, v := range []string{"2026-12-06", "", "x"} {
+		b := array.NewStringBuilder(mem)
+		b.Append("other") // sliced off below
+		for i := 0; i < 300; i++ {
+			b.Append(v)
+		}
+		whole := b.NewArray()
+		b.Release()
+		src := array.NewSlice(whole, 1, int64(whole.Len())).(*array.String)
+		for _, n := range []int{1, 2, 70, 500} {
+			rows := make([]int32, n)
+			for i := range rows {
+				rows[i] = int32(rng.Intn(src.Len()+40)) - 40 // some negative: NULL
+			}
+			got := gatherWith(arrow.BinaryTypes.String, []arrow.Array{src}, nil, rows, nil, mem).(*array.String)
+			if got.Len() != n {
+				t.Fatalf("%q: %d rows, want %d", v, got.Len(), n)
+			}
+			for i, r := range rows {
+				switch {
+				case r < 0 && !got.IsNull(i):
+					t.Fatalf("%q, row %d (source %d): %q, want NULL", v, i, r, got.Value(i))
+				case r >= 0 && (got.IsNull(i) || got.Value(i) != v):
+					t.Fatalf("%q, row %d (source %d): %q (null %v), want %q", v, i, r, got.Value(i), got.IsNull(i), v)
+				}
+			}
+			got.Release()
+		}
+		src.Release()
+		whole.Release()
+	}
+}
