@@ -423,7 +423,7 @@ func SameStrings(c *array.String) bool {
 // from the offsets, then one copy a row into a buffer of the total size.
 func gatherString(src *array.String, rows []int32, vbuf *memory.Buffer, mem memory.Allocator) arrow.Array {
 	offs, data := src.ValueOffsets(), src.ValueBytes()
-	if len(rows) > 1 && src.NullN() == 0 && SameStrings(src) {
+	if len(rows) > 1 && src.Len() > 0 && src.NullN() == 0 && SameStrings(src) {
 		return gatherOneString(data[:offs[1]-offs[0]], rows, vbuf, mem)
 	}
 	base := offs[0]

@@ -723,4 +723,14 @@ func TestGatherOneString(t *testing.T) {
 		src.Release()
 		whole.Release()
 	}
+	// no source rows: every row taken is NULL (an outer join's side)
+	b := array.NewStringBuilder(mem)
+	empty := b.NewArray()
+	b.Release()
+	got := gatherWith(arrow.BinaryTypes.String, []arrow.Array{empty}, nil, []int32{-1, -1, -1}, nil, mem)
+	if got.Len() != 3 || got.NullN() != 3 {
+		t.Fatalf("from no rows: %d rows, %d NULL, want 3 NULL", got.Len(), got.NullN())
+	}
+	got.Release()
+	empty.Release()
 }
