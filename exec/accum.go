@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/bitutil"
 	"github.com/apache/arrow/go/v17/arrow/decimal128"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
@@ -35,6 +36,45 @@ type accumulator interface {
 	// staged returns them.
 	stage(slots []int32)
 	staged() stagedCol
+}
+
+// runUpdater is an accumulator that can apply an insert-only batch by
+// runs of consecutive rows of one slot (gidRuns), one update of the slot
+// a run: the rows of a skewed stream (Nexmark's hot auction) otherwise
+// update the same slot row after row, each update waiting for the one
+// before it through memory. updateRuns reports false when it cannot (the
+// caller then updates by rows): a floating-point sum, whose rounding
+// would depend on where runs break.
+type runUpdater interface {
+	updateRuns(gids, runs []int32, col arrow.Array) bool
+}
+
+// minRunRows and minRunLen: a batch of at least minRunRows rows is
+// applied by runs when its runs average minRunLen rows or more.
+const (
+	minRunRows = 64
+	minRunLen  = 8
+)
+
+// gidRuns appends to runs the first row of each run of equal slots in
+// gids, then len(gids); false when there are more than max runs (runs is
+// then incomplete).
+func gidRuns(gids, runs []int32, max int) ([]int32, bool) {
+	if len(gids) == 0 {
+		return append(runs, 0), true
+	}
+	runs = append(runs, 0)
+	prev := gids[0]
+	for i, g := range gids {
+		if g != prev {
+			if len(runs) == max {
+				return runs, false
+			}
+			runs = append(runs, int32(i))
+			prev = g
+		}
+	}
+	return append(runs, int32(len(gids))), true
 }
 
 // nullMask is a column's validity bitmap for per-row NULL tests without an
@@ -155,6 +195,20 @@ func (a *countAcc) update(gids []int32, col arrow.Array, ops []RowKind) {
 		}
 	}
 }
+func (a *countAcc) updateRuns(gids, runs []int32, col arrow.Array) bool {
+	nm, hasNulls := nullsOf(col)
+	if !a.nonNull || !hasNulls {
+		for k := 0; k+1 < len(runs); k++ {
+			a.n[gids[runs[k]]] += int64(runs[k+1] - runs[k])
+		}
+		return true
+	}
+	for k := 0; k+1 < len(runs); k++ {
+		s, e := int(runs[k]), int(runs[k+1])
+		a.n[gids[s]] += int64(bitutil.CountSetBits(nm.bits, nm.off+s, e-s))
+	}
+	return true
+}
 func (a *countAcc) result(slots []int32, mem memory.Allocator) arrow.Array {
 	a.scratch = a.scratch[:0]
 	for _, g := range slots {
@@ -245,6 +299,36 @@ func (a *sumAcc[I, S]) update(gids []int32, col arrow.Array, ops []RowKind) {
 		a.sum[g] += S(s) * S(vs[i])
 		a.nn[g] += s
 	}
+}
+func (a *sumAcc[I, S]) updateRuns(gids, runs []int32, col arrow.Array) bool {
+	var zero S
+	if _, float := any(zero).(float64); float {
+		return false
+	}
+	vs := valuesOf[I](col, nil)
+	nm, nulls := nullsOf(col)
+	for k := 0; k+1 < len(runs); k++ {
+		s, e := int(runs[k]), int(runs[k+1])
+		var sum S
+		nn := int64(e - s)
+		if !nulls {
+			for _, v := range vs[s:e] {
+				sum += S(v)
+			}
+		} else {
+			for i := s; i < e; i++ {
+				if nm.null(i) {
+					nn--
+					continue
+				}
+				sum += S(vs[i])
+			}
+		}
+		g := gids[s]
+		a.sum[g] += sum
+		a.nn[g] += nn
+	}
+	return true
 }
 func (a *sumAcc[I, S]) result(slots []int32, mem memory.Allocator) arrow.Array {
 	a.sv = a.sv[:0]
@@ -456,6 +540,64 @@ func (a *minMax[T]) update(gids []int32, col arrow.Array, ops []RowKind) {
 	}
 	for _, g := range a.redo {
 		a.recompute(g)
+	}
+}
+
+func (a *minMax[T]) updateRuns(gids, runs []int32, col arrow.Array) bool {
+	if a.retract {
+		return false
+	}
+	nm, nulls := nullsOf(col)
+	switch m := any(a).(type) {
+	case *minMax[int64]:
+		m.in = valuesOf[int64](col, m.in)
+		extremesByRuns(m.val, m.has, gids, runs, m.in, nm, nulls, m.isMax)
+	case *minMax[int32]:
+		m.in = valuesOf[int32](col, m.in)
+		extremesByRuns(m.val, m.has, gids, runs, m.in, nm, nulls, m.isMax)
+	case *minMax[arrow.Timestamp]:
+		m.in = valuesOf[arrow.Timestamp](col, m.in)
+		extremesByRuns(m.val, m.has, gids, runs, m.in, nm, nulls, m.isMax)
+	default:
+		return false
+	}
+	return true
+}
+
+// extremesByRuns is keepExtremes by runs of rows of one slot (gidRuns):
+// each run's extreme, then one comparison with the slot's.
+func extremesByRuns[T int32 | int64 | arrow.Timestamp](val []T, has []bool, gids, runs []int32, vs []T, nm nullMask, nulls, isMax bool) {
+	for k := 0; k+1 < len(runs); k++ {
+		s, e := int(runs[k]), int(runs[k+1])
+		var best T
+		found := false
+		if !nulls {
+			best, found = vs[s], true
+			if isMax {
+				for _, v := range vs[s+1 : e] {
+					best = max(best, v)
+				}
+			} else {
+				for _, v := range vs[s+1 : e] {
+					best = min(best, v)
+				}
+			}
+		} else {
+			for i := s; i < e; i++ {
+				if nm.null(i) {
+					continue
+				}
+				if v := vs[i]; !found || (isMax && v > best) || (!isMax && v < best) {
+					best, found = v, true
+				}
+			}
+		}
+		if !found {
+			continue
+		}
+		if g := gids[s]; !has[g] || (isMax && best > val[g]) || (!isMax && best < val[g]) {
+			val[g], has[g] = best, true
+		}
 	}
 }
 

@@ -59,6 +59,7 @@ type groupAgg struct {
 	pairPos                                 []int
 	changed                                 []bool
 	gids                                    []int32
+	runs                                    []int32 // gidRuns of gids (insert-only batches of long runs)
 	mark                                    []uint32
 	epoch                                   uint32
 	touched                                 []int32
@@ -417,11 +418,20 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 		acc.stage(before)
 	}
 
-	if b.Ops == nil {
+	byRuns := b.Ops == nil && len(a.gids) >= minRunRows
+	if byRuns {
+		a.runs, byRuns = gidRuns(a.gids, a.runs[:0], len(a.gids)/minRunLen)
+	}
+	switch {
+	case byRuns:
+		for k := 0; k+1 < len(a.runs); k++ {
+			a.rowCount[a.gids[a.runs[k]]] += int64(a.runs[k+1] - a.runs[k])
+		}
+	case b.Ops == nil:
 		for _, g := range a.gids {
 			a.rowCount[g]++
 		}
-	} else {
+	default:
 		for i, g := range a.gids {
 			if b.Ops[i].IsAdd() {
 				a.rowCount[g]++
@@ -434,6 +444,11 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 		var col arrow.Array
 		if arg := a.spec.Aggs[i].Arg; arg >= 0 {
 			col = b.Rec.Column(arg)
+		}
+		if byRuns {
+			if ru, ok := acc.(runUpdater); ok && ru.updateRuns(a.gids, a.runs, col) {
+				continue
+			}
 		}
 		acc.update(a.gids, col, b.Ops)
 	}

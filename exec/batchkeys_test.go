@@ -186,4 +186,3 @@ func TestGroupRowsRegroupSameGroups(t *testing.T) {
 		t.Fatalf("%d of 40 batches of more than one key", multi)
 	}
 }
-
