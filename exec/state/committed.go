@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble"
@@ -104,6 +105,17 @@ func (p *growFilter) addHash(h uint64) {
 		p.fs = append(p.fs, f)
 	}
 	p.fs[len(p.fs)-1].addHash(h)
+}
+
+// prefetch starts loading the blocks that mayHoldHash(h) reads from
+// filters larger than a cache's share (the smaller ones stay cached).
+func (p *growFilter) prefetch(h uint64) {
+	for i := range p.fs {
+		if f := &p.fs[i]; len(f.bits) >= 1<<15 { // 256 KiB
+			b, _ := f.probes(h)
+			prefetch(uintptr(unsafe.Pointer(&f.bits[b])))
+		}
+	}
 }
 
 // mayHold reports whether k may have been added (false: certainly not).

@@ -118,7 +118,7 @@ type Table struct {
 	nullSlot int32
 	idx      keyIndex // bytes keys: each live slot's key (keyOf) by hash
 	keyOf    []string // bytes keys: the key of each live slot
-	keyTag   []uint32 // bytes keys: each live slot's index tag (its KeyHash's low half): removing a slot reads no key bytes
+	keyHash  []uint64 // bytes keys: each live slot's KeyHash: removing or evicting a slot reads no key bytes
 
 	kg    []uint16
 	alive []bool
@@ -246,7 +246,7 @@ func (t *Table) addSlots() int32 {
 	t.born = Grow(t.born, n, 0)
 	if !t.o.IntKeys {
 		t.keyOf = Grow(t.keyOf, n, "")
-		t.keyTag = Grow(t.keyTag, n, 0)
+		t.keyHash = Grow(t.keyHash, n, 0)
 	}
 	if t.o.TTL > 0 {
 		t.last = Grow(t.last, n, 0)
@@ -356,7 +356,12 @@ func (t *Table) PrefetchInt(v int64) { t.ints.prefetch(v) }
 // PrefetchKey starts loading what looking up a key of KeyHash h reads
 // first, without waiting: a caller that knows the keys it looks up next
 // prefetches a few keys ahead.
-func (t *Table) PrefetchKey(h uint64) { t.idx.prefetch(h) }
+func (t *Table) PrefetchKey(h uint64) {
+	t.idx.prefetch(h)
+	if t.tier != nil && t.tier.com != nil {
+		t.tier.comF.prefetch(h) // a key not in memory is looked up there next
+	}
+}
 
 // InsertBytes allocates a slot for a new encoded key (copied), one a
 // Lookup did not find.
@@ -368,7 +373,7 @@ func (t *Table) InsertBytes(k []byte, kg int) int32 {
 func (t *Table) InsertBytesHashed(h uint64, k []byte, kg int) int32 {
 	g := t.alloc(kg)
 	t.keyOf[g] = string(k)
-	t.keyTag[g] = uint32(h)
+	t.keyHash[g] = h
 	t.idx.insert(h, g)
 	return g
 }
@@ -440,7 +445,7 @@ func (t *Table) Remove(g int32, intKey int64, null bool) {
 	}
 	switch {
 	case !t.o.IntKeys:
-		t.idx.remove(t.keyTag[g], g)
+		t.idx.remove(uint32(t.keyHash[g]), g)
 		t.keyOf[g] = ""
 	case null:
 		t.nullSlot = -1
@@ -792,7 +797,7 @@ func (t *Table) bind(g int32, enc []byte, intKey int64, null bool) {
 	case !t.o.IntKeys:
 		h := KeyHash(enc)
 		t.keyOf[g] = string(enc)
-		t.keyTag[g] = uint32(h)
+		t.keyHash[g] = h
 		t.idx.insert(h, g)
 	case null:
 		t.nullSlot = g

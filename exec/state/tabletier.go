@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync/atomic"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/cockroachdb/pebble"
 
 	"github.com/streamsql/streamsql/checkpoint"
@@ -160,6 +161,7 @@ type keyList struct {
 	// deduped: the length after the last dedupe (a key evicted changed
 	// again and again in one interval is compacted when the list doubled)
 	deduped int
+	prev    int // len(buf) at the last reset
 }
 
 type keyRef struct{ off, fl, pl int32 }
@@ -188,9 +190,14 @@ func (l *keyList) appendList(o *keyList) {
 
 func (l *keyList) reset() {
 	l.ents, l.deduped = l.ents[:0], 0
-	if cap(l.buf) > 4<<20 {
+	// a large arena goes when it held under a quarter of its size at this
+	// reset and the one before (a list is reset when it goes pending and
+	// again when that completes); one in use stays (grown again every
+	// interval, it was copied about twice over: q17's evictions)
+	if small := cap(l.buf) / 4; cap(l.buf) > 4<<20 && len(l.buf) < small && l.prev < small {
 		l.buf = nil
 	}
+	l.prev = len(l.buf)
 	l.buf = l.buf[:0]
 }
 
@@ -406,7 +413,7 @@ func (tt *tableTier) lookupBytes(t *Table, kg int, h uint64, k []byte) (int32, b
 		tt.hit(g)
 		return g, true
 	}
-	return tt.load(t, kg, k, 0, false)
+	return tt.load(t, kg, k, h, 0, false)
 }
 
 func (tt *tableTier) lookupInt(t *Table, kg int, v int64) (int32, bool) {
@@ -416,7 +423,7 @@ func (tt *tableTier) lookupInt(t *Table, kg int, v int64) (int32, bool) {
 		return g, true
 	}
 	tt.kbuf = intPK(tt.kbuf, v, false)
-	return tt.load(t, kg, tt.kbuf, v, false)
+	return tt.load(t, kg, tt.kbuf, 0, v, false)
 }
 
 func (tt *tableTier) lookupNull(t *Table, kg int) (int32, bool) {
@@ -425,7 +432,7 @@ func (tt *tableTier) lookupNull(t *Table, kg int) (int32, bool) {
 		return g, true
 	}
 	tt.kbuf = intPK(tt.kbuf, 0, true)
-	return tt.load(t, kg, tt.kbuf, 0, true)
+	return tt.load(t, kg, tt.kbuf, 0, 0, true)
 }
 
 // ck is the codec key of Pebble key pk (an int table's key iv, or NULL).
@@ -446,6 +453,15 @@ func (tt *tableTier) slotCK(t *Table, g int32) []byte {
 	return tt.ck(nil, t.ikey[g], g == t.nullSlot)
 }
 
+// slotCKHash is the hash of live slot g's codec key (the committed
+// state's filter's): a bytes table's KeyHash, kept per slot.
+func (tt *tableTier) slotCKHash(t *Table, g int32) uint64 {
+	if !tt.intKey {
+		return t.keyHash[g]
+	}
+	return xxhash.Sum64(tt.slotCK(t, g))
+}
+
 // noteCommitted counts a commit of the pending change set by the store
 // (or its Complete): its slots are clean from now on.
 func (tt *tableTier) noteCommitted(t *Table, completed bool) {
@@ -464,16 +480,16 @@ func (tt *tableTier) clean(t *Table, g int32) bool {
 	return !t.dirty[g] && (!tt.pflag[g] || tt.comSeen >= t.pendingID)
 }
 
-// load reads Pebble key pk (an int table's key iv, or NULL) from the cold
-// tier into a fresh clean slot. An expired key is removed instead
+// load reads Pebble key pk (an int table's key iv, or NULL; a bytes
+// table's key of KeyHash h) from the cold tier into a fresh clean slot. An expired key is removed instead
 // (tombstoned) and reported absent. A failure is kept (MaybeEvict
 // returns it) and the key reported absent.
-func (tt *tableTier) load(t *Table, kg int, pk []byte, iv int64, null bool) (int32, bool) {
+func (tt *tableTier) load(t *Table, kg int, pk []byte, h uint64, iv int64, null bool) (int32, bool) {
 	if tt.err != nil {
 		return -1, false
 	}
 	if !tt.used {
-		return tt.loadCommitted(t, kg, pk, iv, null)
+		return tt.loadCommitted(t, kg, pk, h, iv, null)
 	}
 	if tt.filter.full() && (tt.wb == nil || tt.wb.Empty()) {
 		if err := tt.rebuildFilter(); err != nil {
@@ -483,11 +499,11 @@ func (tt *tableTier) load(t *Table, kg int, pk []byte, iv int64, null bool) (int
 	}
 	if !tt.filter.mayHold(pk) {
 		// never written to the spill DB (coldfilter.go)
-		return tt.loadCommitted(t, kg, pk, iv, null)
+		return tt.loadCommitted(t, kg, pk, h, iv, null)
 	}
 	v, closer, err := tt.cold.db.Get(pk)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return tt.loadCommitted(t, kg, pk, iv, null)
+		return tt.loadCommitted(t, kg, pk, h, iv, null)
 	}
 	if err != nil {
 		tt.err = fmt.Errorf("state spill DB: %w", err)
@@ -530,12 +546,15 @@ func (tt *tableTier) load(t *Table, kg int, pk []byte, iv int64, null bool) (int
 
 // loadCommitted reads Pebble key pk (an int table's key iv, or NULL) of
 // key group kg from the committed state into a fresh clean slot.
-func (tt *tableTier) loadCommitted(t *Table, kg int, pk []byte, iv int64, null bool) (int32, bool) {
+func (tt *tableTier) loadCommitted(t *Table, kg int, pk []byte, h uint64, iv int64, null bool) (int32, bool) {
 	if tt.com == nil {
 		return -1, false
 	}
 	ck := tt.ck(pk, iv, null)
-	if !tt.comF.mayHold(ck) {
+	if tt.intKey {
+		h = xxhash.Sum64(ck)
+	}
+	if !tt.comF.mayHoldHash(h) { // a bytes table's codec key is pk: h is its hash
 		return -1, false
 	}
 	if kg < 0 || kg >= t.o.MaxParallelism {
@@ -574,7 +593,7 @@ func (tt *tableTier) remove(t *Table, g int32) {
 		// the filters hold too): then a tombstone masks the copy
 		pk := tt.pk(t, g)
 		tt.kbuf = pk
-		if tt.inCold[g] || tt.comHeld[g] || tt.filter.mayHold(pk) || tt.comF.mayHold(tt.slotCK(t, g)) {
+		if tt.inCold[g] || tt.comHeld[g] || tt.filter.mayHold(pk) || tt.comF.mayHoldHash(tt.slotCKHash(t, g)) {
 			tt.filter.add(pk)
 			tt.used = true
 			if err := tt.cold.db.Set(pk, nil, pebble.NoSync); err != nil && tt.err == nil {
@@ -668,6 +687,11 @@ func (tt *tableTier) maybeEvict(t *Table) error {
 		}
 		g := int32(tt.hand)
 		tt.hand++
+		if a := tt.hand + evictAhead; !tt.intKey && a < len(t.alive) {
+			// the hand's next slots are mostly evicted too: their index
+			// entries load while this one goes
+			t.idx.prefetch(t.keyHash[a])
+		}
 		if !t.alive[g] || (tt.inBatch[g] && int64(tt.sz[g]) > max(budget/4, giantSlot)) {
 			continue
 		}
@@ -691,6 +715,10 @@ func (tt *tableTier) maybeEvict(t *Table) error {
 	}
 	return tt.commit()
 }
+
+// evictAhead: eviction prefetches the key index entry of the slot this
+// many slots past the clock hand.
+const evictAhead = 8
 
 // giantSlot is the least size of a slot that eviction spares while
 // batches use it (with a quarter of the budget): below it, writing a slot
@@ -757,7 +785,7 @@ func (tt *tableTier) evict(t *Table, g int32, clean bool) error {
 		// the filter's room twice; probing the chain to avoid that cost
 		// a cache miss a filter)
 		if !tt.comHeld[g] {
-			tt.comF.add(tt.slotCK(t, g))
+			tt.comF.addHash(tt.slotCKHash(t, g))
 		}
 		tt.st.CleanDrops++
 	}
@@ -777,7 +805,7 @@ func (tt *tableTier) evict(t *Table, g int32, clean bool) error {
 	tt.hooks.Clear(g)
 	switch {
 	case !tt.intKey:
-		t.idx.remove(t.keyTag[g], g)
+		t.idx.remove(uint32(t.keyHash[g]), g)
 		t.keyOf[g] = ""
 	case g == t.nullSlot:
 		t.nullSlot = -1

@@ -269,3 +269,40 @@ func TestTableTierKeepsAGiantSlotInUse(t *testing.T) {
 		t.Fatalf("an unused giant slot stayed: %+v", st)
 	}
 }
+
+// TestKeyListKeepsArenaInUse: a key list's large arena stays through its
+// two resets of an interval that used it (pending, then complete) and goes
+// after two resets that found it mostly empty.
+func TestKeyListKeepsArenaInUse(t *testing.T) {
+	var l keyList
+	key := bytes.Repeat([]byte("k"), 1000)
+	fill := func(n int) {
+		for i := 0; i < n; i++ {
+			l.add(key, nil)
+		}
+	}
+	fill(6000) // ~6 MB
+	big := cap(l.buf)
+	if big <= 4<<20 {
+		t.Fatalf("arena %d bytes: too small for the test", big)
+	}
+	l.reset()
+	l.reset()
+	if cap(l.buf) != big {
+		t.Fatalf("arena in use dropped: cap %d, was %d", cap(l.buf), big)
+	}
+	fill(6000)
+	if cap(l.buf) != big {
+		t.Fatalf("arena grown again: cap %d, was %d", cap(l.buf), big)
+	}
+	l.reset()
+	fill(10)
+	l.reset()
+	if cap(l.buf) != big {
+		t.Fatal("arena dropped after one small interval (the reset before it saw it full)")
+	}
+	l.reset()
+	if cap(l.buf) != 0 {
+		t.Fatalf("arena of %d bytes kept after two small resets", cap(l.buf))
+	}
+}
