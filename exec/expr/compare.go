@@ -54,76 +54,140 @@ type ordered interface {
 // cmpVV writes a op b into the bitmap out (zeroed). The bits of 64 rows
 // are gathered in a register and stored as one word: or-ing each bit into
 // its byte of out would chain every row's store to the next row's load.
+// Each 8 rows make a byte of constant shifts (about twice the speed of a
+// shift by the row's index: BenchmarkCompareInt64Scalar, 9.2-10 -> 4.1-4.3
+// us); the rows past the last full 64 take cmpTail.
 func cmpVV[T ordered](op int, a, b []T, out []byte) {
 	b = b[:len(a)]
-	for j := 0; j < len(a); j += 64 {
-		e := min(j+64, len(a))
-		x, y := a[j:e], b[j:e]
-		y = y[:len(x)]
+	n := len(a) &^ 63
+	for j := 0; j < n; j += 64 {
+		x, xb := a[j:j+64:j+64], b[j:j+64:j+64]
 		var w uint64
 		switch op {
 		case opEq:
-			for k := range x {
-				w |= uint64(b2u(x[k] == y[k])) << k
+			for k := 0; k < 64; k += 8 {
+				y, z := x[k:k+8:k+8], xb[k:k+8:k+8]
+				w |= uint64(b2u(y[0] == z[0])|b2u(y[1] == z[1])<<1|b2u(y[2] == z[2])<<2|b2u(y[3] == z[3])<<3|
+					b2u(y[4] == z[4])<<4|b2u(y[5] == z[5])<<5|b2u(y[6] == z[6])<<6|b2u(y[7] == z[7])<<7) << k
 			}
 		case opNe:
-			for k := range x {
-				w |= uint64(b2u(x[k] != y[k])) << k
+			for k := 0; k < 64; k += 8 {
+				y, z := x[k:k+8:k+8], xb[k:k+8:k+8]
+				w |= uint64(b2u(y[0] != z[0])|b2u(y[1] != z[1])<<1|b2u(y[2] != z[2])<<2|b2u(y[3] != z[3])<<3|
+					b2u(y[4] != z[4])<<4|b2u(y[5] != z[5])<<5|b2u(y[6] != z[6])<<6|b2u(y[7] != z[7])<<7) << k
 			}
 		case opLt:
-			for k := range x {
-				w |= uint64(b2u(x[k] < y[k])) << k
+			for k := 0; k < 64; k += 8 {
+				y, z := x[k:k+8:k+8], xb[k:k+8:k+8]
+				w |= uint64(b2u(y[0] < z[0])|b2u(y[1] < z[1])<<1|b2u(y[2] < z[2])<<2|b2u(y[3] < z[3])<<3|
+					b2u(y[4] < z[4])<<4|b2u(y[5] < z[5])<<5|b2u(y[6] < z[6])<<6|b2u(y[7] < z[7])<<7) << k
 			}
 		case opGt:
-			for k := range x {
-				w |= uint64(b2u(x[k] > y[k])) << k
+			for k := 0; k < 64; k += 8 {
+				y, z := x[k:k+8:k+8], xb[k:k+8:k+8]
+				w |= uint64(b2u(y[0] > z[0])|b2u(y[1] > z[1])<<1|b2u(y[2] > z[2])<<2|b2u(y[3] > z[3])<<3|
+					b2u(y[4] > z[4])<<4|b2u(y[5] > z[5])<<5|b2u(y[6] > z[6])<<6|b2u(y[7] > z[7])<<7) << k
 			}
 		case opLe:
-			for k := range x {
-				w |= uint64(b2u(x[k] <= y[k])) << k
+			for k := 0; k < 64; k += 8 {
+				y, z := x[k:k+8:k+8], xb[k:k+8:k+8]
+				w |= uint64(b2u(y[0] <= z[0])|b2u(y[1] <= z[1])<<1|b2u(y[2] <= z[2])<<2|b2u(y[3] <= z[3])<<3|
+					b2u(y[4] <= z[4])<<4|b2u(y[5] <= z[5])<<5|b2u(y[6] <= z[6])<<6|b2u(y[7] <= z[7])<<7) << k
 			}
 		case opGe:
-			for k := range x {
-				w |= uint64(b2u(x[k] >= y[k])) << k
+			for k := 0; k < 64; k += 8 {
+				y, z := x[k:k+8:k+8], xb[k:k+8:k+8]
+				w |= uint64(b2u(y[0] >= z[0])|b2u(y[1] >= z[1])<<1|b2u(y[2] >= z[2])<<2|b2u(y[3] >= z[3])<<3|
+					b2u(y[4] >= z[4])<<4|b2u(y[5] >= z[5])<<5|b2u(y[6] >= z[6])<<6|b2u(y[7] >= z[7])<<7) << k
 			}
 		}
-		putBitsWord(out, j, e-j, w)
+		binary.LittleEndian.PutUint64(out[j>>3:], w)
+	}
+	if n < len(a) {
+		cmpTail(op, a[n:], b[n:], nil, out, n)
 	}
 }
 
 // cmpVS writes a op s into the bitmap out (zeroed), as cmpVV.
 func cmpVS[T ordered](op int, a []T, s T, out []byte) {
-	for j := 0; j < len(a); j += 64 {
-		x := a[j:min(j+64, len(a))]
+	n := len(a) &^ 63
+	for j := 0; j < n; j += 64 {
+		x := a[j : j+64 : j+64]
 		var w uint64
 		switch op {
 		case opEq:
-			for k, v := range x {
-				w |= uint64(b2u(v == s)) << k
+			for k := 0; k < 64; k += 8 {
+				y := x[k : k+8 : k+8]
+				w |= uint64(b2u(y[0] == s)|b2u(y[1] == s)<<1|b2u(y[2] == s)<<2|b2u(y[3] == s)<<3|
+					b2u(y[4] == s)<<4|b2u(y[5] == s)<<5|b2u(y[6] == s)<<6|b2u(y[7] == s)<<7) << k
 			}
 		case opNe:
-			for k, v := range x {
-				w |= uint64(b2u(v != s)) << k
+			for k := 0; k < 64; k += 8 {
+				y := x[k : k+8 : k+8]
+				w |= uint64(b2u(y[0] != s)|b2u(y[1] != s)<<1|b2u(y[2] != s)<<2|b2u(y[3] != s)<<3|
+					b2u(y[4] != s)<<4|b2u(y[5] != s)<<5|b2u(y[6] != s)<<6|b2u(y[7] != s)<<7) << k
 			}
 		case opLt:
-			for k, v := range x {
-				w |= uint64(b2u(v < s)) << k
+			for k := 0; k < 64; k += 8 {
+				y := x[k : k+8 : k+8]
+				w |= uint64(b2u(y[0] < s)|b2u(y[1] < s)<<1|b2u(y[2] < s)<<2|b2u(y[3] < s)<<3|
+					b2u(y[4] < s)<<4|b2u(y[5] < s)<<5|b2u(y[6] < s)<<6|b2u(y[7] < s)<<7) << k
 			}
 		case opGt:
-			for k, v := range x {
-				w |= uint64(b2u(v > s)) << k
+			for k := 0; k < 64; k += 8 {
+				y := x[k : k+8 : k+8]
+				w |= uint64(b2u(y[0] > s)|b2u(y[1] > s)<<1|b2u(y[2] > s)<<2|b2u(y[3] > s)<<3|
+					b2u(y[4] > s)<<4|b2u(y[5] > s)<<5|b2u(y[6] > s)<<6|b2u(y[7] > s)<<7) << k
 			}
 		case opLe:
-			for k, v := range x {
-				w |= uint64(b2u(v <= s)) << k
+			for k := 0; k < 64; k += 8 {
+				y := x[k : k+8 : k+8]
+				w |= uint64(b2u(y[0] <= s)|b2u(y[1] <= s)<<1|b2u(y[2] <= s)<<2|b2u(y[3] <= s)<<3|
+					b2u(y[4] <= s)<<4|b2u(y[5] <= s)<<5|b2u(y[6] <= s)<<6|b2u(y[7] <= s)<<7) << k
 			}
 		case opGe:
-			for k, v := range x {
-				w |= uint64(b2u(v >= s)) << k
+			for k := 0; k < 64; k += 8 {
+				y := x[k : k+8 : k+8]
+				w |= uint64(b2u(y[0] >= s)|b2u(y[1] >= s)<<1|b2u(y[2] >= s)<<2|b2u(y[3] >= s)<<3|
+					b2u(y[4] >= s)<<4|b2u(y[5] >= s)<<5|b2u(y[6] >= s)<<6|b2u(y[7] >= s)<<7) << k
 			}
 		}
-		putBitsWord(out, j, len(x), w)
+		binary.LittleEndian.PutUint64(out[j>>3:], w)
 	}
+	if n < len(a) {
+		cmpTail(op, a[n:], nil, []T{s}, out, n)
+	}
+}
+
+// cmpTail compares the last rows x (under 64, from row j) with b, or
+// with the scalar s[0] when b is nil, a row at a time.
+func cmpTail[T ordered](op int, x, b, s []T, out []byte, j int) {
+	var w uint64
+	for k, v := range x {
+		var y T
+		if b != nil {
+			y = b[k]
+		} else {
+			y = s[0]
+		}
+		var hold bool
+		switch op {
+		case opEq:
+			hold = v == y
+		case opNe:
+			hold = v != y
+		case opLt:
+			hold = v < y
+		case opGt:
+			hold = v > y
+		case opLe:
+			hold = v <= y
+		case opGe:
+			hold = v >= y
+		}
+		w |= uint64(b2u(hold)) << k
+	}
+	putBitsWord(out, j, len(x), w)
 }
 
 // putBitsWord stores the n (<= 64) bits of w for rows j.. (j a multiple
