@@ -440,9 +440,9 @@ func (s *logicSide) word(w, rows int) (v, k uint64) {
 	}
 	k = ^uint64(0)
 	if s.k != nil {
-		k = bitWord(s.k, s.koff, w, rows)
+		k = BitWord(s.k, s.koff, w, rows)
 	}
-	return bitWord(s.v, s.voff, w, rows) & k, k
+	return BitWord(s.v, s.voff, w, rows) & k, k
 }
 
 // unaryBoolNode is NOT and the IS [NOT] NULL/TRUE/FALSE predicates.

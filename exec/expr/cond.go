@@ -102,9 +102,9 @@ func (n *caseNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, er
 		cb, cvo, cAllNull := bitsOf(ca)
 		if !cAllNull && cv != nil {
 			for w := range taken {
-				m := bitWord(cv, coff, w, rows) &^ taken[w]
+				m := BitWord(cv, coff, w, rows) &^ taken[w]
 				if cb != nil {
-					m &= bitWord(cb, cvo, w, rows)
+					m &= BitWord(cb, cvo, w, rows)
 				}
 				if m == 0 {
 					continue
@@ -166,12 +166,12 @@ func (n *caseNode) evalMasked(rec arrow.Record, mem memory.Allocator) (arrow.Arr
 	if cv != nil && !cAllNull && !vAllNull {
 		nulls = 0
 		for w := 0; w<<6 < rows; w++ {
-			m := bitWord(cv, coff, w, rows)
+			m := BitWord(cv, coff, w, rows)
 			if cb != nil {
-				m &= bitWord(cb, cbo, w, rows)
+				m &= BitWord(cb, cbo, w, rows)
 			}
 			if vb != nil {
-				m &= bitWord(vb, vbo, w, rows)
+				m &= BitWord(vb, vbo, w, rows)
 			}
 			putWord(ob, w, rows, m)
 			nulls += min(64, rows-w<<6) - bits.OnesCount64(m)
@@ -341,7 +341,7 @@ func validWord(a arrow.Array, w, rows int) uint64 {
 	case vb == nil:
 		return ^uint64(0)
 	}
-	return bitWord(vb, off, w, rows)
+	return BitWord(vb, off, w, rows)
 }
 
 // constPicker builds a CASE whose values are all fixed-width constants

@@ -26,9 +26,9 @@ func FilterRecord(rec arrow.Record, mask *array.Boolean, mem memory.Allocator) (
 	if !allNull && vals != nil {
 		// a word (64 rows) at a time: the TRUE and valid rows' indices
 		for w := 0; w < (n+63)/64; w++ {
-			m := bitWord(vals, voff, w, n)
+			m := BitWord(vals, voff, w, n)
 			if vbits != nil {
-				m &= bitWord(vbits, boff, w, n)
+				m &= BitWord(vbits, boff, w, n)
 			}
 			for ; m != 0; m &= m - 1 {
 				idx = append(idx, int32(w<<6+bits.TrailingZeros64(m)))

@@ -223,9 +223,9 @@ func emptyArray(dt arrow.DataType, mem memory.Allocator) arrow.Array {
 	return b.NewArray()
 }
 
-// bitWord returns bits [64w, 64w+64) of the bitmap (b, off) as a word (bit
+// BitWord returns bits [64w, 64w+64) of the bitmap (b, off) as a word (bit
 // i of the word is bit 64w+i), the bits at or past n cleared.
-func bitWord(b []byte, off, w, n int) uint64 {
+func BitWord(b []byte, off, w, n int) uint64 {
 	start := off + w<<6
 	cnt := min(64, n-w<<6)
 	var v uint64
