@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/planner"
 )
@@ -538,7 +539,7 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 		for _, acc := range a.accs {
 			cols = append(cols, acc.staged().take(take, a.mem))
 		}
-		outRec = array.NewRecord(a.schema, cols, int64(len(take)))
+		outRec = expr.NewRecord(a.schema, cols, int64(len(take)))
 		for _, c := range cols {
 			c.Release()
 		}

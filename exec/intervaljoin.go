@@ -455,7 +455,7 @@ func (j *intervalJoin) emitPairs(input int, rec arrow.Record, matched []bool, ot
 	if input == 1 {
 		cols = append(append(cols[:0], theirs...), mine...)
 	}
-	pairs := array.NewRecord(j.schema, cols, int64(np))
+	pairs := expr.NewRecord(j.schema, cols, int64(np))
 	tk.Release()
 	for _, c := range theirs {
 		c.Release()
@@ -510,7 +510,7 @@ func (j *intervalJoin) emitPadded(side int, cols []arrow.Array, n int, out Colle
 	} else {
 		all = append(append(all, nulls...), cols...)
 	}
-	rec := array.NewRecord(j.schema, all, int64(n))
+	rec := expr.NewRecord(j.schema, all, int64(n))
 	for _, c := range nulls {
 		c.Release()
 	}

@@ -719,7 +719,7 @@ func (j *streamJoin) decodeCands(s *joinSideState) arrow.Record {
 		decodeColumn(b, rows, cur)
 		cols[c] = b.NewArray()
 	}
-	rec := array.NewRecord(s.schema, cols, int64(len(rows)))
+	rec := expr.NewRecord(s.schema, cols, int64(len(rows)))
 	for _, c := range cols {
 		c.Release()
 	}
@@ -768,7 +768,7 @@ func (j *streamJoin) evalResidual(input int, rec, candRec arrow.Record, n int) e
 	cols := make([]arrow.Array, 0, j.pairSch.NumFields())
 	cols = append(cols, l.Columns()...)
 	cols = append(cols, r.Columns()...)
-	pairs := array.NewRecord(j.pairSch, cols, int64(np))
+	pairs := expr.NewRecord(j.pairSch, cols, int64(np))
 	defer pairs.Release()
 	m, err := j.residual.Eval(pairs, j.mem)
 	if err != nil {
@@ -1100,7 +1100,7 @@ func (j *streamJoin) emit(input int, rec, candRec arrow.Record, out Collector) e
 	for _, p := range parts {
 		cols = append(cols, p.Columns()...)
 	}
-	res := array.NewRecord(j.outSch, cols, int64(n))
+	res := expr.NewRecord(j.outSch, cols, int64(n))
 	for _, p := range parts {
 		p.Release()
 	}

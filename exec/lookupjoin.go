@@ -137,7 +137,7 @@ func (j *lookupJoin) load() error {
 		}
 		cols[c] = a
 	}
-	dim := array.NewRecord(dimSchema, cols, int64(n))
+	dim := expr.NewRecord(dimSchema, cols, int64(n))
 	for _, c := range cols {
 		c.Release()
 	}
@@ -270,7 +270,7 @@ func (j *lookupJoin) take(rec arrow.Record, li, di []int32) arrow.Record {
 	cols := make([]arrow.Array, 0, int(l.NumCols()+d.NumCols()))
 	cols = append(cols, l.Columns()...)
 	cols = append(cols, d.Columns()...)
-	out := array.NewRecord(j.schema, cols, int64(len(li)))
+	out := expr.NewRecord(j.schema, cols, int64(len(li)))
 	l.Release()
 	d.Release()
 	return out

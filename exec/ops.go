@@ -186,7 +186,7 @@ func (c *calc) project(in arrow.Record) (arrow.Record, error) {
 		}
 		cols = append(cols, a)
 	}
-	rec := array.NewRecord(c.schema, cols, in.NumRows()) // copies cols
+	rec := expr.NewRecord(c.schema, cols, in.NumRows()) // copies cols
 	for i, x := range cols {
 		x.Release()
 		cols[i] = nil
@@ -242,7 +242,7 @@ func (c *calc) narrowThenFilter(b Batch, out Collector) error {
 		}
 		cols = append(cols, a)
 	}
-	narrow := array.NewRecord(c.leafSchema, cols, b.Rec.NumRows())
+	narrow := expr.NewRecord(c.leafSchema, cols, b.Rec.NumRows())
 	for _, x := range cols {
 		x.Release()
 	}
@@ -404,6 +404,6 @@ func (t *tableFunc) ProcessBatch(_ int, b Batch, out Collector) error {
 	w := words.NewArray()
 	defer w.Release()
 	cols := append(append([]arrow.Array{}, taken.Columns()...), w)
-	rec := array.NewRecord(t.schema, cols, int64(len(t.idx)))
+	rec := expr.NewRecord(t.schema, cols, int64(len(t.idx)))
 	return out.Collect(Batch{Rec: rec, Ops: ops})
 }

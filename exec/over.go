@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/planner"
 )
@@ -456,7 +457,7 @@ func (o *overAgg) emit(out Collector) error {
 		}
 		o.outI[a], o.outF[a], o.outOK[a] = o.outI[a][:0], o.outF[a][:0], o.outOK[a][:0]
 	}
-	rec := array.NewRecord(o.spec.Out.Arrow(), cols, int64(len(o.outIDs)))
+	rec := expr.NewRecord(o.spec.Out.Arrow(), cols, int64(len(o.outIDs)))
 	for _, c := range cols {
 		c.Release()
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
@@ -522,7 +521,7 @@ func (st *subtask) runSource() error {
 			st.valuesDone = true
 		}
 		if !st.valuesDone { // a restored Values source emitted its row already
-			rec := array.NewRecord(arrow.NewSchema(nil, nil), nil, 1)
+			rec := expr.NewRecord(arrow.NewSchema(nil, nil), nil, 1)
 			st.cfg.Metrics.RecordsIn.Add(1)
 			if err := st.process(0, Batch{Rec: rec}); err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/planner"
 )
@@ -188,7 +189,7 @@ func (w *temporalSort) ProcessWatermark(wm int64, out Collector) error {
 		for c, ks := range w.cols {
 			cols[c] = ks.gather(w.outRows, w.mem)
 		}
-		rec = array.NewRecord(w.schema, cols, int64(len(w.outRows)))
+		rec = expr.NewRecord(w.schema, cols, int64(len(w.outRows)))
 		for _, c := range cols {
 			c.Release()
 		}

@@ -335,7 +335,7 @@ func (j *temporalJoin) emitPadded(cols []arrow.Array, n int, out Collector) erro
 	for _, dt := range right.types {
 		all = append(all, array.MakeArrayOfNull(j.mem, dt, n))
 	}
-	rec := array.NewRecord(j.schema, all, int64(n))
+	rec := expr.NewRecord(j.schema, all, int64(n))
 	for _, c := range all[len(cols):] {
 		c.Release()
 	}
@@ -453,7 +453,7 @@ func (j *temporalJoin) emitPairs(out Collector) error {
 	for _, ks := range right.cols {
 		cols = append(cols, ks.gather(j.pairR, j.mem))
 	}
-	pairs := array.NewRecord(j.schema, cols, int64(np))
+	pairs := expr.NewRecord(j.schema, cols, int64(np))
 	for _, c := range cols {
 		c.Release()
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/planner"
 )
@@ -529,7 +530,7 @@ func (c *changes) emit(rows *rowStore, out Collector) error {
 		}
 	}
 	cols = append(cols, buildArray(c.mem, arrow.PrimitiveTypes.Int64, c.ranks, nil))
-	rec := array.NewRecord(c.schema, cols, int64(len(c.ids)))
+	rec := expr.NewRecord(c.schema, cols, int64(len(c.ids)))
 	for _, a := range cols {
 		a.Release()
 	}

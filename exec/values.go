@@ -12,7 +12,7 @@ import (
 // valuesRecords evaluates the rows of a VALUES source (constant
 // expressions) into records of at most batchSize rows.
 func valuesRecords(src *planner.SourceSpec, mem memory.Allocator, batchSize int, opts expr.Options) ([]arrow.Record, error) {
-	one := array.NewRecord(arrow.NewSchema(nil, nil), nil, 1)
+	one := expr.NewRecord(arrow.NewSchema(nil, nil), nil, 1)
 	defer one.Release()
 	schema := src.Schema.Arrow()
 	ncol := len(src.Schema)
@@ -56,7 +56,7 @@ func valuesRecords(src *planner.SourceSpec, mem memory.Allocator, batchSize int,
 			}
 			arrs[c] = a
 		}
-		rec := array.NewRecord(schema, arrs, int64(hi-lo))
+		rec := expr.NewRecord(schema, arrs, int64(hi-lo))
 		for _, a := range arrs {
 			a.Release()
 		}

@@ -700,7 +700,7 @@ func (w *windowAgg) results() arrow.Record {
 	for _, f := range w.fire {
 		cols = append(cols, f.result(w.outIdx, w.mem))
 	}
-	rec := array.NewRecord(w.schema, cols, int64(len(w.reprs)))
+	rec := expr.NewRecord(w.schema, cols, int64(len(w.reprs)))
 	for _, c := range cols {
 		c.Release()
 	}

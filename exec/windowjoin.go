@@ -239,7 +239,7 @@ func (j *windowJoin) ProcessBatch(input int, b Batch, out Collector) error {
 // an anti join.
 func (j *windowJoin) emitAlone(side int, cols []arrow.Array, n int, out Collector) error {
 	if j.semiAnti() {
-		rec := array.NewRecord(j.schema, cols, int64(n))
+		rec := expr.NewRecord(j.schema, cols, int64(n))
 		return out.Collect(Batch{Rec: rec})
 	}
 	other := &j.sides[1-side]
@@ -253,7 +253,7 @@ func (j *windowJoin) emitAlone(side int, cols []arrow.Array, n int, out Collecto
 	} else {
 		all = append(append(all, nulls...), cols...)
 	}
-	rec := array.NewRecord(j.schema, all, int64(n))
+	rec := expr.NewRecord(j.schema, all, int64(n))
 	for _, c := range nulls {
 		c.Release()
 	}
@@ -369,7 +369,7 @@ func (j *windowJoin) emitPairRange(out Collector, pairL, pairR []int32) error {
 		cols = append(cols, ks.gather(pairR, j.mem))
 	}
 	fields := append(append([]arrow.Field{}, l.schema.Fields()...), r.schema.Fields()...)
-	pairs := array.NewRecord(arrow.NewSchema(fields, nil), cols, int64(np))
+	pairs := expr.NewRecord(arrow.NewSchema(fields, nil), cols, int64(np))
 	for _, c := range cols {
 		c.Release()
 	}
@@ -395,7 +395,7 @@ func (j *windowJoin) emitPairRange(out Collector, pairL, pairR []int32) error {
 	if j.semiAnti() {
 		return nil
 	}
-	outRec := array.NewRecord(j.schema, pairs.Columns(), int64(np))
+	outRec := expr.NewRecord(j.schema, pairs.Columns(), int64(np))
 	if mask == nil {
 		return out.Collect(Batch{Rec: outRec})
 	}

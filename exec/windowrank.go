@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/planner"
 )
@@ -462,7 +463,7 @@ func (w *windowRank) results() arrow.Record {
 	if w.spec.OutputRank {
 		cols = append(cols, buildArray(w.mem, arrow.PrimitiveTypes.Int64, w.outRanks, nil))
 	}
-	rec := array.NewRecord(w.schema, cols, int64(len(w.outRows)))
+	rec := expr.NewRecord(w.schema, cols, int64(len(w.outRows)))
 	for _, c := range cols {
 		c.Release()
 	}

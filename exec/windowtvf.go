@@ -78,7 +78,7 @@ func (o *windowTVF) ProcessBatch(_ int, b Batch, out Collector) error {
 	tsType := catalog.Timestamp.ArrowType()
 	extra := []arrow.Array{buildArray(o.mem, tsType, o.starts, nil), buildArray(o.mem, tsType, o.ends, nil), buildArray(o.mem, tsType, o.times, nil)}
 	cols = append(cols, extra...)
-	rec := array.NewRecord(o.schema, cols, int64(len(o.take)))
+	rec := expr.NewRecord(o.schema, cols, int64(len(o.take)))
 	for _, c := range extra {
 		c.Release()
 	}

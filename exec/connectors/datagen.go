@@ -19,6 +19,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/exec"
+	"github.com/streamsql/streamsql/exec/expr"
 )
 
 // DatagenBaseTime is the fixed "now" of random TIMESTAMP values: a random
@@ -542,7 +543,7 @@ func (g *Datagen) generate(s *genSplit, n int64) arrow.Record {
 	for i := range g.fields {
 		cols[i] = g.fields[i].generate(mem, int(n), first, s.step)
 	}
-	rec := array.NewRecord(g.schema, cols, n)
+	rec := expr.NewRecord(g.schema, cols, n)
 	for _, c := range cols {
 		c.Release()
 	}

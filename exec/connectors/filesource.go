@@ -855,7 +855,7 @@ func (p *sourcePartitions) complete(data arrow.Record, file string) (arrow.Recor
 		cols = append(cols, c)
 		di++
 	}
-	return array.NewRecord(p.full, cols, int64(n)), nil
+	return expr.NewRecord(p.full, cols, int64(n)), nil
 }
 
 // decodeFile decodes file's partition values once, into the 1-row p.vals.
@@ -974,7 +974,7 @@ func (p *sourcePartitions) prune(root string, dirs []string, filter planner.Expr
 		}
 		cols[i] = array.MakeArrayOfNull(p.mem, p.full.Field(i).Type, n)
 	}
-	rec := array.NewRecord(p.full, cols, int64(n))
+	rec := expr.NewRecord(p.full, cols, int64(n))
 	for _, c := range cols {
 		c.Release()
 	}

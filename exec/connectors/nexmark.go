@@ -12,6 +12,7 @@ import (
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/exec"
+	"github.com/streamsql/streamsql/exec/expr"
 )
 
 // The fields of the Nexmark events, as the Flink benchmark's DDL declares
@@ -81,7 +82,7 @@ func nexProject(rec arrow.Record, schema *arrow.Schema, plan []nexColumn) arrow.
 		cols[i] = array.NewStructData(data)
 		data.Release()
 	}
-	out := array.NewRecord(schema, cols, rec.NumRows())
+	out := expr.NewRecord(schema, cols, rec.NumRows())
 	for _, c := range cols {
 		c.Release()
 	}

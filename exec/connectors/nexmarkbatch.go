@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/exec"
+	"github.com/streamsql/streamsql/exec/expr"
 )
 
 // The fields of each ROW, by position in NexmarkSchema.
@@ -425,7 +426,7 @@ func (b *nexBatch) record(n int) arrow.Record {
 	for r := range b.rows {
 		cols = append(cols, b.rowArray(r, n))
 	}
-	rec := array.NewRecord(NexmarkSchema, cols, int64(n))
+	rec := expr.NewRecord(NexmarkSchema, cols, int64(n))
 	for _, c := range cols {
 		c.Release()
 	}

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
-	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/exec"
+	"github.com/streamsql/streamsql/exec/expr"
 	"github.com/streamsql/streamsql/exec/format"
 )
 
@@ -313,7 +313,7 @@ func (s *PartitionedSink) Write(b exec.Batch) error {
 	for _, c := range s.dataCols {
 		s.cols = append(s.cols, b.Rec.Column(c))
 	}
-	data := array.NewRecord(s.dataSchema, s.cols, int64(n))
+	data := expr.NewRecord(s.dataSchema, s.cols, int64(n))
 	defer data.Release()
 	if s.csv != nil {
 		s.csv.Reset(data)

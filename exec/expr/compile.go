@@ -116,7 +116,7 @@ func isNullConst(ev Evaluator) bool {
 	return a != nil && a.IsNull(0)
 }
 
-var oneRow = array.NewRecord(arrow.NewSchema(nil, nil), nil, 1)
+var oneRow = NewRecord(arrow.NewSchema(nil, nil), nil, 1)
 
 // foldConst evaluates a call whose arguments are all constants once. If that
 // fails (e.g. CAST('x' AS INT)), the call is kept so the error surfaces when a

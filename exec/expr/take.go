@@ -51,7 +51,7 @@ func TakeRecord(rec arrow.Record, idx []int32, mem memory.Allocator) arrow.Recor
 		c := rec.Column(i)
 		cols[i] = gatherWith(c.DataType(), []arrow.Array{c}, nil, idx, runs, mem)
 	}
-	out := array.NewRecord(rec.Schema(), cols, int64(len(idx)))
+	out := NewRecord(rec.Schema(), cols, int64(len(idx)))
 	for _, c := range cols {
 		c.Release()
 	}
@@ -75,7 +75,7 @@ func takeColumns(rec arrow.Record, cols []bool, idx []int32, mem memory.Allocato
 			out[i] = array.NewSlice(rec.Column(i), 0, int64(len(idx)))
 		}
 	}
-	r := array.NewRecord(rec.Schema(), out, int64(len(idx)))
+	r := NewRecord(rec.Schema(), out, int64(len(idx)))
 	for _, c := range out {
 		c.Release()
 	}
