@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow"
@@ -161,5 +162,68 @@ func BenchmarkCountFilter(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		acc.update(gids, col, nil)
+	}
+}
+
+// TestSlotBytesParts: a group's estimated memory (slotBytes, its fixed part
+// summed once) equals the sum of its parts asked slot by slot: string and
+// integer keys, fixed-width accumulators, MIN/MAX of BIGINT (fixed when
+// insert-only, multisets under retraction) and of STRING, COUNT(DISTINCT).
+func TestSlotBytesParts(t *testing.T) {
+	big, str := catalog.BigInt, catalog.String
+	for _, mode := range []planner.ChangelogMode{planner.InsertOnly, planner.Retract} {
+		mem := memtest.NewChecked()
+		out := catalog.Schema{{Name: "k", Type: big}, {Name: "s", Type: str}, {Name: "c", Type: big}, {Name: "mx", Type: big},
+			{Name: "ms", Type: str}, {Name: "sm", Type: big}, {Name: "dc", Type: big}}
+		spec := &planner.AggOp{ID: "agg", Keys: []int{0, 1}, KeyNames: []string{"k", "s"}, InputMode: mode, Out: out, Aggs: []planner.AggCall{
+			{Fn: "count_star", Arg: -1, T: big},
+			{Fn: "max", Arg: 2, ArgType: big, T: big},
+			{Fn: "min", Arg: 1, ArgType: str, T: str},
+			{Fn: "sum", Arg: 2, ArgType: big, T: big},
+			{Fn: "count", Arg: 2, Distinct: true, ArgType: big, T: big},
+		}}
+		a, err := newAgg(spec, &OpContext{OpID: "agg", Parallelism: 1, KeyGroups: KeyGroups{Start: 0, End: 8, MaxParallelism: 8}, Mem: mem, BatchSize: 64})
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String}, {Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
+		b := array.NewRecordBuilder(mem, schema)
+		for i := 0; i < 40; i++ {
+			b.Field(0).(*array.Int64Builder).Append(int64(i % 7))
+			b.Field(1).(*array.StringBuilder).Append(strings.Repeat("x", i%5))
+			b.Field(2).(*array.Int64Builder).Append(int64(i * 31))
+		}
+		rec := b.NewRecord()
+		b.Release()
+		if err := a.ProcessBatch(0, Batch{Rec: rec}, &changeTable{t: t, rows: map[string]int{}}); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		checked := 0
+		for g := int32(0); int(g) < len(a.rowCount); g++ {
+			if a.rowCount[g] == 0 {
+				continue
+			}
+			want := 8 + 4
+			for _, k := range a.keys {
+				want += k.slotBytes(g)
+			}
+			for _, acc := range a.accs {
+				if s, ok := acc.(accSizer); ok {
+					want += s.slotBytes(g)
+				} else {
+					want += accSlotBytes
+				}
+			}
+			if got := a.slotBytes(g); got != want {
+				t.Fatalf("mode %v, slot %d: slotBytes %d, parts %d", mode, g, got, want)
+			}
+			checked++
+		}
+		if checked < 7 {
+			t.Fatalf("mode %v: %d groups checked", mode, checked)
+		}
+		a.Close()
+		mem.AssertSize(t, 0)
 	}
 }

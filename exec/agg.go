@@ -69,10 +69,13 @@ type groupAgg struct {
 	shares []sharer
 	logged bool
 	snapID int64 // the checkpoint being snapshotted (AppendDelta)
+	// slotBytes' parts (sizeParts; sizeFixed -1 until computed)
+	sizeFixed int
+	sizeVar   []accSizer
 }
 
 func newAgg(s *planner.AggOp, ctx *OpContext) (*groupAgg, error) {
-	a := &groupAgg{spec: s, mem: ctx.Mem, batchSize: max(ctx.BatchSize, 1), schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), ctx: ctx}
+	a := &groupAgg{spec: s, mem: ctx.Mem, batchSize: max(ctx.BatchSize, 1), schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), ctx: ctx, sizeFixed: -1}
 	if len(s.Keys) == 1 {
 		switch s.Out[0].Type.Kind {
 		case catalog.KindInt, catalog.KindBigInt, catalog.KindTimestamp:

@@ -45,8 +45,12 @@ func scalarBytes[T scalar](v T) int {
 	return 0
 }
 
+// slotBytes: a slot below 0 asks for the fixed part only (sizeParts).
 func (k *typedKeys[T]) slotBytes(g int32) int {
 	var zero T
+	if g < 0 {
+		return 1 + fixedSize(zero)
+	}
 	return 1 + fixedSize(zero) + scalarBytes(k.vals[g])
 }
 
@@ -72,19 +76,57 @@ func (a *groupAgg) clearSlot(g int32) {
 }
 
 // slotBytes estimates a group's memory: keys, row count, accumulators.
+// The tier asks for every slot a batch touched: the fixed-size parts are
+// summed once (sizeParts), the others asked per slot.
 func (a *groupAgg) slotBytes(g int32) int {
-	n := 8 + 4 // row count, mark
-	for _, k := range a.keys {
-		n += k.slotBytes(g)
+	if a.sizeFixed < 0 {
+		a.sizeParts()
 	}
-	for _, acc := range a.accs {
-		if s, ok := acc.(accSizer); ok {
-			n += s.slotBytes(g)
-		} else {
-			n += accSlotBytes
-		}
+	n := a.sizeFixed
+	for _, s := range a.sizeVar {
+		n += s.slotBytes(g)
 	}
 	return n
+}
+
+// sizeParts splits slotBytes into its constant part (the row count, the
+// mark, fixed-width keys, accumulators without an accSizer) and the
+// string keys and accSizers, asked per slot.
+func (a *groupAgg) sizeParts() {
+	a.sizeFixed = 8 + 4 // row count, mark
+	a.sizeVar = a.sizeVar[:0]
+	for _, k := range a.keys {
+		if _, str := k.(*typedKeys[string]); str {
+			a.sizeVar = append(a.sizeVar, k)
+		} else {
+			a.sizeFixed += k.slotBytes(-1)
+		}
+	}
+	for _, acc := range a.accs {
+		s, ok := acc.(accSizer)
+		if f, isF := acc.(fixedSizer); ok && isF {
+			if n, fixed := f.fixedSlotBytes(); fixed {
+				a.sizeFixed += n
+				continue
+			}
+		}
+		if ok {
+			a.sizeVar = append(a.sizeVar, s)
+		} else {
+			a.sizeFixed += accSlotBytes
+		}
+	}
+}
+
+// fixedSizer is an accSizer whose slots may all have one size.
+type fixedSizer interface{ fixedSlotBytes() (int, bool) }
+
+// fixedSlotBytes: an insert-only MIN or MAX of a fixed-width type keeps
+// one value a slot.
+func (a *minMax[T]) fixedSlotBytes() (int, bool) {
+	var zero T
+	_, str := any(zero).(string)
+	return accSlotBytes, !a.retract && !str
 }
 
 // rowBytes estimates the memory of stored row id.
