@@ -55,7 +55,7 @@ func TestReport(t *testing.T) {
 	res := []Result{
 		{Spec: Spec{Query: "q1", Parallelism: 1, Interval: sec, Events: 4_000_000}, Wall: 2 * sec, User: 1800 * time.Millisecond, Sys: 200 * time.Millisecond,
 			GenCPU: sec, PeakRSS: 64 << 20, Checkpoints: 3, P50MS: 10, P99MS: 30, LastSize: 2048},
-		{Spec: Spec{Query: "q1", Parallelism: 1, Events: 4_000_000}, Wall: 2 * sec, User: 1600 * time.Millisecond},
+		{Spec: Spec{Query: "q1", Parallelism: 1, Events: 4_000_000}, Wall: 2 * sec, User: 1600 * time.Millisecond, GenCPU: sec},
 		{Spec: Spec{Query: "q1", Parallelism: 2, Interval: sec, Events: 4_000_000}, Wall: sec, User: 2 * sec},
 		{Spec: Spec{Query: "q1", Parallelism: 1, Events: 4_000_000, Reference: true}, Wall: sec, User: sec},
 		{Spec: Spec{Query: "q5", Parallelism: 1, Interval: sec, Events: 1}, Err: "q5: boom\nmore"},
@@ -73,6 +73,7 @@ func TestReport(t *testing.T) {
 		"| 2 KiB ",         // last size
 		"| 2.50 M ",        // off: 4 M / 1.6 s
 		"| +20% ",          // overhead: 1 - 2.0/2.5
+		"| +25% ",          // per generator CPU: 2 s / 1 s on over 1.6 s / 1 s off
 		"| 2.00x ",         // p2 over p1, wall
 		"| 2.00 cores ",    // p2's 4 M events/s over p1's 2 M events per CPU-second
 		"| 0.50 (4.00 M) ", // reference ratio: 2 M / 4 M

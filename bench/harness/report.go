@@ -165,8 +165,8 @@ func Report(w io.Writer, results []Result) {
 		by[k] = r
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	row(tw, []string{"query", "p", "events", "events/s", "events/cpu-s", "without generator", "generator", "sys", "peak RSS", "checkpoints", "p50 / p99 ms", "last size", "off: events/cpu-s", "overhead", "p2/p1", "p2 / p1 core", "reference ratio", "floor", "Flink 2.0/core"})
-	row(tw, strings.Split(strings.Repeat("---,", 18)+"---", ","))
+	row(tw, []string{"query", "p", "events", "events/s", "events/cpu-s", "without generator", "generator", "sys", "peak RSS", "checkpoints", "p50 / p99 ms", "last size", "off: events/cpu-s", "overhead", "overhead per gen. CPU", "p2/p1", "p2 / p1 core", "reference ratio", "floor", "Flink 2.0/core"})
+	row(tw, strings.Split(strings.Repeat("---,", 19)+"---", ","))
 	for _, k := range order {
 		on, hasOn := by[key{k.q, k.p, true}]
 		off, hasOff := by[key{k.q, k.p, false}]
@@ -177,7 +177,7 @@ func Report(w io.Writer, results []Result) {
 		cells := []string{k.q, fmt.Sprint(k.p), si(float64(main.Spec.Events))}
 		if main.Err != "" {
 			cells = append(cells, "FAILED: "+firstLine(main.Err))
-			for len(cells) < 19 {
+			for len(cells) < 20 {
 				cells = append(cells, "")
 			}
 			row(tw, cells)
@@ -193,8 +193,18 @@ func Report(w io.Writer, results []Result) {
 		}
 		if hasOn && hasOff && off.Err == "" {
 			cells = append(cells, si(off.EventsPerCPU()), fmt.Sprintf("%+.0f%%", 100*(1-on.EventsPerCPU()/off.EventsPerCPU())))
+			// the same from the process's CPU per generator CPU: the
+			// generator's work per event is the same in both runs, so it
+			// gauges the machine's speed in each (single runs' events per
+			// CPU-second swing by 30% from one minute to the next)
+			genOverhead := ""
+			if on.GenCPU > 0 && off.GenCPU > 0 && off.CPU() > 0 {
+				r := (float64(on.CPU()) / float64(on.GenCPU)) / (float64(off.CPU()) / float64(off.GenCPU))
+				genOverhead = fmt.Sprintf("%+.0f%%", 100*(r-1))
+			}
+			cells = append(cells, genOverhead)
 		} else {
-			cells = append(cells, "", "")
+			cells = append(cells, "", "", "")
 		}
 		// p2/p1: wall-clock speed-up; p2 / p1 core: events/s at p2 over
 		// events per CPU-second at p1, i.e. how many cores' worth of the

@@ -32,9 +32,11 @@ of the whole process, the same without the generator's CPU (the time the
 nexmark source spends building batches, measured on its thread's CPU
 clock), the generator's and the kernel's (sys) share of the CPU, peak RSS,
 the checkpoints (count, p50/p99 end-to-end duration, last size), events per
-CPU-second with checkpoints off and the overhead, the speed-up of p2 over
-p1, the ratio to the hand-written reference kernel (bench/reference: q1,
-q2, q5, q17), issue 11's floor and Flink 2.0's published per-core figure.`
+CPU-second with checkpoints off and the overhead (also read from each run's
+CPU per generator CPU, which follows the machine's speed), the speed-up of
+p2 over p1, the ratio to the hand-written reference kernel (bench/reference:
+q1, q2, q5, q17), issue 11's floor and Flink 2.0's published per-core
+figure.`
 
 const benchNexmarkExample = `  streamsql bench nexmark                          # every query, p1 and p2, 1 s checkpoints and off
   streamsql bench nexmark --queries q1,q5 --events 2000000 -p 1
