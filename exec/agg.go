@@ -268,7 +268,7 @@ func (a *groupAgg) lookupKey(rec arrow.Record, j int) int32 {
 		return g
 	}
 	row := int(a.dedupe.first[j])
-	kg := int(a.rowHashes[row] % uint64(a.maxP)) // keyGroupOf, hashed already
+	kg := keyGroup(a.rowHashes[row], a.maxP) // keyGroupOf, hashed already
 	if !ok && a.tiered {
 		// a cold key is read by key group
 		g, ok = a.tbl.LookupBytesHashed(kg, h, k)

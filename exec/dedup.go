@@ -115,7 +115,7 @@ func (d *dedup) ProcessBatch(_ int, b Batch, out Collector) error {
 	}
 	for i := 0; i < n; i++ {
 		key := d.keyBuf[d.keyOffs[i]:d.keyOffs[i+1]]
-		g, ok := d.tbl.LookupBytesIn(int(d.hashes[i]%uint64(d.maxP)), key)
+		g, ok := d.tbl.LookupBytesIn(keyGroup(d.hashes[i], d.maxP), key)
 		if ok && d.tbl.Expired(g) {
 			d.dropSlot(g)
 			ok = false
@@ -129,7 +129,7 @@ func (d *dedup) ProcessBatch(_ int, b Batch, out Collector) error {
 			}
 		}
 		if !ok {
-			g = d.tbl.InsertBytes(key, int(d.hashes[i]%uint64(d.maxP)))
+			g = d.tbl.InsertBytes(key, keyGroup(d.hashes[i], d.maxP))
 			id := d.rows.take(i, true)
 			d.out.add(Insert, id, 1)
 			if d.keepRows {

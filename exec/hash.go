@@ -34,6 +34,16 @@ func HashKeys(rec arrow.Record, keys []int, out []uint64) []uint64 {
 	return out
 }
 
+// keyGroup is the key group of a row of HashKeys h among maxP: h mod maxP,
+// by a mask when maxP is a power of two (the default, 128): a 64-bit
+// division per row cost the window aggregation ~3 ns a row.
+func keyGroup(h uint64, maxP int) int {
+	if m := uint64(maxP); m&(m-1) == 0 {
+		return int(h & (m - 1))
+	}
+	return int(h % uint64(maxP))
+}
+
 // keyHashes returns the HashKeys of b's rows over columns keys: the
 // batch's own (batchHashes) or computed into *buf. The result is
 // read-only.

@@ -131,3 +131,17 @@ func TestHashKeysOneString(t *testing.T) {
 		rec.Release()
 	}
 }
+
+// TestKeyGroupIsModulo: keyGroup is h mod maxP for powers of two (by a
+// mask) and other values alike.
+func TestKeyGroupIsModulo(t *testing.T) {
+	rng := rand.New(rand.NewSource(12))
+	for _, maxP := range []int{1, 2, 3, 100, 128, 4096, 32768, 1000} {
+		for range 1000 {
+			h := rng.Uint64()
+			if got, want := keyGroup(h, maxP), int(h%uint64(maxP)); got != want {
+				t.Fatalf("keyGroup(%x, %d) = %d, want %d", h, maxP, got, want)
+			}
+		}
+	}
+}

@@ -394,7 +394,7 @@ func (j *intervalJoin) ProcessBatch(input int, b Batch, out Collector) error {
 			me.times[id], me.matched[id] = t, matched[i]
 			j.storeIDs = append(j.storeIDs, id)
 			key := j.makeSlotKey(input, j.keyBuf[j.keyOffs[i]:j.keyOffs[i+1]])
-			kg := int(j.hashes[i] % uint64(j.maxP))
+			kg := keyGroup(j.hashes[i], j.maxP)
 			g, ok := j.tbl.LookupBytes(key)
 			if !ok {
 				g = j.tbl.InsertBytes(key, kg)

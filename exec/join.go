@@ -579,7 +579,7 @@ func (j *streamJoin) prepare(in *joinSideState, b Batch) {
 
 func (j *streamJoin) jk(i int) []byte  { return j.jkBuf[j.jkOffs[i]:j.jkOffs[i+1]] }
 func (j *streamJoin) row(i int) []byte { return j.rowBuf[j.rowOffs[i]:j.rowOffs[i+1]] }
-func (j *streamJoin) kg(i int) int     { return int(j.hashes[i] % uint64(j.maxP)) }
+func (j *streamJoin) kg(i int) int     { return keyGroup(j.hashes[i], j.maxP) }
 
 // lookup finds, once per distinct join key of the batch, the other side's
 // live rows with that key.

@@ -245,7 +245,7 @@ func (o *overAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 			continue
 		}
 		key := o.keyBuf[o.keyOffs[i]:o.keyOffs[i+1]]
-		kg := int(o.hashes[i] % uint64(o.maxP))
+		kg := keyGroup(o.hashes[i], o.maxP)
 		g, ok := o.tbl.LookupBytes(key)
 		if !ok {
 			g = o.tbl.InsertBytes(key, kg)

@@ -278,7 +278,7 @@ func (j *temporalJoin) ProcessBatch(input int, b Batch, out Collector) error {
 			me.times[id] = t
 			j.storeIDs = append(j.storeIDs, id)
 			key := j.makeSlotKey(input, j.keyBuf[j.keyOffs[i]:j.keyOffs[i+1]])
-			kg := int(j.hashes[i] % uint64(j.maxP))
+			kg := keyGroup(j.hashes[i], j.maxP)
 			g, ok := j.lookup(key)
 			if !ok {
 				g = j.tbl.InsertBytes(key, kg)

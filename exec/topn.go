@@ -153,7 +153,7 @@ func (t *topN) ProcessBatch(_ int, b Batch, out Collector) error {
 	}
 	for i := 0; i < n; i++ {
 		key := t.keyBuf[t.keyOffs[i]:t.keyOffs[i+1]]
-		g, ok := t.tbl.LookupBytesIn(int(t.hashes[i]%uint64(t.maxP)), key)
+		g, ok := t.tbl.LookupBytesIn(keyGroup(t.hashes[i], t.maxP), key)
 		if ok && t.tbl.Expired(g) {
 			t.dropSlot(g)
 			ok = false
@@ -163,7 +163,7 @@ func (t *topN) ProcessBatch(_ int, b Batch, out Collector) error {
 			if !add {
 				continue // a retraction of a row never seen (or expired): ignored, as Flink
 			}
-			g = t.tbl.InsertBytes(key, int(t.hashes[i]%uint64(t.maxP)))
+			g = t.tbl.InsertBytes(key, keyGroup(t.hashes[i], t.maxP))
 		}
 		var changed bool
 		if add {

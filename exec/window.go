@@ -326,7 +326,7 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 		if w.proc {
 			t = w.procNow - w.off
 		}
-		kg := int(w.hashes[i] % uint64(w.maxP))
+		kg := keyGroup(w.hashes[i], w.maxP)
 		wm := w.wmFor(kg)
 		gk := w.keyBuf[w.keyOffs[i]:w.keyOffs[i+1]]
 		var g int32

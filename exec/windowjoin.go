@@ -194,7 +194,7 @@ func (j *windowJoin) ProcessBatch(input int, b Batch, out Collector) error {
 			continue
 		}
 		key := j.keyBuf[j.keyOffs[i]:j.keyOffs[i+1]]
-		kg := int(j.hashes[i] % uint64(j.maxP))
+		kg := keyGroup(j.hashes[i], j.maxP)
 		sk := append(append(j.slotKey[:0], byte(input)), key...)
 		j.slotKey = sk
 		g, ok := j.tbl.LookupBytes(sk)

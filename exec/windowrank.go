@@ -168,7 +168,7 @@ func (w *windowRank) ProcessBatch(_ int, b Batch, out Collector) error {
 			continue
 		}
 		end := int64(ends[i])
-		kg := int(w.hashes[i] % uint64(w.maxP))
+		kg := keyGroup(w.hashes[i], w.maxP)
 		if end-1 <= w.wmFor(kg) {
 			late++
 			continue
