@@ -164,7 +164,7 @@ func (a *groupAgg) intKeyCodec(dst []byte, v int64, null bool) []byte {
 // keyGroupOf is the key group of row row of rec, as the hash exchange
 // routed it (only new keys and cold lookups need it: it hashes one row).
 func (a *groupAgg) keyGroupOf(rec arrow.Record, row int) int {
-	return int(HashRow(rec, a.spec.Keys, row) % uint64(a.maxP))
+	return keyGroup(HashRow(rec, a.spec.Keys, row), a.maxP)
 }
 
 // putKeys stores the key of row row of rec in slot g.

@@ -181,18 +181,10 @@ func (o *exchangeOutput) hashRoute(b Batch) error {
 	for t := range o.idx {
 		o.idx[t] = o.idx[t][:0]
 	}
-	route, maxP := o.route, uint64(len(o.route))
-	if maxP&(maxP-1) == 0 { // a power of two (the default, 128): no division
-		mask := maxP - 1
-		for i, h := range o.hashes {
-			t := route[h&mask]
-			o.idx[t] = append(o.idx[t], int32(i))
-		}
-	} else {
-		for i, h := range o.hashes {
-			t := route[h%maxP]
-			o.idx[t] = append(o.idx[t], int32(i))
-		}
+	route, maxP := o.route, len(o.route)
+	for i, h := range o.hashes {
+		t := route[keyGroup(h, maxP)]
+		o.idx[t] = append(o.idx[t], int32(i))
 	}
 	// The receivers get the hashes too (Batch.Hashes): a keyed operator
 	// there hashes the same columns. Each part has its own (the receiver

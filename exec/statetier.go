@@ -45,13 +45,16 @@ func scalarBytes[T scalar](v T) int {
 	return 0
 }
 
-// slotBytes: a slot below 0 asks for the fixed part only (sizeParts).
 func (k *typedKeys[T]) slotBytes(g int32) int {
 	var zero T
-	if g < 0 {
-		return 1 + fixedSize(zero)
-	}
 	return 1 + fixedSize(zero) + scalarBytes(k.vals[g])
+}
+
+// fixedSlotBytes: a key of a fixed-width type takes one size in every slot.
+func (k *typedKeys[T]) fixedSlotBytes() (int, bool) {
+	var zero T
+	_, str := any(zero).(string)
+	return 1 + fixedSize(zero), !str
 }
 
 func (k *typedKeys[T]) clear(g int32) {
@@ -90,35 +93,34 @@ func (a *groupAgg) slotBytes(g int32) int {
 }
 
 // sizeParts splits slotBytes into its constant part (the row count, the
-// mark, fixed-width keys, accumulators without an accSizer) and the
-// string keys and accSizers, asked per slot.
+// mark, the parts whose slots all take one size: fixedSizer, or an
+// accumulator without an accSizer) and the parts asked per slot.
 func (a *groupAgg) sizeParts() {
 	a.sizeFixed = 8 + 4 // row count, mark
 	a.sizeVar = a.sizeVar[:0]
-	for _, k := range a.keys {
-		if _, str := k.(*typedKeys[string]); str {
-			a.sizeVar = append(a.sizeVar, k)
-		} else {
-			a.sizeFixed += k.slotBytes(-1)
-		}
-	}
-	for _, acc := range a.accs {
-		s, ok := acc.(accSizer)
-		if f, isF := acc.(fixedSizer); ok && isF {
+	add := func(part any) {
+		if f, ok := part.(fixedSizer); ok {
 			if n, fixed := f.fixedSlotBytes(); fixed {
 				a.sizeFixed += n
-				continue
+				return
 			}
 		}
-		if ok {
+		if s, ok := part.(accSizer); ok {
 			a.sizeVar = append(a.sizeVar, s)
 		} else {
 			a.sizeFixed += accSlotBytes
 		}
 	}
+	for _, k := range a.keys {
+		add(k)
+	}
+	for _, acc := range a.accs {
+		add(acc)
+	}
 }
 
-// fixedSizer is an accSizer whose slots may all have one size.
+// fixedSizer is a part of a group (a key, an accumulator) whose slots may
+// all take one size.
 type fixedSizer interface{ fixedSlotBytes() (int, bool) }
 
 // fixedSlotBytes: an insert-only MIN or MAX of a fixed-width type keeps

@@ -195,7 +195,7 @@ func (st *subtask) replayOne(b []byte, from int, rescaled bool, kg KeyGroups) er
 			hashes := HashKeys(rec, edge.Keys, nil)
 			var idx []int32
 			for i, h := range hashes {
-				if g := int(h % uint64(kg.MaxParallelism)); g >= kg.Start && g < kg.End {
+				if g := keyGroup(h, kg.MaxParallelism); g >= kg.Start && g < kg.End {
 					idx = append(idx, int32(i))
 				}
 			}

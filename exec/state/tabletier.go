@@ -481,9 +481,9 @@ func (tt *tableTier) clean(t *Table, g int32) bool {
 }
 
 // load reads Pebble key pk (an int table's key iv, or NULL; a bytes
-// table's key of KeyHash h) from the cold tier into a fresh clean slot. An expired key is removed instead
-// (tombstoned) and reported absent. A failure is kept (MaybeEvict
-// returns it) and the key reported absent.
+// table's key of KeyHash h) from the cold tier into a fresh clean slot.
+// An expired key is removed instead (tombstoned) and reported absent. A
+// failure is kept (MaybeEvict returns it) and the key reported absent.
 func (tt *tableTier) load(t *Table, kg int, pk []byte, h uint64, iv int64, null bool) (int32, bool) {
 	if tt.err != nil {
 		return -1, false
@@ -544,8 +544,9 @@ func (tt *tableTier) load(t *Table, kg int, pk []byte, h uint64, iv int64, null 
 	return g, true
 }
 
-// loadCommitted reads Pebble key pk (an int table's key iv, or NULL) of
-// key group kg from the committed state into a fresh clean slot.
+// loadCommitted reads Pebble key pk (an int table's key iv, or NULL; a
+// bytes table's key of KeyHash h) of key group kg from the committed state
+// into a fresh clean slot.
 func (tt *tableTier) loadCommitted(t *Table, kg int, pk []byte, h uint64, iv int64, null bool) (int32, bool) {
 	if tt.com == nil {
 		return -1, false
