@@ -68,7 +68,7 @@ func TestFlinkOnlyOptions(t *testing.T) {
 		{"table.exec.mini-batch.allow-latency", "5 s"},
 		{"table.exec.mini-batch.size", "5000"},
 		{"table.exec.source.cdc-events-duplicate", "true"},
-		{"table.optimizer.agg-phase-strategy", "TWO_PHASE"},
+		{"table.optimizer.join-reorder-enabled", "true"},
 		{"table.exec.sink.not-null-enforcer", "drop"},
 	} {
 		notice, err := o.SetNotice(kv[0], kv[1])

@@ -422,11 +422,19 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 		acc.stage(before)
 	}
 
-	byRuns := b.Ops == nil && len(a.gids) >= minRunRows
+	partial := partialInput(b.Rec, len(a.spec.Keys))
+	byRuns := b.Ops == nil && len(a.gids) >= minRunRows && !partial
 	if byRuns {
 		a.runs, byRuns = gidRuns(a.gids, a.runs[:0], len(a.gids)/minRunLen)
 	}
 	switch {
+	case partial:
+		if b.Ops != nil {
+			return fmt.Errorf("%s: partial groups with a changelog", a.spec.Describe())
+		}
+		if err := a.mergePartials(b.Rec); err != nil {
+			return err
+		}
 	case byRuns:
 		for k := 0; k+1 < len(a.runs); k++ {
 			a.rowCount[a.gids[a.runs[k]]] += int64(a.runs[k+1] - a.runs[k])
@@ -445,6 +453,9 @@ func (a *groupAgg) process(b Batch, out Collector) error {
 		}
 	}
 	for i, acc := range a.accs {
+		if partial {
+			break
+		}
 		var col arrow.Array
 		if arg := a.spec.Aggs[i].Arg; arg >= 0 {
 			col = b.Rec.Column(arg)

@@ -237,7 +237,54 @@ type schedule struct {
 	// (AsyncPreCommitSink): its output becomes durable in the done the
 	// coordinator waits for, and a sink crash event fails that done.
 	asyncSink bool
-	events    []schedEvent
+	// phase: whether an aggregation over an insert-only input runs in two
+	// phases (planner.SplitAggregation), as
+	// table.optimizer.agg-phase-strategy ONE_PHASE, AUTO (two phases
+	// above parallelism 1: a rescale across 1 restores one plan's state and
+	// channel state into the other) or TWO_PHASE would plan it.
+	phase  schedPhase
+	events []schedEvent
+}
+
+// schedPhase is a schedule's agg-phase-strategy.
+type schedPhase uint8
+
+const (
+	phaseOne schedPhase = iota
+	phaseAuto
+	phaseTwo
+)
+
+func (p schedPhase) String() string {
+	return [...]string{"ONE_PHASE", "AUTO", "TWO_PHASE"}[p]
+}
+
+// split makes the aggregations of plan that can run in two phases do so
+// (at parallelism par): those over an insert-only input with mergeable
+// calls, read from a task with no other output.
+func (p schedPhase) split(plan *planner.Physical, par int) *planner.Physical {
+	if p == phaseOne || p == phaseAuto && par == 1 {
+		return plan
+	}
+	for _, t := range plan.Tasks {
+		if len(t.Ops) == 0 || len(t.Inputs) != 1 {
+			continue
+		}
+		a, ok := t.Ops[0].(*planner.AggOp)
+		in := t.Inputs[0].From
+		if !ok || a.InputMode != planner.InsertOnly || len(in.Outputs) != 1 || t.Inputs[0].Kind != planner.Hash {
+			continue
+		}
+		two := true
+		for _, c := range a.Aggs {
+			two = two && planner.TwoPhaseCall(c)
+		}
+		if two {
+			planner.SplitAggregation(a, in)
+			in.Ops[len(in.Ops)-1].(*planner.LocalAggOp).ID = a.ID + "-local"
+		}
+	}
+	return plan
 }
 
 func (s *schedule) String() string {
@@ -260,8 +307,8 @@ func (s *schedule) String() string {
 	if s.asyncSink {
 		mode += ", asynchronous sink pre-commit"
 	}
-	fmt.Fprintf(&b, "schedule seed=%d: %s at p%d, %s, max parallelism %d, channel capacity %d, %d retained; %d rows over %d keys, %d rows per split and batch\n",
-		s.seed, plan, s.par, mode, s.maxPar, s.chanCap, s.retain, schedRows, schedKeys, schedBatch)
+	fmt.Fprintf(&b, "schedule seed=%d: %s at p%d, %s, max parallelism %d, channel capacity %d, %d retained, %s; %d rows over %d keys, %d rows per split and batch\n",
+		s.seed, plan, s.par, mode, s.maxPar, s.chanCap, s.retain, s.phase, schedRows, schedKeys, schedBatch)
 	for i, e := range s.events {
 		fmt.Fprintf(&b, "  %2d. %s\n", i+1, e)
 	}
@@ -483,6 +530,7 @@ func genSchedule(seed uint64) *schedule {
 		maxPar: []int{7, 16, 16, 32, 128}[r.IntN(5)], chanCap: 1 + r.IntN(4), retain: 1 + r.IntN(3),
 		unaligned: r.IntN(3) == 0}
 	s.asyncSink = seed/4%2 == 1 // independent of schedTiered's seed%4
+	s.phase = schedPhase(seed / 8 % 3)
 	par := s.par
 	subtasks := func() int { // subtasks that take snapshots
 		switch s.plan {
@@ -1329,7 +1377,7 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 		r.attempt++
 		r.par, r.ck, r.store, r.sw = par, ck, store, nil
 		r.mu.Unlock()
-		plan := s.plan.build(par)
+		plan := s.phase.split(s.plan.build(par), par)
 		cfg := JobConfig{Mem: mem, BatchSize: schedBatch, Checkpoint: ck, MaxParallelism: s.maxPar, ChannelCapacity: s.chanCap,
 			StateBackend: backend, StateDir: stateDir, StateTierHotBytes: schedTierHotBytes(s),
 			NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
@@ -1615,3 +1663,31 @@ var (
 	_ RescalableSink     = (*schedSink)(nil)
 	_ AsyncPreCommitSink = (*asyncSchedSink)(nil)
 )
+
+// TestSchedPhaseSplits: the schedules' two-phase plans hold a local phase
+// (a schedule that meant to run one would otherwise prove nothing about
+// it), AUTO splits above parallelism 1 only, ONE_PHASE never.
+func TestSchedPhaseSplits(t *testing.T) {
+	locals := func(ph *planner.Physical) int {
+		n := 0
+		for _, task := range ph.Tasks {
+			for _, op := range task.Ops {
+				if _, ok := op.(*planner.LocalAggOp); ok {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	for _, p := range []schedPlan{planGlobalSink, planChained, planTwoLevel, planSharedAgg} {
+		if n := locals(phaseTwo.split(p.build(1), 1)); n != 1 {
+			t.Errorf("plan %d, TWO_PHASE at p1: %d local phases, want 1", p, n)
+		}
+		if n := locals(phaseAuto.split(p.build(2), 2)); n != 1 {
+			t.Errorf("plan %d, AUTO at p2: %d local phases, want 1", p, n)
+		}
+		if n := locals(phaseAuto.split(p.build(1), 1)) + locals(phaseOne.split(p.build(3), 3)); n != 0 {
+			t.Errorf("plan %d: %d local phases at AUTO p1 or ONE_PHASE", p, n)
+		}
+	}
+}

@@ -16,6 +16,7 @@ func init() {
 	RegisterOperator(func(s *planner.CalcOp, ctx *OpContext) (Operator, error) { return newCalc(s, ctx.Mem, ctx.Clock) })
 	RegisterOperator(func(s *planner.TableFuncOp, ctx *OpContext) (Operator, error) { return newTableFunc(s, ctx.Mem) })
 	RegisterOperator(func(s *planner.AggOp, ctx *OpContext) (Operator, error) { return newAgg(s, ctx) })
+	RegisterOperator(func(s *planner.LocalAggOp, ctx *OpContext) (Operator, error) { return newLocalAgg(s, ctx) })
 }
 
 // calc filters and projects whole batches with compiled expressions.

@@ -32,6 +32,9 @@ type Metrics struct {
 	// ChannelState counts the batches stored as channel state by unaligned
 	// checkpoints (in flight when their barrier passed).
 	ChannelState atomic.Int64
+	// ChannelStateReplayed counts the batches of restored channel state
+	// fed through their subtask's chain.
+	ChannelStateReplayed atomic.Int64
 	// LateRecords counts rows dropped by window operators because their
 	// windows had fired (behind the watermark; window.go).
 	LateRecords atomic.Int64

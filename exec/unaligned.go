@@ -218,6 +218,7 @@ func (st *subtask) replayOne(b []byte, from int, rescaled bool, kg KeyGroups) er
 			batch.Rec.Release()
 			continue
 		}
+		st.cfg.Metrics.ChannelStateReplayed.Add(1)
 		if err := st.process(int(input), batch); err != nil {
 			return err
 		}

@@ -32,6 +32,9 @@ type Planner struct {
 	// statements of a statement set that read the same table with the same
 	// options (table.optimizer.reuse-source-enabled = false).
 	NoSourceReuse bool
+	// AggPhase is table.optimizer.agg-phase-strategy: AUTO (or ""),
+	// ONE_PHASE or TWO_PHASE (LocalAggOp).
+	AggPhase string
 	// NoSubPlanReuse turns off planning an aggregation computed more than
 	// once over the same input only once (reuse.go;
 	// table.optimizer.reuse-sub-plan-enabled = false).

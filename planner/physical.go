@@ -216,13 +216,89 @@ type AggOp struct {
 	MaxParallel  int
 	KeyNames     []string
 	DistinctOnly bool // SELECT DISTINCT
+	// Global: the input is a LocalAggOp's partial groups (two-phase
+	// aggregation). Only EXPLAIN tells it: the operator takes partial
+	// groups and plain rows alike (its identity and state are the same in
+	// both plans, so a job may switch between them across a restore).
+	Global bool
 }
 
 func (o *AggOp) OpID() string { return o.ID }
 func (o *AggOp) Describe() string {
-	as := make([]string, len(o.Aggs))
-	for i, a := range o.Aggs {
+	name := "GroupAggregate"
+	if o.Global {
+		name = "GlobalGroupAggregate"
+	}
+	return fmt.Sprintf("%s(groupBy=[%s], select=[%s])", name, strings.Join(o.KeyNames, ", "), describeCalls(o.Aggs))
+}
+
+func describeCalls(calls []AggCall) string {
+	as := make([]string, len(calls))
+	for i, a := range calls {
 		as[i] = a.String() + " AS " + a.Name
 	}
-	return fmt.Sprintf("GroupAggregate(groupBy=[%s], select=[%s])", strings.Join(o.KeyNames, ", "), strings.Join(as, ", "))
+	return strings.Join(as, ", ")
+}
+
+// LocalAggOp is the first phase of a two-phase aggregation (Flink's
+// LocalGroupAggregate, table.optimizer.agg-phase-strategy): chained before
+// the hash exchange, it folds each input batch into one partial group per
+// distinct key, so that the exchange and the keyed aggregation behind it
+// (AggOp with Global set) see a row per key and batch instead of a row per
+// input row. It keeps no state. Its output is the keys (Keys, in order),
+// the number of rows each partial group folded (PartialRowsColumn), then
+// each call's partial state as the columns PartialTypes gives.
+type LocalAggOp struct {
+	ID       string
+	Keys     []int
+	Aggs     []AggCall
+	KeyNames []string
+	Out      catalog.Schema
+}
+
+// PartialRowsColumn is the column a LocalAggOp adds after the keys.
+const PartialRowsColumn = "$partial_rows"
+
+// PartialTypes are the columns of call c's partial state in a LocalAggOp's
+// output: a count; a sum and its count of values; the extreme (NULL when
+// none).
+func PartialTypes(c AggCall) []catalog.Type {
+	count := catalog.BigInt.WithNotNull(true)
+	switch c.Fn {
+	case "count_star", "count":
+		return []catalog.Type{count}
+	case "sum", "avg":
+		if c.ArgType.Kind == catalog.KindDecimal {
+			return []catalog.Type{{Kind: catalog.KindDecimal, Precision: 38, Scale: c.ArgType.Scale, NotNull: true}, count}
+		}
+		return []catalog.Type{count, count}
+	}
+	return []catalog.Type{c.T.WithNotNull(false)}
+}
+
+func (o *LocalAggOp) OpID() string { return o.ID }
+func (o *LocalAggOp) Describe() string {
+	return fmt.Sprintf("LocalGroupAggregate(groupBy=[%s], select=[%s])", strings.Join(o.KeyNames, ", "), describeCalls(o.Aggs))
+}
+
+// TwoPhaseCall reports whether an aggregate call can be split into a local
+// and a global phase over an insert-only input: its partial states merge
+// exactly (COUNT, integer and DECIMAL SUM/AVG, MIN/MAX), whatever the
+// batches. A floating-point SUM is not split (its rounding would depend on
+// where batches break), nor a DISTINCT aggregate.
+func TwoPhaseCall(c AggCall) bool {
+	switch c.Fn {
+	case "count_star":
+		return true
+	case "min", "max":
+		return c.T.Kind == c.ArgType.Kind
+	case "count":
+		return !c.Distinct
+	case "sum", "avg":
+		switch c.ArgType.Kind {
+		case catalog.KindInt, catalog.KindBigInt, catalog.KindDecimal:
+			return !c.Distinct
+		}
+	}
+	return false
 }

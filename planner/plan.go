@@ -391,8 +391,17 @@ func (b *physBuilder) buildRel(r *rel) *Task {
 		if len(r.agg.Keys) == 0 {
 			par, kind = 1, Global
 		}
+		if b.twoPhase(r.agg, in, par) {
+			// (the reader of a shared source keeps its task: the local
+			// phase runs there)
+			SplitAggregation(r.agg, in)
+			local := in.Ops[len(in.Ops)-1]
+			setID(local, b.id(in, local.Describe()))
+		} else {
+			in = b.skipReader(in)
+		}
 		t := b.newTask(par)
-		b.connect(b.skipReader(in), t, kind, r.agg.Keys)
+		b.connect(in, t, kind, r.agg.Keys)
 		t.Ops = append(t.Ops, r.agg)
 		r.agg.ID = b.aggID(r)
 		t.OutSchema, t.OutMode = r.schema, r.mode
@@ -418,6 +427,70 @@ func (b *physBuilder) buildRel(r *rel) *Task {
 		return b.buildTemporalJoin(r) // temporaljoin.go
 	}
 	panic("unknown rel")
+}
+
+// twoPhase reports whether aggregation a over the task in (whose chain
+// ends with a's input) runs in two phases (LocalAggOp, then a with Global
+// set): table.optimizer.agg-phase-strategy is TWO_PHASE, or AUTO (the
+// default) and the input is shuffled between subtasks (either side runs
+// in parallel), where a row per key and batch crosses the exchange instead
+// of a row per input row and a hot key's rows are folded before they reach
+// its one subtask. The input must be insert-only, every call mergeable
+// (TwoPhaseCall), the keys the input's first columns, and in a task of
+// this aggregation's own (not a shared source or a reused sub-plan).
+func (b *physBuilder) twoPhase(a *AggOp, in *Task, par int) bool {
+	switch strings.ToUpper(b.p.AggPhase) {
+	case "ONE_PHASE":
+		return false
+	case "TWO_PHASE":
+	default: // AUTO
+		if par <= 1 && in.Parallelism <= 1 {
+			return false
+		}
+	}
+	if a.InputMode != InsertOnly || in.Sink != nil || len(in.Outputs) > 0 || b.isProducer(in) {
+		return false
+	}
+	for i, k := range a.Keys {
+		if k != i {
+			return false
+		}
+	}
+	for _, c := range a.Aggs {
+		if !TwoPhaseCall(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// SplitAggregation makes aggregation a two-phase: its local phase
+// (LocalAggOp, without an ID yet) is chained at the end of task in, whose
+// output a reads, and a becomes the global phase. The caller has checked
+// that a can be split (twoPhase).
+func SplitAggregation(a *AggOp, in *Task) {
+	local := localAgg(a, in.OutSchema)
+	in.Ops = append(in.Ops, local)
+	in.OutSchema, in.OutMode = local.Out, InsertOnly
+	for _, e := range in.Outputs {
+		e.Mode = InsertOnly
+	}
+	a.Global = true
+}
+
+// localAgg is the local phase of a over input columns in.
+func localAgg(a *AggOp, in catalog.Schema) *LocalAggOp {
+	out := make(catalog.Schema, 0, len(a.Keys)+2)
+	for _, k := range a.Keys {
+		out = append(out, in[k])
+	}
+	out = append(out, catalog.Column{Name: PartialRowsColumn, Type: catalog.BigInt.WithNotNull(true)})
+	for _, c := range a.Aggs {
+		for j, t := range PartialTypes(c) {
+			out = append(out, catalog.Column{Name: fmt.Sprintf("$partial_%s_%d", c.Name, j), Type: t})
+		}
+	}
+	return &LocalAggOp{Keys: a.Keys, Aggs: a.Aggs, KeyNames: a.KeyNames, Out: out}
 }
 
 // skipReader returns t, or the shared source behind t when t is a reader
@@ -464,6 +537,8 @@ func (b *physBuilder) scanTask(r *rel) *Task {
 
 func setID(op Op, id string) {
 	switch o := op.(type) {
+	case *LocalAggOp:
+		o.ID = id
 	case *CalcOp:
 		o.ID = id
 	case *TableFuncOp:
@@ -565,6 +640,8 @@ func opMode(op Op) string {
 		return o.Mode.String()
 	case *AggOp:
 		return Retract.String()
+	case *LocalAggOp:
+		return InsertOnly.String()
 	case *WindowAggOp, *WindowTVFOp, *WatermarkAssignerOp, *WindowRankOp:
 		return InsertOnly.String()
 	case *RankOp:

@@ -357,7 +357,7 @@ func TestUpgradeReportText(t *testing.T) {
 	src, out, outn := hashID("source", "words"), hashID("sink", "out"), hashID("sink", "outn")
 	want := "== Upgrade Check ==\n" +
 		"RESTORED      Source: words [id=" + src + "]\n" +
-		"INCOMPATIBLE  GroupAggregate(groupBy=[n], select=[COUNT(*) AS EXPR$0]) on words [id=wc]: grouping key 1 (n) was STRING, now INT\n" +
+		"INCOMPATIBLE  GlobalGroupAggregate(groupBy=[n], select=[COUNT(*) AS EXPR$0]) on words [id=wc]: grouping key 1 (n) was STRING, now INT\n" +
 		"NEW           Sink: outn [id=" + outn + "]: starts empty\n" +
 		"UNCLAIMED     Sink: out [id=" + out + "]: the sink is gone; its uncommitted output is dropped\n" +
 		"== Result ==\n" +

@@ -211,6 +211,7 @@ func (s *Session) Planner() *planner.Planner {
 		SinkParallelism:   connectors.SinkParallelism,
 		NoSourceReuse:     !s.Options.Bool("table.optimizer.reuse-source-enabled"),
 		NoSubPlanReuse:    !s.Options.Bool("table.optimizer.reuse-sub-plan-enabled"),
+		AggPhase:          s.Options.Get("table.optimizer.agg-phase-strategy"),
 		CanRead: func(t *catalog.Table) bool {
 			src, _, _, ok := catalog.ConnectorCaps(t.Connector())
 			return ok && src

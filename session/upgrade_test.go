@@ -72,12 +72,12 @@ func TestExplainUpgrade(t *testing.T) {
 		lines   []string
 	}{
 		{"INSERT INTO counts SELECT /*+ UID('wc') */ word, COUNT(*) FROM words WHERE n > 0 GROUP BY word", false,
-			"COMPATIBLE: 3 restored, 0 new", []string{"RESTORED      GroupAggregate(groupBy=[word], select=[COUNT(*) AS EXPR$0]) on words [id=wc]"}},
+			"COMPATIBLE: 3 restored, 0 new", []string{"RESTORED      GlobalGroupAggregate(groupBy=[word], select=[COUNT(*) AS EXPR$0]) on words [id=wc]"}},
 		{"INSERT INTO ncounts SELECT /*+ UID('wc') */ n, COUNT(*) FROM words GROUP BY n", false,
-			"REFUSED: 1 operator has incompatible state", []string{"INCOMPATIBLE  GroupAggregate(groupBy=[n], select=[COUNT(*) AS EXPR$0]) on words [id=wc]: grouping key 1 (n) was STRING, now INT"}},
+			"REFUSED: 1 operator has incompatible state", []string{"INCOMPATIBLE  GlobalGroupAggregate(groupBy=[n], select=[COUNT(*) AS EXPR$0]) on words [id=wc]: grouping key 1 (n) was STRING, now INT"}},
 		{"INSERT INTO shown SELECT word FROM words", false,
 			"REFUSED: the state of 1 operator is unclaimed; SET 'execution.savepoint.ignore-unclaimed-state' = 'true' to drop it",
-			[]string{"UNCLAIMED     GroupAggregate(groupBy=[word], select=[COUNT(*) AS EXPR$0]) on words [id=wc]: no operator claims this state"}},
+			[]string{"UNCLAIMED     GlobalGroupAggregate(groupBy=[word], select=[COUNT(*) AS EXPR$0]) on words [id=wc]: no operator claims this state"}},
 		{"INSERT INTO shown SELECT word FROM words", true, "COMPATIBLE: 1 restored, 0 new, 2 unclaimed (dropped)", nil},
 	}
 	for _, tc := range tests {
