@@ -53,6 +53,7 @@ type localAgg struct {
 	keyHash []uint64
 	dedupe  batchKeys
 	rows    []int64
+	pass int // batches still to pass on unfolded
 }
 
 func newLocalAgg(s *planner.LocalAggOp, ctx *OpContext) (*localAgg, error) {
@@ -70,11 +71,27 @@ func newLocalAgg(s *planner.LocalAggOp, ctx *OpContext) (*localAgg, error) {
 	return a, nil
 }
 
+// Adaptive local phase (as Flink's adaptive local hash aggregation): a
+// batch whose rows fold into more than passRate of its row count partial
+// groups gains little from the local phase, which then passes the next
+// passBatches batches on as they are (the global phase applies rows and
+// partial groups alike) before it tries folding again.
+const (
+	passRate    = 0.5
+	passBatches = 15
+	passMinRows = 64 // smaller batches always fold (they say little)
+)
+
 func (a *localAgg) ProcessBatch(_ int, b Batch, out Collector) error {
-	defer b.Rec.Release()
 	if b.Ops != nil {
+		b.Rec.Release()
 		return fmt.Errorf("%s: the local phase of an aggregation takes inserts only", a.spec.Describe())
 	}
+	if a.pass > 0 {
+		a.pass--
+		return out.Collect(b)
+	}
+	defer b.Rec.Release()
 	n := b.Rows()
 	for lo := 0; lo < n; lo += a.batchSize {
 		hi := min(lo+a.batchSize, n)
@@ -82,19 +99,23 @@ func (a *localAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 		if lo > 0 || hi < n {
 			rec = b.Rec.NewSlice(int64(lo), int64(hi))
 		}
-		err := a.fold(rec, out)
+		d, err := a.fold(rec, out)
 		if rec != b.Rec {
 			rec.Release()
 		}
 		if err != nil {
 			return err
 		}
+		if hi-lo >= passMinRows && float64(d) > passRate*float64(hi-lo) {
+			a.pass = passBatches
+		}
 	}
 	return nil
 }
 
-// fold emits the partial groups of rec (not owned).
-func (a *localAgg) fold(rec arrow.Record, out Collector) error {
+// fold emits the partial groups of rec (not owned) and returns their
+// number.
+func (a *localAgg) fold(rec arrow.Record, out Collector) (int, error) {
 	keys := a.spec.Keys
 	a.hashes = HashKeys(rec, keys, a.hashes[:0])
 	a.dedupe.dedupeHashes(a.hashes)
@@ -147,7 +168,7 @@ func (a *localAgg) fold(rec arrow.Record, out Collector) error {
 			acc.reset(g)
 		}
 	}
-	return out.Collect(Batch{Rec: outRec})
+	return d, out.Collect(Batch{Rec: outRec})
 }
 
 // rowsArray makes the row-count column of d partial groups (a.rows).
