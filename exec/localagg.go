@@ -53,7 +53,7 @@ type localAgg struct {
 	keyHash []uint64
 	dedupe  batchKeys
 	rows    []int64
-	pass int // batches still to pass on unfolded
+	pass    int // batches still to pass on unfolded
 }
 
 func newLocalAgg(s *planner.LocalAggOp, ctx *OpContext) (*localAgg, error) {
