@@ -11,7 +11,6 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
-	"github.com/cockroachdb/pebble/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/sstable"
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/tidwall/btree"
@@ -193,7 +192,7 @@ func (c *coldTier) ingest(fill func(set func(k, v []byte) error) error) error {
 	if err != nil {
 		return err
 	}
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(checkpoint.NoSync{File: f}), c.opts.MakeWriterOptions(0, c.db.FormatMajorVersion().MaxTableFormat()))
+	w := sstable.NewWriter(checkpoint.TableWritable(checkpoint.NoSync{File: f}), c.opts.MakeWriterOptions(0, c.db.FormatMajorVersion().MaxTableFormat()))
 	if err := fill(w.Set); err != nil {
 		_ = w.Close()
 		_ = os.Remove(path)
