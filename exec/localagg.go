@@ -87,12 +87,16 @@ func (a *localAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 		b.Rec.Release()
 		return fmt.Errorf("%s: the local phase of an aggregation takes inserts only", a.spec.Describe())
 	}
+	n := b.Rows()
+	if n == 0 {
+		b.Rec.Release()
+		return nil
+	}
 	if a.pass > 0 {
 		a.pass--
 		return out.Collect(b)
 	}
 	defer b.Rec.Release()
-	n := b.Rows()
 	for lo := 0; lo < n; lo += a.batchSize {
 		hi := min(lo+a.batchSize, n)
 		rec := b.Rec
