@@ -63,6 +63,9 @@ func newLocalAgg(s *planner.LocalAggOp, ctx *OpContext) (*localAgg, error) {
 		if err != nil {
 			return nil, err
 		}
+		if _, ok := acc.(partialAcc); !ok || !planner.TwoPhaseCall(c) {
+			return nil, fmt.Errorf("%s: %s has no partial state", s.Describe(), c)
+		}
 		a.accs = append(a.accs, acc)
 	}
 	fields := make([]arrow.Field, len(s.Keys))
