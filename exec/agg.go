@@ -50,6 +50,7 @@ type groupAgg struct {
 	keys      []keyStore
 	rowCount  []int64
 	accs      []accumulator
+	partialW  []int // the columns of each call's partial state (mergePartials)
 
 	maxP int
 
@@ -245,16 +246,7 @@ func (a *groupAgg) groupRows(rec arrow.Record) {
 		a.hashBuf = HashKeys(rec, a.spec.Keys, a.hashBuf[:0])
 		a.rowHashes = a.hashBuf
 	}
-	a.dedupe.dedupeHashes(a.rowHashes)
-	if a.regroup || !a.dedupe.sameKeys(rec, a.spec.Keys) {
-		n := int(rec.NumRows())
-		a.encodeKeys(rec)
-		a.keyHashes = slices.Grow(a.keyHashes[:0], n)[:n]
-		for i := range a.keyHashes {
-			a.keyHashes[i] = state.KeyHash(a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]])
-		}
-		a.dedupe.dedupe(a.keyHashes, a.keyBuf, a.keyOffs)
-	}
+	a.keyBuf, a.keyOffs, a.keyHashes = a.dedupe.groupRows(rec, a.spec.Keys, a.rowHashes, a.regroup, a.keyBuf, a.keyOffs, a.keyHashes)
 }
 
 // lookupKey returns the slot of the batch's distinct key j (its encoding
@@ -325,11 +317,6 @@ func lookupInts[T int32 | int64 | arrow.Timestamp](a *groupAgg, rec arrow.Record
 		}
 		a.gids[i] = g
 	}
-}
-
-// encodeKeys writes each row's key as bytes (encodeKeyColumns).
-func (a *groupAgg) encodeKeys(rec arrow.Record) {
-	a.keyBuf, a.keyOffs = encodeKeyColumns(rec, a.spec.Keys, a.keyBuf, a.keyOffs)
 }
 
 // Process consumes b in slices of at most the job's batch size, so that

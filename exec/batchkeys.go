@@ -2,11 +2,13 @@ package exec
 
 import (
 	"math/bits"
+	"slices"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 
 	"github.com/streamsql/streamsql/exec/expr"
+	"github.com/streamsql/streamsql/exec/state"
 )
 
 // batchKeys finds the distinct keys of a batch before a keyed operator
@@ -27,6 +29,25 @@ type batchKeys struct {
 // of each group hold equal keys (two keys of one 64-bit hash are
 // improbable, not impossible).
 func (b *batchKeys) dedupeHashes(hashes []uint64) { b.group(hashes, nil) }
+
+// groupRows groups rec's rows by the keys columns: by their HashKeys
+// hashes, checked column by column; by encoded key (encodeKeyColumns into
+// buf, offs, their KeyHashes into kh, returned for reuse) when two keys of
+// the batch share a hash or byBytes is set.
+func (b *batchKeys) groupRows(rec arrow.Record, keys []int, hashes []uint64, byBytes bool, buf []byte, offs []int, kh []uint64) ([]byte, []int, []uint64) {
+	b.dedupeHashes(hashes)
+	if !byBytes && b.sameKeys(rec, keys) {
+		return buf, offs, kh
+	}
+	n := int(rec.NumRows())
+	buf, offs = encodeKeyColumns(rec, keys, buf, offs)
+	kh = slices.Grow(kh[:0], n)[:n]
+	for i := range kh {
+		kh[i] = state.KeyHash(buf[offs[i]:offs[i+1]])
+	}
+	b.dedupe(kh, buf, offs)
+	return buf, offs, kh
+}
 
 // dedupe groups the rows of encoded keys buf[offs[i]:offs[i+1]] (as
 // encodeKeyColumns writes them) whose KeyHashes are hashes, comparing the

@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/exec/expr"
-	"github.com/streamsql/streamsql/exec/state"
 	"github.com/streamsql/streamsql/planner"
 )
 
@@ -125,16 +124,7 @@ func (a *localAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 func (a *localAgg) fold(rec arrow.Record, out Collector) (int, error) {
 	keys := a.spec.Keys
 	a.hashes = HashKeys(rec, keys, a.hashes[:0])
-	a.dedupe.dedupeHashes(a.hashes)
-	if !a.dedupe.sameKeys(rec, keys) { // two keys of one hash: by their bytes
-		n := int(rec.NumRows())
-		a.keyBuf, a.keyOffs = encodeKeyColumns(rec, keys, a.keyBuf, a.keyOffs)
-		a.keyHash = append(a.keyHash[:0], make([]uint64, n)...)
-		for i := range a.keyHash {
-			a.keyHash[i] = state.KeyHash(a.keyBuf[a.keyOffs[i]:a.keyOffs[i+1]])
-		}
-		a.dedupe.dedupe(a.keyHash, a.keyBuf, a.keyOffs)
-	}
+	a.keyBuf, a.keyOffs, a.keyHash = a.dedupe.groupRows(rec, keys, a.hashes, false, a.keyBuf, a.keyOffs, a.keyHash)
 	first, gids := a.dedupe.first, a.dedupe.of
 	d := len(first)
 	for _, acc := range a.accs {
@@ -191,9 +181,14 @@ func partialInput(rec arrow.Record, nKeys int) bool {
 // slots a.gids: the row counts, then each accumulator's columns.
 func (a *groupAgg) mergePartials(rec arrow.Record) error {
 	nk := len(a.spec.Keys)
+	if a.partialW == nil {
+		for _, c := range a.spec.Aggs {
+			a.partialW = append(a.partialW, len(planner.PartialTypes(c)))
+		}
+	}
 	want := nk + 1
-	for _, c := range a.spec.Aggs {
-		want += len(planner.PartialTypes(c))
+	for _, w := range a.partialW {
+		want += w
 	}
 	rows, ok := rec.Column(nk).(*array.Int64)
 	if !ok || int(rec.NumCols()) != want {
@@ -208,7 +203,7 @@ func (a *groupAgg) mergePartials(rec arrow.Record) error {
 		if !ok {
 			return fmt.Errorf("%s: %s cannot merge partial groups", a.spec.Describe(), a.spec.Aggs[i])
 		}
-		n := len(planner.PartialTypes(a.spec.Aggs[i]))
+		n := a.partialW[i]
 		pa.mergePartial(a.gids, rec.Columns()[at:at+n])
 		at += n
 	}
