@@ -138,8 +138,9 @@ func TestRescale(t *testing.T) {
 // checkpoints, restores it at 5, stops it again and restores it at 1, which
 // runs to the end. It returns the records the three runs read in all;
 // rows is what the job's sources generate (each stop must land before it
-// is all read). checkMaxPar also tries a refused restore with another
-// pipeline.max-parallelism.
+// is all read). checkMaxPar (the GROUP BY job) also tries a refused restore
+// with another pipeline.max-parallelism and checks that each restore
+// switches the aggregation's phases (two at p5, one at p1).
 func rescaleRuns(t *testing.T, dir, job, spDir string, rows int64, checkMaxPar bool) int64 {
 	t.Helper()
 	var total int64
@@ -148,6 +149,22 @@ func rescaleRuns(t *testing.T, dir, job, spDir string, rows int64, checkMaxPar b
 		args := []string{"run", "-p", strconv.Itoa(par)}
 		if from != "" {
 			args = append(args, "--from", from)
+		}
+		if from != "" && checkMaxPar {
+			// The savepoint was taken by the other plan of the
+			// aggregation: table.optimizer.agg-phase-strategy AUTO splits
+			// it into a local and a global phase where its input is
+			// shuffled (p2, p5) and keeps one phase at p1; the state
+			// restores across the switch (the upgrade report names the
+			// operator that claims it).
+			r := mustCLI(t, dir, append(append([]string{}, args...), "--check", job)...)
+			want := "RESTORED      GlobalGroupAggregate("
+			if par == 1 {
+				want = "RESTORED      GroupAggregate("
+			}
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("run --check -p %d --from %s: want %q in the upgrade report:\n%s", par, filepath.Base(from), want, r.stdout)
+			}
 		}
 		if i == 2 && checkMaxPar {
 			// The number of key groups cannot change on restore: a
