@@ -260,8 +260,10 @@ func (p schedPhase) String() string {
 }
 
 // split makes the aggregations of plan that can run in two phases do so
-// (at parallelism par): those over an insert-only input with mergeable
-// calls, read from a task with no other output.
+// (at parallelism par), as the planner would: those it finds splittable
+// (planner.Splittable), behind a hash exchange from a task with no other
+// output. (The plans are built by hand, already connected: the planner's
+// own check runs while it builds them.)
 func (p schedPhase) split(plan *planner.Physical, par int) *planner.Physical {
 	if p == phaseOne || p == phaseAuto && par == 1 {
 		return plan
@@ -272,14 +274,7 @@ func (p schedPhase) split(plan *planner.Physical, par int) *planner.Physical {
 		}
 		a, ok := t.Ops[0].(*planner.AggOp)
 		in := t.Inputs[0].From
-		if !ok || a.InputMode != planner.InsertOnly || len(in.Outputs) != 1 || t.Inputs[0].Kind != planner.Hash {
-			continue
-		}
-		two := true
-		for _, c := range a.Aggs {
-			two = two && planner.TwoPhaseCall(c)
-		}
-		if two {
+		if ok && len(in.Outputs) == 1 && t.Inputs[0].Kind == planner.Hash && planner.Splittable(a) {
 			planner.SplitAggregation(a, in)
 			in.Ops[len(in.Ops)-1].(*planner.LocalAggOp).ID = a.ID + "-local"
 		}

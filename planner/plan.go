@@ -448,7 +448,15 @@ func (b *physBuilder) twoPhase(a *AggOp, in *Task, par int) bool {
 			return false
 		}
 	}
-	if a.InputMode != InsertOnly || in.Sink != nil || len(in.Outputs) > 0 || b.isProducer(in) {
+	return in.Sink == nil && len(in.Outputs) == 0 && !b.isProducer(in) && Splittable(a)
+}
+
+// Splittable reports whether aggregation a itself can run in two phases:
+// its input is insert-only, its keys are its input's first columns (the
+// partial rows' layout) and every call merges exactly (TwoPhaseCall).
+// Whether its input task can take the local phase is the caller's to judge.
+func Splittable(a *AggOp) bool {
+	if a.InputMode != InsertOnly {
 		return false
 	}
 	for i, k := range a.Keys {
