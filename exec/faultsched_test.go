@@ -1272,6 +1272,22 @@ type schedOp struct {
 	sub int
 }
 
+// HoldInput passes the wrapped operator's holds on (InputHolder): the
+// join plan's tiered Rows with a 2 KiB budget hold the input while most
+// of its checkpoints are pending.
+func (o *schedOp) HoldInput() bool {
+	h, ok := o.Operator.(InputHolder)
+	if ok && h.HoldInput() {
+		schedHolds.Add(1)
+		return true
+	}
+	return false
+}
+
+// schedHolds counts the times a schedule's operator held its task's input
+// (asked before each input message; over every schedule of the process).
+var schedHolds atomic.Int64
+
 func (o *schedOp) ProcessBatch(input int, b Batch, out Collector) error {
 	if err := o.r.opBatch(); err != nil {
 		b.Rec.Release()
@@ -1569,14 +1585,16 @@ func TestFaultSchedule(t *testing.T) {
 	// (and the aggregations' tiered tables the same, over every tiered
 	// schedule)
 	before, tbefore := state.KVTierTotals(), state.TableTierTotals()
+	holdsBefore := schedHolds.Load()
 	var tiered, tieredTables atomic.Int64
 	t.Cleanup(func() {
 		after := state.KVTierTotals()
 		drops, com, wb := after.CleanDrops-before.CleanDrops, after.ComReads-before.ComReads, after.WriteBacks-before.WriteBacks
+		holds := schedHolds.Load() - holdsBefore
 		if n := tiered.Load(); n >= 3 && (drops == 0 || com == 0) {
 			t.Errorf("%d tiered join schedules: %d clean drops, %d reads from the committed state; want some of each", n, drops, com)
 		}
-		t.Logf("tiered join schedules: %d (clean drops %d, committed reads %d, write-backs %d)", tiered.Load(), drops, com, wb)
+		t.Logf("tiered join schedules: %d (clean drops %d, committed reads %d, write-backs %d, input holds %d)", tiered.Load(), drops, com, wb, holds)
 		tafter := state.TableTierTotals()
 		tdrops, tcom, twb := tafter.CleanDrops-tbefore.CleanDrops, tafter.ComReads-tbefore.ComReads, tafter.WriteBacks-tbefore.WriteBacks
 		if n := tieredTables.Load(); n >= 3 && (tdrops == 0 || tcom == 0) {

@@ -309,6 +309,17 @@ func (j *streamJoin) NotifyAborted(id int64) error {
 	return j.eachRows(func(r *state.Rows) error { r.Abort(id); return nil })
 }
 
+// HoldInput implements InputHolder: a Rows side holds more rows no
+// completed checkpoint has than its budget allows (Rows.HoldsInput).
+func (j *streamJoin) HoldInput() bool {
+	for _, s := range j.sides {
+		if s.rows != nil && s.rows.HoldsInput() {
+			return true
+		}
+	}
+	return false
+}
+
 // eachRows calls fn with the Rows of each side that has one, up to the
 // first error.
 func (j *streamJoin) eachRows(fn func(r *state.Rows) error) error {

@@ -107,6 +107,22 @@ type Operator interface {
 	Close() error
 }
 
+// InputHolder is an operator whose state may ask its task to stop taking
+// input until the pending checkpoint completes or aborts: state that only
+// a completed checkpoint lets leave memory (an insert-only join side)
+// would otherwise grow with the input while commits lag. The runtime asks
+// before each input message; while any operator of the task holds, the
+// task handles only the coordinator's notifications, its timers and
+// cancellation, and its input channels fill (backpressure). An operator
+// may hold only while a checkpoint it has snapshotted is pending. With
+// aligned (or at-least-once) barriers its completion or abort then needs
+// nothing more from the task; with unaligned checkpoints it may (upstream
+// subtasks acknowledge only after reading up to their barriers, and may be
+// blocked sending to this task), so the runtime does not ask then.
+type InputHolder interface {
+	HoldInput() bool
+}
+
 // Stateless provides the defaults of a stateless operator: no state,
 // watermarks forwarded, nothing to finish or close. Embed it.
 type Stateless struct{}

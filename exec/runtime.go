@@ -32,6 +32,9 @@ type Metrics struct {
 	// ChannelState counts the batches stored as channel state by unaligned
 	// checkpoints (in flight when their barrier passed).
 	ChannelState atomic.Int64
+	// InputHolds counts the times a task stopped taking input because an
+	// operator held it (InputHolder) until a checkpoint completed.
+	InputHolds atomic.Int64
 	// ChannelStateReplayed counts the batches of restored channel state
 	// fed through their subtask's chain.
 	ChannelStateReplayed atomic.Int64
@@ -1016,8 +1019,48 @@ func (st *subtask) runInputs() error {
 		return g.alignmentTimedOut()
 	}
 	defer st.wakeups.disarm()
+	// Operators may hold the input only with aligned (or at-least-once)
+	// barriers: an upstream subtask then acknowledges a checkpoint right
+	// after forwarding its barrier, so the oldest pending checkpoint never
+	// waits for a holding task to read. With unaligned checkpoints an
+	// upstream subtask acknowledges only once it has read all its input
+	// up to its barriers, and may be blocked sending to the holder.
+	var holders []InputHolder
+	for _, op := range st.ops {
+		if h, ok := op.(InputHolder); ok && !g.unaligned {
+			holders = append(holders, h)
+		}
+	}
+	holding := false
 	for !st.done {
 		procC := st.wakeups.timer()
+		if holdInput(holders) {
+			// An operator waits for the pending checkpoint to complete:
+			// take no input (not even what the gate queued) until then.
+			if !holding && st.cfg.Metrics != nil {
+				st.cfg.Metrics.InputHolds.Add(1)
+			}
+			holding = true
+			select {
+			case <-st.ctx.Done():
+				return st.ctx.Err()
+			case <-tickC:
+				if err := st.tick(); err != nil {
+					return err
+				}
+			case <-ctlSig:
+				if err := st.handleCtl(); err != nil {
+					return err
+				}
+			case <-procC:
+				st.wakeups.disarm()
+				if err := st.fireProcessingTime(); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		holding = false
 		if d := g.alignDeadline(); d != alignAt {
 			if alignTimer != nil {
 				alignTimer.Stop()
@@ -1095,6 +1138,16 @@ func (st *subtask) runInputs() error {
 		}
 	}
 	return nil
+}
+
+// holdInput reports whether any of hs holds the task's input.
+func holdInput(hs []InputHolder) bool {
+	for _, h := range hs {
+		if h.HoldInput() {
+			return true
+		}
+	}
+	return false
 }
 
 // The subtask is its gate's handler.

@@ -275,10 +275,31 @@ func (r *Rows) AddHashed(h uint64, kg int, key []byte, plen int, val []byte) {
 	if r.tiered() && r.bytes > r.budget {
 		r.drop()
 	}
+	if r.bytes > r.st.PeakHotBytes {
+		r.st.PeakHotBytes = r.bytes
+	}
 }
 
 // tiered: rows leave memory (for the committed state or the spill DB).
 func (r *Rows) tiered() bool { return r.com != nil || r.spill != nil }
+
+// HoldsInput reports whether the rows in memory take more than three
+// times the budget while a snapshot is pending: with checkpoints on only
+// rows a completed checkpoint holds may leave memory, so when commits
+// outlast the interval the rows that arrived since the last completed
+// one pile up. The operator's task then stops taking input until that
+// checkpoint completes or aborts (Complete, Abort), which needs nothing
+// more from this task (its snapshot is taken): memory stays within the
+// budget plus the input of about one interval. (The KV writes such
+// entries back instead; rows no checkpoint holds yet cannot be written
+// anywhere the next snapshot and the scans would find them.)
+func (r *Rows) HoldsInput() bool {
+	return r.pendID != 0 && r.o.Checkpointing && r.tiered() && r.bytes > holdFactor*r.budget
+}
+
+// holdFactor: HoldsInput's multiple of the budget (the KV's write-back
+// threshold for changed entries is the same).
+const holdFactor = 3
 
 // cold is where dropped rows are read from.
 func (r *Rows) cold() Committed {

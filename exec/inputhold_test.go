@@ -1,0 +1,199 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow/go/v17/arrow"
+
+	"github.com/streamsql/streamsql/catalog"
+	"github.com/streamsql/streamsql/checkpoint"
+	"github.com/streamsql/streamsql/internal/memtest"
+)
+
+// TestJoinHoldsInputWhileCommitsLag: an insert-only join side (state.Rows,
+// tiered) may drop only rows a completed checkpoint holds. While a
+// checkpoint's commit lags (here the coordinator is stopped after every
+// acknowledgement of checkpoint 2) the join's task stops taking input
+// once its side holds three times its budget, so that while it holds its
+// memory stays within the budget's bound (between checkpoints rows
+// arrive for an interval more), and goes on once the checkpoint
+// completed; the output is exactly the uninterrupted result. The control
+// run hides the join's HoldInput from the runtime: the same lag lets the
+// side take in the whole input, so the bound is not one the load never
+// reaches.
+func TestJoinHoldsInputWhileCommitsLag(t *testing.T) {
+	const budget = 16 << 10
+	on := runJoinLag(t, budget, true)
+	if on.holds == 0 {
+		t.Fatal("the join never held its input: the lag tested nothing")
+	}
+	if on.over > 0 {
+		t.Fatalf("holding, a Rows side held %d bytes more than its bound (budget %d)", on.over, budget)
+	}
+	off := runJoinLag(t, budget, false)
+	if off.peak <= 4*max(off.atSnap2, 3*budget) {
+		t.Fatalf("without holds the rows peaked at %d bytes (%d at checkpoint 2's snapshot): the lag does not test the bound", off.peak, off.atSnap2)
+	}
+	t.Logf("a Rows side held at most %d bytes while holding (%d holds; %d at checkpoint 2's snapshot, %d at any time); without holds %d (budget %d)",
+		on.held, on.holds, on.atSnap2, on.peak, off.peak, budget)
+}
+
+// holdSlack: five messages of 64 rows (~4.5 KiB) and their chunks' growth.
+const holdSlack = 5 * 8 << 10
+
+// lagRun is what runJoinLag measured: input holds, the most bytes a Rows
+// side held while holding, the most it held beyond its bound then (see
+// holdingJoin), and the most it held at checkpoint 2's snapshot and at
+// any time.
+type lagRun struct{ holds, held, over, atSnap2, peak int64 }
+
+// runJoinLag runs joinSchedPlan at p1 over schedRows rows in the Pebble
+// tier with a hot budget of budget bytes, its coordinator stopped after
+// checkpoint 2 was acknowledged until the join held its input (or, when
+// holds are hidden, until the source read everything).
+func runJoinLag(t *testing.T, budget int64, holds bool) lagRun {
+	t.Helper()
+	mem := memtest.NewChecked()
+	defer mem.AssertSize(t, 0)
+	store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("d4", 16), NumRetained: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	sys := &txnSystem{pending: map[string][]string{}}
+	metrics := &Metrics{}
+	held, srcDone := make(chan struct{}), make(chan struct{})
+	var heldOnce, doneOnce sync.Once
+	var peak, heldPeak, over, snap2 atomic.Int64
+	var lagged atomic.Bool
+	ck := &CheckpointConfig{Backend: store, Interval: time.Millisecond, FirstID: 1, TolerableFailed: 1000,
+		Fault: func(step FaultStep, id int64) error {
+			if step != StepAcked || id != 2 {
+				return nil
+			}
+			lagged.Store(true)
+			select { // a commit that lags: not a wait for time to pass
+			case <-held:
+			case <-srcDone:
+			case <-time.After(30 * time.Second):
+				return fmt.Errorf("checkpoint 2: the join neither held its input nor read it all")
+			}
+			return nil
+		}}
+	cfg := JobConfig{Mem: mem, BatchSize: 64, ChannelCapacity: 4, Checkpoint: ck, Metrics: metrics,
+		StateBackend: "pebble", StateDir: t.TempDir(), StateTierHotBytes: budget,
+		NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
+			return &doneSource{splitSource: &splitSource{sc: sc, total: schedRows, keys: schedKeys}, done: func() { doneOnce.Do(func() { close(srcDone) }) }}, nil
+		},
+		NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
+			return &rtxnSink{txnSink{sys: sys, subtask: sc.Subtask}}, nil
+		},
+		WrapOperator: func(_ string, _ int, op Operator) Operator {
+			j, ok := op.(*streamJoin)
+			if !ok {
+				return op
+			}
+			w := &peakJoin{Operator: op, j: j, peak: &peak, snap2: &snap2}
+			if !holds {
+				return w
+			}
+			return &holdingJoin{peakJoin: w, budget: budget, heldPeak: &heldPeak, over: &over, held: func() { heldOnce.Do(func() { close(held) }) }}
+		}}
+	if err := RunJob(context.Background(), joinSchedPlan(1), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !lagged.Load() {
+		t.Fatal("checkpoint 2 was never acknowledged: nothing lagged")
+	}
+	if d := diffSorted(foldChanges(sys.committed), joinSchedWant()); d != "" {
+		t.Fatalf("holds=%v: committed output differs from the uninterrupted result: %s", holds, d)
+	}
+	return lagRun{holds: metrics.InputHolds.Load(), held: heldPeak.Load(), over: over.Load(), atSnap2: snap2.Load(), peak: peak.Load()}
+}
+
+// doneSource is a splitSource that calls done once it read everything.
+type doneSource struct {
+	*splitSource
+	done func()
+}
+
+func (s *doneSource) Run(ctx context.Context, emit func(arrow.Record) error) error {
+	err := s.splitSource.Run(ctx, emit)
+	if err == nil {
+		s.done()
+	}
+	return err
+}
+
+// peakJoin records the most bytes a Rows side of the join held, in all
+// and at checkpoint 2's snapshot (it hides HoldInput: the control run).
+type peakJoin struct {
+	Operator
+	j           *streamJoin
+	peak, snap2 *atomic.Int64
+	atSnap      int64 // rowsBytes at the last snapshot
+}
+
+// rowsBytes is the most bytes a Rows side holds now (stat HotBytes) or
+// held (PeakHotBytes).
+func (p *peakJoin) rowsBytes(peak bool) int64 {
+	var most int64
+	for _, s := range p.j.sides {
+		if s.rows != nil {
+			st := s.rows.Stats()
+			b := st.HotBytes
+			if peak {
+				b = st.PeakHotBytes
+			}
+			most = max(most, b)
+		}
+	}
+	return most
+}
+
+func (p *peakJoin) Snapshot(id int64, w checkpoint.StateWriter) error {
+	err := p.Operator.Snapshot(id, w)
+	p.atSnap = p.rowsBytes(false)
+	if id == 2 {
+		p.snap2.Store(p.atSnap)
+	}
+	return err
+}
+
+func (p *peakJoin) Close() error {
+	p.peak.Store(max(p.peak.Load(), p.rowsBytes(true)))
+	return p.Operator.Close()
+}
+
+// holdingJoin is peakJoin with the join's HoldInput passed on; the first
+// hold is signalled. A side takes no input while it holds: from the
+// snapshot of the pending checkpoint on it grows past three budgets, or
+// past what it held at the snapshot (the interval's rows), by at most the
+// messages the runtime takes without asking: the one that crossed the
+// line and those an aligned barrier queued (at most the channel's
+// capacity, 4 here), each a source batch of 64 rows of ~70 bytes plus
+// its chunks' growth: holdSlack. over keeps the most bytes held beyond
+// that bound.
+type holdingJoin struct {
+	*peakJoin
+	budget         int64
+	heldPeak, over *atomic.Int64
+	held           func()
+}
+
+func (h *holdingJoin) HoldInput() bool {
+	if !h.j.HoldInput() {
+		return false
+	}
+	b := h.rowsBytes(false)
+	h.heldPeak.Store(max(h.heldPeak.Load(), b))
+	h.over.Store(max(h.over.Load(), b-(max(h.atSnap, 3*h.budget)+holdSlack)))
+	h.held()
+	return true
+}
