@@ -1034,33 +1034,11 @@ func (st *subtask) runInputs() error {
 	holding := false
 	for !st.done {
 		procC := st.wakeups.timer()
-		if holdInput(holders) {
-			// An operator waits for the pending checkpoint to complete:
-			// take no input (not even what the gate queued) until then.
-			if !holding && st.cfg.Metrics != nil {
-				st.cfg.Metrics.InputHolds.Add(1)
-			}
-			holding = true
-			select {
-			case <-st.ctx.Done():
-				return st.ctx.Err()
-			case <-tickC:
-				if err := st.tick(); err != nil {
-					return err
-				}
-			case <-ctlSig:
-				if err := st.handleCtl(); err != nil {
-					return err
-				}
-			case <-procC:
-				st.wakeups.disarm()
-				if err := st.fireProcessingTime(); err != nil {
-					return err
-				}
-			}
-			continue
+		hold := holdInput(holders)
+		if hold && !holding && st.cfg.Metrics != nil {
+			st.cfg.Metrics.InputHolds.Add(1)
 		}
-		holding = false
+		holding = hold
 		if d := g.alignDeadline(); d != alignAt {
 			if alignTimer != nil {
 				alignTimer.Stop()
@@ -1071,14 +1049,18 @@ func (st *subtask) runInputs() error {
 				alignC = alignTimer.C
 			}
 		}
-		if !g.queueing() && g.hasWork() {
+		in := st.gchans.in
+		if hold {
+			// An operator waits for the pending checkpoint to complete:
+			// take no input (not even what the gate queued) until then.
+			in = nil
+		} else if !g.queueing() && g.hasWork() {
 			// Back from an unaligned checkpoint: take what it queued in order.
 			if err := g.resume(); err != nil {
 				return err
 			}
 			continue
-		}
-		if g.queueing() && g.hasWork() {
+		} else if g.queueing() && g.hasWork() {
 			// Read eagerly what has arrived, so that barriers behind queued
 			// batches are seen (and taken first), then process one message.
 			for drained := false; !drained; {
@@ -1112,7 +1094,7 @@ func (st *subtask) runInputs() error {
 			continue
 		}
 		select {
-		case m := <-st.gchans.in:
+		case m := <-in:
 			if err := g.deliver(m); err != nil {
 				return err
 			}
