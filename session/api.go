@@ -75,6 +75,10 @@ type JobInfo struct {
 	RecordsOut  int64
 	SkippedBad  int64 // records skipped by ignore-parse-errors
 	LateRecords int64 // rows dropped by windows that had fired
+	// InputHolds counts the times a task stopped taking input until a
+	// checkpoint completed because a join side held too many rows no
+	// completed checkpoint has (exec.Metrics.InputHolds): commits lag
+	InputHolds  int64
 	Err         error // cause of FAILED
 	Parallelism int
 	// Attempts counts job attempts (1 + restarts); Failures lists the cause

@@ -261,6 +261,7 @@ func (s *Session) describeJob(x *parser.DescribeJob) (*Result, error) {
 	add("records in", fmt.Sprint(in.RecordsIn))
 	add("records out", fmt.Sprint(in.RecordsOut))
 	add("late records", fmt.Sprint(in.LateRecords))
+	add("input holds", fmt.Sprint(in.InputHolds))
 	add("attempts", fmt.Sprint(in.Attempts))
 	add("last failure", last)
 	add("checkpoint dir", in.CheckpointDir)

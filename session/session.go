@@ -75,6 +75,7 @@ func (j *job) snapshot() JobInfo {
 	in.RecordsOut = j.metrics.RecordsOut.Load()
 	in.SkippedBad = j.metrics.Skipped.Load()
 	in.LateRecords = j.metrics.LateRecords.Load()
+	in.InputHolds = j.metrics.InputHolds.Load()
 	return in
 }
 
