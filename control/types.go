@@ -76,6 +76,7 @@ type JobDetails struct {
 	RecordsOut     int64    `json:"records-out"`
 	SkippedRecords int64    `json:"skipped-records"`
 	LateRecords    int64    `json:"late-records"`
+	InputHolds     int64    `json:"input-holds"`
 	Attempts       int      `json:"attempts"`
 	Failures       []string `json:"failures,omitempty"`      // causes of restarted attempts
 	FailureCause   string   `json:"failure-cause,omitempty"` // cause of FAILED
