@@ -565,3 +565,82 @@ func TestRowsRunSortsOnAnotherGoroutine(t *testing.T) {
 		t.Fatalf("the run read on another goroutine differs from the rows added: %d writes, want %d", len(got), len(want))
 	}
 }
+
+// TestRowsHoldsInput: a tiered, checkpointing Rows asks its task to hold
+// the input only while a snapshot is pending and its rows take more than
+// three budgets; a completion (its rows then leave memory) or an abort
+// ends the hold, and a Rows that keeps everything in memory or takes no
+// checkpoints never holds.
+func TestRowsHoldsInput(t *testing.T) {
+	const budget = 2 << 10
+	base := Options{OpID: "join", MaxParallelism: 4, Checkpointing: true}
+	tiered := base
+	tiered.Backend, tiered.TierHotBytes, tiered.SpillDir = "rocksdb", budget, t.TempDir()
+	tiered.Committed = newTestCommitted(t, store{})
+	noCk := tiered
+	noCk.Checkpointing, noCk.Committed = false, nil
+	noCk.SpillDir = t.TempDir()
+	ns := []byte("L")
+	n := 0
+	add := func(r *Rows, rows int) {
+		for i := 0; i < rows; i++ {
+			n++
+			prefix := Key(nil, ns, []byte(fmt.Sprintf("key-%d", n%7)))
+			sb := binary.AppendUvarint(nil, uint64(n))
+			key := append(append(append([]byte(nil), prefix...), byte(len(sb))), sb...)
+			r.Add(n%4, key, len(prefix), []byte(fmt.Sprintf("row %d with some bytes", n)))
+		}
+	}
+	over := func(r *Rows) bool { return r.Stats().HotBytes > 3*budget }
+
+	r, err := NewRows(tiered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	add(r, 400)
+	if !over(r) || r.HoldsInput() {
+		t.Fatalf("nothing pending, %d bytes (budget %d): want more than three budgets and no hold", r.Stats().HotBytes, budget)
+	}
+	if err := r.Snapshot(1, &runLog{}); err != nil {
+		t.Fatal(err)
+	}
+	if !r.HoldsInput() {
+		t.Fatalf("snapshot 1 pending, %d bytes: want a hold", r.Stats().HotBytes)
+	}
+	r.Abort(1)
+	if r.HoldsInput() {
+		t.Fatal("snapshot 1 aborted: still holding")
+	}
+	if err := r.Snapshot(2, &runLog{}); err != nil {
+		t.Fatal(err)
+	}
+	add(r, 100) // the rows of the next interval, not in snapshot 2
+	if !r.HoldsInput() {
+		t.Fatal("snapshot 2 pending: want a hold")
+	}
+	before := r.Stats().HotBytes
+	r.Complete(2)
+	if after := r.Stats().HotBytes; r.HoldsInput() || 2*after > before {
+		t.Fatalf("snapshot 2 complete: %d of %d bytes left in memory, holding %v; want its rows gone (the next interval's stay) and no hold", after, before, r.HoldsInput())
+	}
+
+	for name, o := range map[string]Options{"in memory": base, "without checkpoints": noCk} {
+		r, err := NewRows(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		add(r, 400)
+		if o.Checkpointing {
+			if err := r.Snapshot(3, &runLog{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if r.HoldsInput() {
+			t.Errorf("%s: holding", name)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
