@@ -572,7 +572,7 @@ func TestRowsRunSortsOnAnotherGoroutine(t *testing.T) {
 // ends the hold, and a Rows that keeps everything in memory or takes no
 // checkpoints never holds.
 func TestRowsHoldsInput(t *testing.T) {
-	const budget = 2 << 10
+	const budget = 1 << 20 // chunks of 4096 rows (the first 64 KiB): steps far below a budget
 	base := Options{OpID: "join", MaxParallelism: 4, Checkpointing: true}
 	tiered := base
 	tiered.Backend, tiered.TierHotBytes, tiered.SpillDir = "rocksdb", budget, t.TempDir()
@@ -598,15 +598,20 @@ func TestRowsHoldsInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	add(r, 400)
-	if !over(r) || r.HoldsInput() {
-		t.Fatalf("nothing pending, %d bytes (budget %d): want more than three budgets and no hold", r.Stats().HotBytes, budget)
+	for r.Stats().HotBytes <= 5*budget/2 {
+		add(r, 1)
 	}
 	if err := r.Snapshot(1, &runLog{}); err != nil {
 		t.Fatal(err)
 	}
+	if r.HoldsInput() {
+		t.Fatalf("snapshot 1 pending, %d bytes (budget %d): want no hold below three budgets", r.Stats().HotBytes, budget)
+	}
+	for !over(r) {
+		add(r, 1)
+	}
 	if !r.HoldsInput() {
-		t.Fatalf("snapshot 1 pending, %d bytes: want a hold", r.Stats().HotBytes)
+		t.Fatalf("snapshot 1 pending, %d bytes: want a hold past three budgets", r.Stats().HotBytes)
 	}
 	r.Abort(1)
 	if r.HoldsInput() {
@@ -615,7 +620,7 @@ func TestRowsHoldsInput(t *testing.T) {
 	if err := r.Snapshot(2, &runLog{}); err != nil {
 		t.Fatal(err)
 	}
-	add(r, 100) // the rows of the next interval, not in snapshot 2
+	add(r, 1000) // the rows of the next interval, not in snapshot 2
 	if !r.HoldsInput() {
 		t.Fatal("snapshot 2 pending: want a hold")
 	}
@@ -630,7 +635,7 @@ func TestRowsHoldsInput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		add(r, 400)
+		add(r, 120000) // past three budgets (in memory) or spilled (without checkpoints)
 		if o.Checkpointing {
 			if err := r.Snapshot(3, &runLog{}); err != nil {
 				t.Fatal(err)
