@@ -288,11 +288,13 @@ func (r *Rows) tiered() bool { return r.com != nil || r.spill != nil }
 // rows a completed checkpoint holds may leave memory, so when commits
 // outlast the interval the rows that arrived since the last completed
 // one pile up. The operator's task then stops taking input until that
-// checkpoint completes or aborts (Complete, Abort), which needs nothing
-// more from this task (its snapshot is taken): memory stays within the
-// budget plus the input of about one interval. (The KV writes such
-// entries back instead; rows no checkpoint holds yet cannot be written
-// anywhere the next snapshot and the scans would find them.)
+// checkpoint completes or aborts (Complete, Abort), which with aligned
+// barriers needs nothing more from this task (its snapshot is taken; see
+// exec.InputHolder): memory stays within three budgets, or what the rows
+// took at the snapshot (the input of about one interval), plus the
+// messages taken before the runtime asks. (The KV writes such entries
+// back instead; rows no checkpoint holds yet cannot be written anywhere
+// the next snapshot and the scans would find them.)
 func (r *Rows) HoldsInput() bool {
 	return r.pendID != 0 && r.o.Checkpointing && r.tiered() && r.bytes > holdFactor*r.budget
 }
