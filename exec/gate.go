@@ -127,6 +127,10 @@ type inputGate struct {
 	queue   [][]Message // messages of paused channels, in order
 	blocked []bool
 	drain   bool // a channel was unblocked with messages queued
+	// hold, when set, tells the drain of the queues to stop (aligned
+	// mode): an operator holds the task's input (InputHolder); the rest
+	// is drained when the runtime resumes the gate.
+	hold func() bool
 
 	ended, shut  []bool
 	nEnded, nShu int
@@ -194,6 +198,9 @@ func (g *inputGate) drainQueues() error {
 		g.drain = false
 		for i := range g.queue {
 			for len(g.queue[i]) > 0 && !g.blocked[i] {
+				if g.hold != nil && g.hold() {
+					return nil // hasWork: resumed once the hold ends
+				}
 				m := g.queue[i][0]
 				g.queue[i][0] = Message{}
 				g.queue[i] = g.queue[i][1:]

@@ -44,8 +44,8 @@ func TestJoinHoldsInputWhileCommitsLag(t *testing.T) {
 		on.held, on.holds, on.atSnap2, on.peak, off.peak, budget)
 }
 
-// holdSlack: five messages of 64 rows (~4.5 KiB) and their chunks' growth.
-const holdSlack = 5 * 8 << 10
+// holdSlack: a message of 64 rows (~4.5 KiB) and its chunks' growth.
+const holdSlack = 8 << 10
 
 // lagRun is what runJoinLag measured: input holds, the most bytes a Rows
 // side held while holding, the most it held beyond its bound then (see
@@ -175,10 +175,9 @@ func (p *peakJoin) Close() error {
 // hold is signalled. A side takes no input while it holds: from the
 // snapshot of the pending checkpoint on it grows past three budgets, or
 // past what it held at the snapshot (the interval's rows), by at most the
-// messages the runtime takes without asking: the one that crossed the
-// line and those an aligned barrier queued (at most the channel's
-// capacity, 4 here), each a source batch of 64 rows of ~70 bytes plus
-// its chunks' growth: holdSlack. over keeps the most bytes held beyond
+// message that crossed the line (the gate's drain of what an aligned
+// barrier queued asks too): a source batch of 64 rows of ~70 bytes plus
+// its chunks' growth, holdSlack. over keeps the most bytes held beyond
 // that bound.
 type holdingJoin struct {
 	*peakJoin

@@ -1031,6 +1031,9 @@ func (st *subtask) runInputs() error {
 			holders = append(holders, h)
 		}
 	}
+	if len(holders) > 0 {
+		g.hold = func() bool { return holdInput(holders) }
+	}
 	holding := false
 	for !st.done {
 		procC := st.wakeups.timer()
@@ -1055,7 +1058,8 @@ func (st *subtask) runInputs() error {
 			// take no input (not even what the gate queued) until then.
 			in = nil
 		} else if !g.queueing() && g.hasWork() {
-			// Back from an unaligned checkpoint: take what it queued in order.
+			// Back from an unaligned checkpoint, or from a hold: take what
+			// was queued, in order.
 			if err := g.resume(); err != nil {
 				return err
 			}

@@ -292,7 +292,7 @@ func (r *Rows) tiered() bool { return r.com != nil || r.spill != nil }
 // barriers needs nothing more from this task (its snapshot is taken; see
 // exec.InputHolder): memory stays within three budgets, or what the rows
 // took at the snapshot (the input of about one interval), plus the
-// messages taken before the runtime asks. (The KV writes such entries
+// message that crossed the line. (The KV writes such entries
 // back instead; rows no checkpoint holds yet cannot be written anywhere
 // the next snapshot and the scans would find them.)
 func (r *Rows) HoldsInput() bool {
