@@ -127,10 +127,11 @@ type inputGate struct {
 	queue   [][]Message // messages of paused channels, in order
 	blocked []bool
 	drain   bool // a channel was unblocked with messages queued
-	// hold, when set, tells the drain of the queues to stop (aligned
-	// mode): an operator holds the task's input (InputHolder); the rest
-	// is drained when the runtime resumes the gate.
-	hold func() bool
+	// holders are the task's operators that may hold its input
+	// (InputHolder; aligned mode only): while one holds, the runtime takes
+	// no message and the drain of the queues stops (the rest is drained
+	// when the runtime resumes the gate).
+	holders []InputHolder
 
 	ended, shut  []bool
 	nEnded, nShu int
@@ -187,6 +188,16 @@ func (g *inputGate) deliver(m Message) error {
 	return g.drainQueues()
 }
 
+// holding reports whether an operator of the task holds its input.
+func (g *inputGate) holding() bool {
+	for _, h := range g.holders {
+		if h.HoldInput() {
+			return true
+		}
+	}
+	return false
+}
+
 // drainQueues processes queued messages of channels no longer blocked.
 // In queueing mode step takes the queues, in its own order.
 func (g *inputGate) drainQueues() error {
@@ -198,7 +209,7 @@ func (g *inputGate) drainQueues() error {
 		g.drain = false
 		for i := range g.queue {
 			for len(g.queue[i]) > 0 && !g.blocked[i] {
-				if g.hold != nil && g.hold() {
+				if g.holding() {
 					return nil // hasWork: resumed once the hold ends
 				}
 				m := g.queue[i][0]

@@ -40,7 +40,7 @@ func TestJoinHoldsInputWhileCommitsLag(t *testing.T) {
 	if off.peak <= 4*max(off.atSnap2, 3*budget) {
 		t.Fatalf("without holds the rows peaked at %d bytes (%d at checkpoint 2's snapshot): the lag does not test the bound", off.peak, off.atSnap2)
 	}
-	t.Logf("a Rows side held at most %d bytes while holding (%d holds; %d at checkpoint 2's snapshot, %d at any time); without holds %d (budget %d)",
+	t.Logf("a Rows side held at most %d bytes while holding (%d holds; %d at checkpoint 2's snapshot, %d at any snapshot or hold); without holds %d at a snapshot (budget %d)",
 		on.held, on.holds, on.atSnap2, on.peak, off.peak, budget)
 }
 
@@ -50,7 +50,7 @@ const holdSlack = 8 << 10
 // lagRun is what runJoinLag measured: input holds, the most bytes a Rows
 // side held while holding, the most it held beyond its bound then (see
 // holdingJoin), and the most it held at checkpoint 2's snapshot and at
-// any time.
+// any snapshot or hold.
 type lagRun struct{ holds, held, over, atSnap2, peak int64 }
 
 // runJoinLag runs joinSchedPlan at p1 over schedRows rows in the Pebble
@@ -131,8 +131,10 @@ func (s *doneSource) Run(ctx context.Context, emit func(arrow.Record) error) err
 	return err
 }
 
-// peakJoin records the most bytes a Rows side of the join held, in all
-// and at checkpoint 2's snapshot (it hides HoldInput: the control run).
+// peakJoin records the most bytes a Rows side of the join held at its
+// snapshots (without holds the rows of the lag are all in memory at the
+// snapshot after it) and at checkpoint 2's (it hides HoldInput: the
+// control run).
 type peakJoin struct {
 	Operator
 	j           *streamJoin
@@ -140,18 +142,12 @@ type peakJoin struct {
 	atSnap      int64 // rowsBytes at the last snapshot
 }
 
-// rowsBytes is the most bytes a Rows side holds now (stat HotBytes) or
-// held (PeakHotBytes).
-func (p *peakJoin) rowsBytes(peak bool) int64 {
+// rowsBytes is the most bytes a Rows side holds now.
+func (p *peakJoin) rowsBytes() int64 {
 	var most int64
 	for _, s := range p.j.sides {
 		if s.rows != nil {
-			st := s.rows.Stats()
-			b := st.HotBytes
-			if peak {
-				b = st.PeakHotBytes
-			}
-			most = max(most, b)
+			most = max(most, s.rows.Stats().HotBytes)
 		}
 	}
 	return most
@@ -159,16 +155,12 @@ func (p *peakJoin) rowsBytes(peak bool) int64 {
 
 func (p *peakJoin) Snapshot(id int64, w checkpoint.StateWriter) error {
 	err := p.Operator.Snapshot(id, w)
-	p.atSnap = p.rowsBytes(false)
+	p.atSnap = p.rowsBytes()
+	p.peak.Store(max(p.peak.Load(), p.atSnap))
 	if id == 2 {
 		p.snap2.Store(p.atSnap)
 	}
 	return err
-}
-
-func (p *peakJoin) Close() error {
-	p.peak.Store(max(p.peak.Load(), p.rowsBytes(true)))
-	return p.Operator.Close()
 }
 
 // holdingJoin is peakJoin with the join's HoldInput passed on; the first
@@ -190,8 +182,9 @@ func (h *holdingJoin) HoldInput() bool {
 	if !h.j.HoldInput() {
 		return false
 	}
-	b := h.rowsBytes(false)
+	b := h.rowsBytes()
 	h.heldPeak.Store(max(h.heldPeak.Load(), b))
+	h.peak.Store(max(h.peak.Load(), b))
 	h.over.Store(max(h.over.Load(), b-(max(h.atSnap, 3*h.budget)+holdSlack)))
 	h.held()
 	return true

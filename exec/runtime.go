@@ -1025,19 +1025,15 @@ func (st *subtask) runInputs() error {
 	// waits for a holding task to read. With unaligned checkpoints an
 	// upstream subtask acknowledges only once it has read all its input
 	// up to its barriers, and may be blocked sending to the holder.
-	var holders []InputHolder
 	for _, op := range st.ops {
 		if h, ok := op.(InputHolder); ok && !g.unaligned {
-			holders = append(holders, h)
+			g.holders = append(g.holders, h)
 		}
-	}
-	if len(holders) > 0 {
-		g.hold = func() bool { return holdInput(holders) }
 	}
 	holding := false
 	for !st.done {
 		procC := st.wakeups.timer()
-		hold := holdInput(holders)
+		hold := g.holding()
 		if hold && !holding && st.cfg.Metrics != nil {
 			st.cfg.Metrics.InputHolds.Add(1)
 		}
@@ -1124,16 +1120,6 @@ func (st *subtask) runInputs() error {
 		}
 	}
 	return nil
-}
-
-// holdInput reports whether any of hs holds the task's input.
-func holdInput(hs []InputHolder) bool {
-	for _, h := range hs {
-		if h.HoldInput() {
-			return true
-		}
-	}
-	return false
 }
 
 // The subtask is its gate's handler.

@@ -275,9 +275,6 @@ func (r *Rows) AddHashed(h uint64, kg int, key []byte, plen int, val []byte) {
 	if r.tiered() && r.bytes > r.budget {
 		r.drop()
 	}
-	if r.bytes > r.st.PeakHotBytes {
-		r.st.PeakHotBytes = r.bytes
-	}
 }
 
 // tiered: rows leave memory (for the committed state or the spill DB).

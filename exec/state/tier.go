@@ -64,8 +64,6 @@ type TierStats struct {
 	ComReads   int64 // of ColdReads, those from the committed state
 	// PebbleMem is the spill DB's block cache and memtables (bytes).
 	PebbleMem int64
-	// PeakHotBytes is the most HotBytes reached (Rows only).
-	PeakHotBytes int64
 }
 
 // Stats returns the cold tier's counters.
