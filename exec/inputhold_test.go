@@ -54,7 +54,8 @@ const holdSlack = 8 << 10
 type lagRun struct{ holds, held, over, atSnap2, peak int64 }
 
 // runJoinLag runs joinSchedPlan at p1 over schedRows rows in the Pebble
-// tier with a hot budget of budget bytes, its coordinator stopped after
+// tier with a hot budget of budget bytes (the source reads lagGateRows
+// rows until checkpoint 2's snapshot at the join), its coordinator stopped after
 // checkpoint 2 was acknowledged until the join held its input (or, when
 // holds are hidden, until the source read everything).
 func runJoinLag(t *testing.T, budget int64, holds bool) lagRun {
@@ -68,8 +69,8 @@ func runJoinLag(t *testing.T, budget int64, holds bool) lagRun {
 	defer store.Close()
 	sys := &txnSystem{pending: map[string][]string{}}
 	metrics := &Metrics{}
-	held, srcDone := make(chan struct{}), make(chan struct{})
-	var heldOnce, doneOnce sync.Once
+	held, srcDone, snapped2 := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var heldOnce, doneOnce, snapOnce sync.Once
 	var peak, heldPeak, over, snap2 atomic.Int64
 	var lagged atomic.Bool
 	ck := &CheckpointConfig{Backend: store, Interval: time.Millisecond, FirstID: 1, TolerableFailed: 1000,
@@ -89,7 +90,8 @@ func runJoinLag(t *testing.T, budget int64, holds bool) lagRun {
 	cfg := JobConfig{Mem: mem, BatchSize: 64, ChannelCapacity: 4, Checkpoint: ck, Metrics: metrics,
 		StateBackend: "pebble", StateDir: t.TempDir(), StateTierHotBytes: budget,
 		NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
-			return &doneSource{splitSource: &splitSource{sc: sc, total: schedRows, keys: schedKeys}, done: func() { doneOnce.Do(func() { close(srcDone) }) }}, nil
+			return &doneSource{splitSource: &splitSource{sc: sc, total: schedRows, keys: schedKeys}, done: func() { doneOnce.Do(func() { close(srcDone) }) },
+				gate: snapped2, gateRows: lagGateRows}, nil
 		},
 		NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
 			return &rtxnSink{txnSink{sys: sys, subtask: sc.Subtask}}, nil
@@ -99,7 +101,7 @@ func runJoinLag(t *testing.T, budget int64, holds bool) lagRun {
 			if !ok {
 				return op
 			}
-			w := &peakJoin{Operator: op, j: j, peak: &peak, snap2: &snap2}
+			w := &peakJoin{Operator: op, j: j, peak: &peak, snap2: &snap2, snapped2: func() { snapOnce.Do(func() { close(snapped2) }) }}
 			if !holds {
 				return w
 			}
@@ -117,28 +119,70 @@ func runJoinLag(t *testing.T, budget int64, holds bool) lagRun {
 	return lagRun{holds: metrics.InputHolds.Load(), held: heldPeak.Load(), over: over.Load(), atSnap2: snap2.Load(), peak: peak.Load()}
 }
 
+// lagGateRows: the rows the source reads before checkpoint 2's snapshot
+// at the join, some 18 KiB of a side's rows: the snapshot holds less
+// than three budgets however late the checkpoints run, so that the lag
+// after it is what fills the side.
+const lagGateRows = 256
+
 // doneSource is a splitSource that calls done once it read everything.
+// With a gate it emits no more than gateRows rows before the gate is
+// closed, sending heartbeats meanwhile (they inject the barriers).
 type doneSource struct {
 	*splitSource
-	done func()
+	done     func()
+	gate     <-chan struct{}
+	gateRows int64
 }
 
 func (s *doneSource) Run(ctx context.Context, emit func(arrow.Record) error) error {
-	err := s.splitSource.Run(ctx, emit)
+	var emitted int64
+	gate := s.gate
+	gated := func(rec arrow.Record) error {
+		if gate != nil && emitted+rec.NumRows() > s.gateRows {
+			if err := s.waitGate(ctx, gate, emit); err != nil {
+				rec.Release()
+				return err
+			}
+			gate = nil
+		}
+		emitted += rec.NumRows()
+		return emit(rec)
+	}
+	err := s.splitSource.Run(ctx, gated)
 	if err == nil {
 		s.done()
 	}
 	return err
 }
 
+// waitGate sends heartbeats every millisecond until the gate is closed.
+func (s *doneSource) waitGate(ctx context.Context, gate <-chan struct{}, emit func(arrow.Record) error) error {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := emit(nil); err != nil {
+			return err
+		}
+		select {
+		case <-gate:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
 // peakJoin records the most bytes a Rows side of the join held at its
 // snapshots (without holds the rows of the lag are all in memory at the
-// snapshot after it) and at checkpoint 2's (it hides HoldInput: the
-// control run).
+// snapshot after it) and at checkpoint 2's, after which it calls
+// snapped2 (it hides HoldInput: the control run).
 type peakJoin struct {
 	Operator
 	j           *streamJoin
 	peak, snap2 *atomic.Int64
+	snapped2    func()
 	atSnap      int64 // rowsBytes at the last snapshot
 }
 
@@ -159,6 +203,7 @@ func (p *peakJoin) Snapshot(id int64, w checkpoint.StateWriter) error {
 	p.peak.Store(max(p.peak.Load(), p.atSnap))
 	if id == 2 {
 		p.snap2.Store(p.atSnap)
+		p.snapped2()
 	}
 	return err
 }
