@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streamsql/streamsql/checkpoint"
@@ -238,9 +239,13 @@ type coordinator struct {
 	nextID      int64
 	lastEnd     time.Time
 	pending     map[int64]*pendingCkpt
-	failures    int
-	stopping    bool // a stop-with-savepoint is in flight
-	finalID     int64
+	// acked is the highest checkpoint id every subtask acknowledged (read
+	// by the subtasks' gates: an operator's input hold counts in unaligned
+	// mode only once its checkpoint is acked; inputGate.holding)
+	acked    atomic.Int64
+	failures int
+	stopping bool // a stop-with-savepoint is in flight
+	finalID  int64
 }
 
 func newCoordinator(cfg *CheckpointConfig) *coordinator {
@@ -507,6 +512,9 @@ func (c *coordinator) complete(p *pendingCkpt) error {
 			return err
 		}
 		return c.abort(id, err)
+	}
+	if id > c.acked.Load() {
+		c.acked.Store(id)
 	}
 	if err := c.fault(StepAcked, id); err != nil {
 		return fail(err)

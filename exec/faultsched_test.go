@@ -1275,18 +1275,17 @@ type schedOp struct {
 // HoldInput passes the wrapped operator's holds on (InputHolder): the
 // join plan's tiered Rows with a 2 KiB budget hold the input while most
 // of its checkpoints are pending.
-func (o *schedOp) HoldInput() bool {
-	h, ok := o.Operator.(InputHolder)
-	if ok && h.HoldInput() {
-		schedHolds.Add(1)
-		return true
+func (o *schedOp) HoldInput() int64 {
+	if h, ok := o.Operator.(InputHolder); ok {
+		return h.HoldInput()
 	}
-	return false
+	return 0
 }
 
-// schedHolds counts the times a schedule's operator held its task's input
-// (asked before each input message; over every schedule of the process).
-var schedHolds atomic.Int64
+// schedHolds and schedUnalignedHolds count the input holds of the
+// schedules' jobs (Metrics.InputHolds; over every schedule of the
+// process), the second those of schedules with unaligned checkpoints.
+var schedHolds, schedUnalignedHolds atomic.Int64
 
 func (o *schedOp) ProcessBatch(input int, b Batch, out Collector) error {
 	if err := o.r.opBatch(); err != nil {
@@ -1389,7 +1388,9 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 		r.par, r.ck, r.store, r.sw = par, ck, store, nil
 		r.mu.Unlock()
 		plan := s.phase.split(s.plan.build(par), par)
+		metrics := &Metrics{}
 		cfg := JobConfig{Mem: mem, BatchSize: schedBatch, Checkpoint: ck, MaxParallelism: s.maxPar, ChannelCapacity: s.chanCap,
+			Metrics:      metrics,
 			StateBackend: backend, StateDir: stateDir, StateTierHotBytes: schedTierHotBytes(s),
 			NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
 				r.mu.Lock()
@@ -1420,6 +1421,10 @@ func runSchedule(s *schedule) (problems []string, summary string) {
 			}}
 		jobs++
 		err := RunAttempts(ctx, plan, cfg, r.restarter, r.onRestart)
+		schedHolds.Add(metrics.InputHolds.Load())
+		if s.unaligned {
+			schedUnalignedHolds.Add(metrics.InputHolds.Load())
+		}
 		cerr := store.Close()
 		r.mu.Lock()
 		r.poll() // a savepoint result that came last
@@ -1585,16 +1590,16 @@ func TestFaultSchedule(t *testing.T) {
 	// (and the aggregations' tiered tables the same, over every tiered
 	// schedule)
 	before, tbefore := state.KVTierTotals(), state.TableTierTotals()
-	holdsBefore := schedHolds.Load()
+	holdsBefore, uholdsBefore := schedHolds.Load(), schedUnalignedHolds.Load()
 	var tiered, tieredTables atomic.Int64
 	t.Cleanup(func() {
 		after := state.KVTierTotals()
 		drops, com, wb := after.CleanDrops-before.CleanDrops, after.ComReads-before.ComReads, after.WriteBacks-before.WriteBacks
-		holds := schedHolds.Load() - holdsBefore
+		holds, uholds := schedHolds.Load()-holdsBefore, schedUnalignedHolds.Load()-uholdsBefore
 		if n := tiered.Load(); n >= 3 && (drops == 0 || com == 0) {
 			t.Errorf("%d tiered join schedules: %d clean drops, %d reads from the committed state; want some of each", n, drops, com)
 		}
-		t.Logf("tiered join schedules: %d (clean drops %d, committed reads %d, write-backs %d, input holds %d)", tiered.Load(), drops, com, wb, holds)
+		t.Logf("tiered join schedules: %d (clean drops %d, committed reads %d, write-backs %d, input holds %d, %d of them unaligned)", tiered.Load(), drops, com, wb, holds, uholds)
 		tafter := state.TableTierTotals()
 		tdrops, tcom, twb := tafter.CleanDrops-tbefore.CleanDrops, tafter.ComReads-tbefore.ComReads, tafter.WriteBacks-tbefore.WriteBacks
 		if n := tieredTables.Load(); n >= 3 && (tdrops == 0 || tcom == 0) {

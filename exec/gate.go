@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -128,10 +129,13 @@ type inputGate struct {
 	blocked []bool
 	drain   bool // a channel was unblocked with messages queued
 	// holders are the task's operators that may hold its input
-	// (InputHolder; aligned mode only): while one holds, the runtime takes
-	// no message and the drain of the queues stops (the rest is drained
-	// when the runtime resumes the gate).
+	// (InputHolder): while one holds, the runtime takes no message and the
+	// drain of the queues stops (the rest is drained when the runtime
+	// resumes the gate). In unaligned mode a hold counts only once acked
+	// (the coordinator's highest fully acknowledged checkpoint id) reached
+	// its checkpoint.
 	holders []InputHolder
+	acked   *atomic.Int64
 
 	ended, shut  []bool
 	nEnded, nShu int
@@ -191,7 +195,7 @@ func (g *inputGate) deliver(m Message) error {
 // holding reports whether an operator of the task holds its input.
 func (g *inputGate) holding() bool {
 	for _, h := range g.holders {
-		if h.HoldInput() {
+		if id := h.HoldInput(); id != 0 && (!g.unaligned || g.acked.Load() >= id) {
 			return true
 		}
 	}

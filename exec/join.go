@@ -311,13 +311,15 @@ func (j *streamJoin) NotifyAborted(id int64) error {
 
 // HoldInput implements InputHolder: a Rows side holds more rows no
 // completed checkpoint has than its budget allows (Rows.HoldsInput).
-func (j *streamJoin) HoldInput() bool {
+func (j *streamJoin) HoldInput() int64 {
 	for _, s := range j.sides {
-		if s.rows != nil && s.rows.HoldsInput() {
-			return true
+		if s.rows != nil {
+			if id := s.rows.HoldsInput(); id != 0 {
+				return id
+			}
 		}
 	}
-	return false
+	return 0
 }
 
 // eachRows calls fn with the Rows of each side that has one, up to the

@@ -111,16 +111,19 @@ type Operator interface {
 // input until the pending checkpoint completes or aborts: state that only
 // a completed checkpoint lets leave memory (an insert-only join side)
 // would otherwise grow with the input while commits lag. The runtime asks
-// before each input message; while any operator of the task holds, the
-// task handles only the coordinator's notifications, its timers and
-// cancellation, and its input channels fill (backpressure). An operator
-// may hold only while a checkpoint it has snapshotted is pending. With
-// aligned (or at-least-once) barriers its completion or abort then needs
-// nothing more from the task; with unaligned checkpoints it may (upstream
-// subtasks acknowledge only after reading up to their barriers, and may be
-// blocked sending to this task), so the runtime does not ask then.
+// before each input message; HoldInput returns the id of the pending
+// checkpoint the operator waits for (0: it takes input). While any
+// operator of the task holds, the task handles only the coordinator's
+// notifications, its timers and cancellation, and its input channels fill
+// (backpressure). An operator may hold only while a checkpoint it has
+// snapshotted is pending. With aligned (or at-least-once) barriers its
+// completion or abort then needs nothing more from the task. With
+// unaligned checkpoints it may: an upstream subtask acknowledges only after
+// reading up to its barriers, and may be blocked sending to this task; so
+// the runtime honours a hold then only once every subtask acknowledged the
+// checkpoint (what is left, the commit, needs no subtask).
 type InputHolder interface {
-	HoldInput() bool
+	HoldInput() int64
 }
 
 // Stateless provides the defaults of a stateless operator: no state,

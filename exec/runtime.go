@@ -1019,16 +1019,21 @@ func (st *subtask) runInputs() error {
 		return g.alignmentTimedOut()
 	}
 	defer st.wakeups.disarm()
-	// Operators may hold the input only with aligned (or at-least-once)
-	// barriers: an upstream subtask then acknowledges a checkpoint right
-	// after forwarding its barrier, so the oldest pending checkpoint never
-	// waits for a holding task to read. With unaligned checkpoints an
-	// upstream subtask acknowledges only once it has read all its input
-	// up to its barriers, and may be blocked sending to the holder.
+	// Operators may hold the input (InputHolder). With aligned (or
+	// at-least-once) barriers an upstream subtask acknowledges a
+	// checkpoint right after forwarding its barrier, so the oldest pending
+	// checkpoint never waits for a holding task to read. With unaligned
+	// checkpoints an upstream subtask acknowledges only once it has read
+	// all its input up to its barriers, and may be blocked sending to the
+	// holder: the gate honours a hold then only once every subtask
+	// acknowledged the checkpoint (coordinator.acked).
 	for _, op := range st.ops {
-		if h, ok := op.(InputHolder); ok && !g.unaligned {
+		if h, ok := op.(InputHolder); ok && st.checkpointing() {
 			g.holders = append(g.holders, h)
 		}
+	}
+	if st.checkpointing() {
+		g.acked = &st.coord.acked
 	}
 	holding := false
 	for !st.done {

@@ -39,6 +39,8 @@ type Spec struct {
 	// TPS is the nexmark source's events per second of event time
 	// (first-event.rate; 0: the benchmark's 10,000,000).
 	TPS int64 `json:"tps,omitempty"`
+	// Unaligned: execution.checkpointing.unaligned.enabled (with checkpoints).
+	Unaligned bool `json:"unaligned,omitempty"`
 	// Reference runs the hand-written kernel of bench/reference instead
 	// of the engine (parallelism 1, no checkpoints).
 	Reference bool `json:"reference,omitempty"`
@@ -210,6 +212,9 @@ func Script(spec Spec) (string, error) {
 	if spec.Interval > 0 {
 		set("execution.checkpointing.interval", fmt.Sprintf("%d ms", spec.Interval.Milliseconds()))
 		set("state.checkpoints.dir", filepath.Join(spec.Dir, "checkpoints"))
+		if spec.Unaligned {
+			set("execution.checkpointing.unaligned.enabled", "true")
+		}
 	}
 	vars := map[string]string{
 		"EVENTS_NUM":      strconv.FormatInt(spec.Events, 10),

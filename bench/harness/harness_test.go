@@ -129,6 +129,30 @@ func TestTPS(t *testing.T) {
 	}
 }
 
+// TestUnaligned: --unaligned sets unaligned checkpoints in the runs with
+// checkpoints, not in their baselines.
+func TestUnaligned(t *testing.T) {
+	const key = "'execution.checkpointing.unaligned.enabled' = 'true'"
+	cfg := Config{Queries: []string{"q20"}, Parallelism: []int{1}, Interval: time.Second, Baseline: true, Unaligned: true, Dir: "/w"}
+	specs := cfg.Specs()
+	if len(specs) != 2 {
+		t.Fatalf("specs %+v", specs)
+	}
+	for i, want := range []bool{true, false} {
+		s, err := Script(specs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(s, key) != want {
+			t.Fatalf("run %d (interval %v): unaligned set %v, want %v:\n%s", i, specs[i].Interval, !want, want, s)
+		}
+	}
+	cfg.Unaligned = false
+	if s, _ := Script(cfg.Specs()[0]); strings.Contains(s, key) {
+		t.Fatal("unaligned without --unaligned")
+	}
+}
+
 // TestMedians: each cell is its median run by events per CPU-second (of
 // an even count the faster middle one), a failed run wins, and a round
 // cut short counts for the specs it ran.

@@ -23,6 +23,7 @@ type Config struct {
 	Dir         string // each run gets a fresh subdirectory
 	Reference   bool   // run the reference kernels where there is one
 	TPS         int64  // events per second of event time (0: the benchmark's)
+	Unaligned   bool   // unaligned checkpoints
 }
 
 // Specs lists the runs of cfg in the order they run.
@@ -40,7 +41,7 @@ func (cfg Config) Specs() []Spec {
 		dir := func() string { n++; return fmt.Sprintf("%s/run-%03d", cfg.Dir, n) }
 		for _, p := range cfg.Parallelism {
 			if cfg.Interval > 0 {
-				out = append(out, Spec{Query: q, Parallelism: p, Interval: cfg.Interval, Events: ev, Backend: cfg.Backend, TPS: cfg.TPS, Dir: dir()})
+				out = append(out, Spec{Query: q, Parallelism: p, Interval: cfg.Interval, Events: ev, Backend: cfg.Backend, TPS: cfg.TPS, Unaligned: cfg.Unaligned, Dir: dir()})
 			}
 			if cfg.Baseline || cfg.Interval <= 0 {
 				out = append(out, Spec{Query: q, Parallelism: p, Events: ev, Backend: cfg.Backend, TPS: cfg.TPS, Dir: dir()})

@@ -57,7 +57,7 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 	var (
 		queries, pars, backend, dir, jsonOut, profDir string
 		interval                                      time.Duration
-		noBaseline, noReference, keep                 bool
+		noBaseline, noReference, keep, unaligned      bool
 		events, tps                                   int64
 		scale                                         float64
 		repeat                                        int
@@ -70,7 +70,7 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg := harness.Config{Interval: interval, Baseline: !noBaseline, Events: events, Scale: scale,
-				Backend: backend, Reference: !noReference, TPS: tps}
+				Backend: backend, Reference: !noReference, TPS: tps, Unaligned: unaligned}
 			var err error
 			if cfg.Queries, err = parseQueries(queries); err != nil {
 				return usageError{err}
@@ -119,8 +119,12 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 			if repeat > 1 {
 				medians = fmt.Sprintf(", each cell the median of %d runs", repeat)
 			}
-			fmt.Fprintf(e.stdout, "Nexmark, %s, GOMAXPROCS %d, checkpoints every %v (state.backend.type %s)%s\n\n",
-				time.Now().UTC().Format("2006-01-02 15:04 UTC"), nproc(), interval, orDefault(backend, "pebble"), medians)
+			mode := ""
+			if unaligned {
+				mode = ", unaligned"
+			}
+			fmt.Fprintf(e.stdout, "Nexmark, %s, GOMAXPROCS %d, checkpoints every %v%s (state.backend.type %s)%s\n\n",
+				time.Now().UTC().Format("2006-01-02 15:04 UTC"), nproc(), interval, mode, orDefault(backend, "pebble"), medians)
 			harness.Report(e.stdout, results)
 			if jsonOut != "" {
 				b, _ := json.MarshalIndent(results, "", "  ")
@@ -147,6 +151,7 @@ func newBenchNexmarkCmd(e *env) *cobra.Command {
 	fl.BoolVar(&noReference, "no-reference", false, "skip the reference kernels")
 	fl.Int64Var(&events, "events", 0, "events per run (`N`; default: per query, sized for 20-40 s a query: four runs)")
 	fl.Float64Var(&scale, "scale", 0, "multiply every run's events by `F`")
+	fl.BoolVar(&unaligned, "unaligned", false, "unaligned checkpoints (execution.checkpointing.unaligned.enabled) in the runs with checkpoints")
 	fl.Int64Var(&tps, "tps", 0, "events per second of event time (`N`, the source's first-event.rate; default the benchmark's 10,000,000: windows of seconds fire every 10 M events)")
 	fl.StringVar(&backend, "state-backend", "pebble", "state.backend.type of the jobs: pebble, rocksdb or hashmap")
 	fl.StringVar(&dir, "dir", "", "work `directory` (checkpoints, q10's output); default a temporary one, removed at the end")

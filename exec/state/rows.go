@@ -280,8 +280,9 @@ func (r *Rows) AddHashed(h uint64, kg int, key []byte, plen int, val []byte) {
 // tiered: rows leave memory (for the committed state or the spill DB).
 func (r *Rows) tiered() bool { return r.com != nil || r.spill != nil }
 
-// HoldsInput reports whether the rows in memory take more than three
-// times the budget while a snapshot is pending: with checkpoints on only
+// HoldsInput returns the pending snapshot's checkpoint id while the rows in
+// memory take more than three times the budget (0 otherwise): with
+// checkpoints on only
 // rows a completed checkpoint holds may leave memory, so when commits
 // outlast the interval the rows that arrived since the last completed
 // one pile up. The operator's task then stops taking input until that
@@ -292,8 +293,11 @@ func (r *Rows) tiered() bool { return r.com != nil || r.spill != nil }
 // message that crossed the line. (The KV writes such entries
 // back instead; rows no checkpoint holds yet cannot be written anywhere
 // the next snapshot and the scans would find them.)
-func (r *Rows) HoldsInput() bool {
-	return r.pendID != 0 && r.o.Checkpointing && r.tiered() && r.bytes > holdFactor*r.budget
+func (r *Rows) HoldsInput() int64 {
+	if r.pendID != 0 && r.o.Checkpointing && r.tiered() && r.bytes > holdFactor*r.budget {
+		return r.pendID
+	}
+	return 0
 }
 
 // holdFactor: HoldsInput's multiple of the budget (the KV's write-back

@@ -604,29 +604,29 @@ func TestRowsHoldsInput(t *testing.T) {
 	if err := r.Snapshot(1, &runLog{}); err != nil {
 		t.Fatal(err)
 	}
-	if r.HoldsInput() {
+	if r.HoldsInput() != 0 {
 		t.Fatalf("snapshot 1 pending, %d bytes (budget %d): want no hold below three budgets", r.Stats().HotBytes, budget)
 	}
 	for !over(r) {
 		add(r, 1)
 	}
-	if !r.HoldsInput() {
-		t.Fatalf("snapshot 1 pending, %d bytes: want a hold past three budgets", r.Stats().HotBytes)
+	if id := r.HoldsInput(); id != 1 {
+		t.Fatalf("snapshot 1 pending, %d bytes: holding for %d, want a hold for checkpoint 1 past three budgets", r.Stats().HotBytes, id)
 	}
 	r.Abort(1)
-	if r.HoldsInput() {
+	if r.HoldsInput() != 0 {
 		t.Fatal("snapshot 1 aborted: still holding")
 	}
 	if err := r.Snapshot(2, &runLog{}); err != nil {
 		t.Fatal(err)
 	}
 	add(r, 1000) // the rows of the next interval, not in snapshot 2
-	if !r.HoldsInput() {
-		t.Fatal("snapshot 2 pending: want a hold")
+	if id := r.HoldsInput(); id != 2 {
+		t.Fatalf("snapshot 2 pending: holding for %d, want a hold for checkpoint 2", id)
 	}
 	before := r.Stats().HotBytes
 	r.Complete(2)
-	if after := r.Stats().HotBytes; r.HoldsInput() || 2*after > before {
+	if after := r.Stats().HotBytes; r.HoldsInput() != 0 || 2*after > before {
 		t.Fatalf("snapshot 2 complete: %d of %d bytes left in memory, holding %v; want its rows gone (the next interval's stay) and no hold", after, before, r.HoldsInput())
 	}
 
@@ -641,7 +641,7 @@ func TestRowsHoldsInput(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if r.HoldsInput() {
+		if r.HoldsInput() != 0 {
 			t.Errorf("%s: holding", name)
 		}
 		if err := r.Close(); err != nil {
