@@ -418,10 +418,15 @@ func (r *Rows) spillRows(from, end int64) error {
 	refs := slices.Grow(r.sorted[0][:0], n)[:n]
 	for j := range refs {
 		_, key, _, _ := r.record(from + int64(j))
-		p0, p1 := prefix16(key)
-		refs[j] = radixItem{p0: p0, p1: p1, i: int32(j)}
+		var b [20]byte
+		copy(b[:], key)
+		refs[j] = radixItem{p0: binary.BigEndian.Uint64(b[:]), p1: binary.BigEndian.Uint64(b[8:]),
+			p2: binary.BigEndian.Uint32(b[16:]), i: int32(j)}
 	}
 	refs, r.sorted[1] = sortRadix(refs, r.sorted[1], func(a, b radixItem) int {
+		if a.p2 != b.p2 {
+			return cmpU32(a.p2, b.p2)
+		}
 		_, ka, _, _ := r.record(from + int64(a.i))
 		_, kb, _, _ := r.record(from + int64(b.i))
 		return bytes.Compare(ka, kb)
@@ -733,13 +738,16 @@ func (run *rowsRun) Prepare() { run.once.Do(run.sort) }
 func (run *rowsRun) sort() {
 	for j := range run.refs {
 		kg, key, _, _ := decodeRow(run.row(run.from + int64(j)))
-		var b [14]byte
+		var b [18]byte
 		copy(b[:], key)
 		run.refs[j] = radixItem{
 			p0: uint64(kg)<<48 | uint64(binary.BigEndian.Uint16(b[:]))<<32 | uint64(binary.BigEndian.Uint32(b[2:])),
-			p1: binary.BigEndian.Uint64(b[6:]), i: int32(j)}
+			p1: binary.BigEndian.Uint64(b[6:]), p2: binary.BigEndian.Uint32(b[14:]), i: int32(j)}
 	}
 	run.refs, run.spare = sortRadix(run.refs, run.spare, func(a, b radixItem) int {
+		if a.p2 != b.p2 { // the key's bytes 14-17 (a join key's rows differ in their sequence numbers)
+			return cmpU32(a.p2, b.p2)
+		}
 		_, ka, _, _ := decodeRow(run.row(run.from + int64(a.i)))
 		_, kb, _, _ := decodeRow(run.row(run.from + int64(b.i)))
 		return bytes.Compare(ka, kb)

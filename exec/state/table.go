@@ -860,10 +860,14 @@ func (t *Table) Restore(r checkpoint.StateReader, start, end int, decode Decoder
 	return nil
 }
 
-// radixItem is an entry's sort key and index (sortEntries).
+// radixItem is an entry's sort key and index (sortEntries). p2, where a
+// caller sets it, holds the key's next four bytes after those of (p0, p1)
+// (zero-padded, as they are): a tie-break that compares it first reads
+// the keys only where it ties too (it fits in the struct's padding).
 type radixItem struct {
 	p0, p1 uint64
 	i      int32
+	p2     uint32
 }
 
 // sortEntries returns the order of ents by key (a Put before a Delete of
@@ -979,6 +983,13 @@ func radixSort(a, b []radixItem) (sorted, spare []radixItem) {
 		a, b = b, a
 	}
 	return a, b
+}
+
+func cmpU32(a, b uint32) int {
+	if a < b {
+		return -1
+	}
+	return 1
 }
 
 func cmpU64(a, b uint64) int {
