@@ -612,8 +612,9 @@ func rowSeq(rest []byte) (uint64, bool) {
 // Snapshot writes the rows of no snapshot (with a pending snapshot's rows
 // merged back first) to w, sorted by state key, as KV.Snapshot writes
 // them; they are then pending until Complete or Abort. The order is a
-// radix sort of (key group, the key's first 14 bytes), then a comparison
-// of the whole keys where those tie.
+// radix sort of (key group, the key's first 14 bytes), then where those
+// tie a comparison of its next 4 bytes (radixItem.p2) and, where those
+// tie too, of the whole keys.
 func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 	if !r.o.Checkpointing {
 		return nil
