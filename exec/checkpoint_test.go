@@ -21,6 +21,19 @@ import (
 	"github.com/streamsql/streamsql/planner"
 )
 
+// openTestStore opens a checkpoint store in a temporary directory for job
+// id strings.Repeat(job, 16), keeping retained checkpoints; it is closed
+// when the test ends (Close is idempotent: a test may close it first).
+func openTestStore(t testing.TB, job string, retained int) *checkpoint.Store {
+	t.Helper()
+	store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat(job, 16), NumRetained: retained})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
 // txnSystem is the "external system" of txnSink: pending output per
 // (subtask, epoch) that survives a crash, and the committed changelog.
 type txnSystem struct {
@@ -189,11 +202,7 @@ func TestCrashRestoreExactlyOnce(t *testing.T) {
 				t.Run(fmt.Sprintf("chained=%v/p%d/crash-after-%d", chained, par, crashAt), func(t *testing.T) {
 					mem := memtest.NewChecked()
 					defer mem.AssertSize(t, 0)
-					store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("ab", 16), NumRetained: 2})
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer store.Close()
+					store := openTestStore(t, "ab", 2)
 					sys := &txnSystem{pending: map[string][]string{}}
 					ck := &CheckpointConfig{Backend: store, TriggerEveryBatch: true, FailAfter: crashAt, FirstID: 1}
 					cfg := JobConfig{Mem: mem, BatchSize: 50, Checkpoint: ck,
@@ -206,7 +215,7 @@ func TestCrashRestoreExactlyOnce(t *testing.T) {
 							}
 							return &txnSink{sys: sys, subtask: sc.Subtask}, nil
 						}}
-					err = RunJob(context.Background(), plan(par), cfg)
+					err := RunJob(context.Background(), plan(par), cfg)
 					if !errors.Is(err, ErrInjectedCrash) {
 						t.Fatalf("attempt 1: want the injected crash, got %v", err)
 					}
@@ -303,11 +312,7 @@ func TestOperatorFaultsRestartExactlyOnce(t *testing.T) {
 		t.Run(c.at, func(t *testing.T) {
 			mem := memtest.NewChecked()
 			defer mem.AssertSize(t, 0)
-			store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("cd", 16), NumRetained: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
+			store := openTestStore(t, "cd", 1)
 			sys := &txnSystem{pending: map[string][]string{}}
 			var fired, calls atomic.Int32
 			ck := &CheckpointConfig{Backend: store, TriggerEveryBatch: true, FirstID: 1, FailAfter: c.crash}
@@ -325,7 +330,7 @@ func TestOperatorFaultsRestartExactlyOnce(t *testing.T) {
 					return op
 				}}
 			restarts := 0
-			err = RunAttempts(context.Background(), ckAggPlan(2), cfg, func(time.Time, error) (time.Duration, bool) {
+			err := RunAttempts(context.Background(), ckAggPlan(2), cfg, func(time.Time, error) (time.Duration, bool) {
 				return 0, restarts < 3
 			}, func(a Attempt) {
 				restarts++

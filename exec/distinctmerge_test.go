@@ -74,11 +74,7 @@ func checkMergedDistinct(t *testing.T, tiered bool, seed uint64) {
 	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
 	r := rand.New(rand.NewPCG(seed, 11))
-	store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("5e", 16), NumRetained: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openTestStore(t, "5e", 2)
 	const maxP = 8
 	keys := 12
 	phase := 0 // tiered: groups go idle, are dropped clean and come back from the committed state

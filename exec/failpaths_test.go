@@ -242,11 +242,7 @@ func (s *blockingSink) RestoreState([]byte) error { return nil }
 func TestCoordinatorServesUnderBackpressure(t *testing.T) {
 	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
-	store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("bb", 16), NumRetained: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openTestStore(t, "bb", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req := make(chan *SavepointRequest, 1)
@@ -266,7 +262,7 @@ func TestCoordinatorServesUnderBackpressure(t *testing.T) {
 			return &genSource{sc: sc, total: -1, keys: 10}, nil
 		},
 		NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) { return &blockingSink{ctx: sc.Ctx}, nil }}
-	err = RunJob(ctx, ckAggPlan(2), cfg)
+	err := RunJob(ctx, ckAggPlan(2), cfg)
 	if err == nil || !strings.Contains(err.Error(), "tolerable-failed-checkpoints") {
 		t.Fatalf("want the tolerable failures error, got %v", err)
 	}

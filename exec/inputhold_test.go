@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -69,11 +68,7 @@ func runJoinLag(t *testing.T, budget int64, holds, unaligned bool) lagRun {
 	t.Helper()
 	mem := memtest.NewChecked()
 	defer mem.AssertSize(t, 0)
-	store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("d4", 16), NumRetained: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openTestStore(t, "d4", 2)
 	sys := &txnSystem{pending: map[string][]string{}}
 	metrics := &Metrics{}
 	held, srcDone, snapped2 := make(chan struct{}), make(chan struct{}), make(chan struct{})

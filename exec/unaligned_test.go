@@ -39,11 +39,7 @@ func TestUnalignedCrashRestoreExactlyOnce(t *testing.T) {
 		t.Run(fmt.Sprintf("p%d-to-p%d/crash-after-%d/align-timeout-%v/%v-to-%v", c.par, c.restorePar, c.crashAt, c.alignTimeout, c.phase, c.restorePhase), func(t *testing.T) {
 			mem := memtest.NewChecked()
 			defer mem.AssertSize(t, 0)
-			store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("a1", 16), NumRetained: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
+			store := openTestStore(t, "a1", 2)
 			sys := &txnSystem{pending: map[string][]string{}}
 			metrics := &Metrics{}
 			// Behind a slow sink the channels are full: barriers overtake
@@ -106,11 +102,7 @@ func TestUnalignedCompletesUnderBackpressure(t *testing.T) {
 	run := func(unaligned bool, alignTimeout time.Duration) (completed, expired int32) {
 		mem := memtest.NewChecked()
 		defer mem.AssertSize(t, 0)
-		store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("b2", 16), NumRetained: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
+		store := openTestStore(t, "b2", 1)
 		sys := &txnSystem{pending: map[string][]string{}}
 		var c, e atomic.Int32
 		ck := &CheckpointConfig{Backend: store, Unaligned: unaligned, AlignedTimeout: alignTimeout, Interval: 10 * time.Millisecond,
@@ -164,11 +156,7 @@ func TestConcurrentCheckpointsCrashRestore(t *testing.T) {
 	{
 		mem := memtest.NewChecked()
 		defer mem.AssertSize(t, 0)
-		store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("c3", 16), NumRetained: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer store.Close()
+		store := openTestStore(t, "c3", 2)
 		sys := &txnSystem{pending: map[string][]string{}}
 		ck := &CheckpointConfig{Backend: store, MaxConcurrent: 3, Interval: 2 * time.Millisecond,
 			FirstID: 1, FailAfter: 6, TolerableFailed: 1000}
@@ -242,11 +230,7 @@ func TestFanOutCrashRestoreExactlyOnce(t *testing.T) {
 		t.Run(fmt.Sprintf("unaligned=%v/p%d-to-p%d/crash-after-%d", c.unaligned, c.par, c.restorePar, c.crashAt), func(t *testing.T) {
 			mem := memtest.NewChecked()
 			defer mem.AssertSize(t, 0)
-			store, err := checkpoint.Open(checkpoint.Options{Dir: t.TempDir(), JobID: strings.Repeat("f0", 16), NumRetained: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
+			store := openTestStore(t, "f0", 2)
 			systems := map[string]*txnSystem{"a": {pending: map[string][]string{}}, "b": {pending: map[string][]string{}}}
 			metrics := &Metrics{}
 			ck := &CheckpointConfig{Backend: store, Unaligned: c.unaligned, Interval: 5 * time.Millisecond, FirstID: 1, FailAfter: c.crashAt, TolerableFailed: 1000}
