@@ -1019,21 +1019,15 @@ func (st *subtask) runInputs() error {
 		return g.alignmentTimedOut()
 	}
 	defer st.wakeups.disarm()
-	// Operators may hold the input (InputHolder). With aligned (or
-	// at-least-once) barriers an upstream subtask acknowledges a
-	// checkpoint right after forwarding its barrier, so the oldest pending
-	// checkpoint never waits for a holding task to read. With unaligned
-	// checkpoints an upstream subtask acknowledges only once it has read
-	// all its input up to its barriers, and may be blocked sending to the
-	// holder: the gate honours a hold then only once every subtask
-	// acknowledged the checkpoint (coordinator.acked).
-	for _, op := range st.ops {
-		if h, ok := op.(InputHolder); ok && st.checkpointing() {
-			g.holders = append(g.holders, h)
-		}
-	}
+	// Operators may hold the input while a checkpoint is pending
+	// (InputHolder; unaligned: once it is acknowledged, inputGate.holding).
 	if st.checkpointing() {
 		g.acked = &st.coord.acked
+		for _, op := range st.ops {
+			if h, ok := op.(InputHolder); ok {
+				g.holders = append(g.holders, h)
+			}
+		}
 	}
 	holding := false
 	for !st.done {

@@ -282,17 +282,15 @@ func (r *Rows) tiered() bool { return r.com != nil || r.spill != nil }
 
 // HoldsInput returns the pending snapshot's checkpoint id while the rows in
 // memory take more than three times the budget (0 otherwise): with
-// checkpoints on only
-// rows a completed checkpoint holds may leave memory, so when commits
-// outlast the interval the rows that arrived since the last completed
-// one pile up. The operator's task then stops taking input until that
-// checkpoint completes or aborts (Complete, Abort), which with aligned
-// barriers needs nothing more from this task (its snapshot is taken; see
-// exec.InputHolder): memory stays within three budgets, or what the rows
-// took at the snapshot (the input of about one interval), plus the
-// message that crossed the line. (The KV writes such entries
-// back instead; rows no checkpoint holds yet cannot be written anywhere
-// the next snapshot and the scans would find them.)
+// checkpoints on only rows a completed checkpoint holds may leave memory,
+// so when commits outlast the interval the rows that arrived since the
+// last completed one pile up. The operator's task then stops taking input
+// until that checkpoint completes or aborts (Complete, Abort; see
+// exec.InputHolder for when the runtime honours it): memory stays within
+// three budgets, or what the rows took when the hold began, plus the
+// message that crossed the line. (The KV writes such entries back
+// instead; rows no checkpoint holds yet cannot be written anywhere the
+// next snapshot and the scans would find them.)
 func (r *Rows) HoldsInput() int64 {
 	if r.pendID != 0 && r.o.Checkpointing && r.tiered() && r.bytes > holdFactor*r.budget {
 		return r.pendID
@@ -418,10 +416,8 @@ func (r *Rows) spillRows(from, end int64) error {
 	refs := slices.Grow(r.sorted[0][:0], n)[:n]
 	for j := range refs {
 		_, key, _, _ := r.record(from + int64(j))
-		var b [20]byte
-		copy(b[:], key)
-		refs[j] = radixItem{p0: binary.BigEndian.Uint64(b[:]), p1: binary.BigEndian.Uint64(b[8:]),
-			p2: binary.BigEndian.Uint32(b[16:]), i: int32(j)}
+		p0, p1, p2 := prefix20(key)
+		refs[j] = radixItem{p0: p0, p1: p1, p2: p2, i: int32(j)}
 	}
 	refs, r.sorted[1] = sortRadix(refs, r.sorted[1], func(a, b radixItem) int {
 		if a.p2 != b.p2 {

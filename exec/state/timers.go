@@ -278,6 +278,13 @@ func prefix16(k []byte) (uint64, uint64) {
 	return binary.BigEndian.Uint64(p[:8]), binary.BigEndian.Uint64(p[8:])
 }
 
+// prefix20 is prefix16 and the key's next 4 bytes (radixItem.p2).
+func prefix20(k []byte) (uint64, uint64, uint32) {
+	var p [20]byte
+	copy(p[:], k)
+	return binary.BigEndian.Uint64(p[:8]), binary.BigEndian.Uint64(p[8:16]), binary.BigEndian.Uint32(p[16:])
+}
+
 // sortItems sorts items whose (p0, p1) order agrees with their keys' (in
 // l) byte order: by (p0, p1), then key, then index (sortRadix).
 func (t *Timers) sortItems(items []radixItem, l *timerKeys) []radixItem {
