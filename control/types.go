@@ -72,18 +72,19 @@ type JobDetails struct {
 	StartTime   int64  `json:"start-time"` // ms since the epoch
 	Parallelism int    `json:"parallelism"`
 
-	RecordsIn      int64    `json:"records-in"`
-	RecordsOut     int64    `json:"records-out"`
-	SkippedRecords int64    `json:"skipped-records"`
-	LateRecords    int64    `json:"late-records"`
-	InputHolds     int64    `json:"input-holds"`
-	Attempts       int      `json:"attempts"`
-	Failures       []string `json:"failures,omitempty"`      // causes of restarted attempts
-	FailureCause   string   `json:"failure-cause,omitempty"` // cause of FAILED
-	CheckpointDir  string   `json:"checkpoint-dir,omitempty"`
-	Checkpoints    int      `json:"checkpoints"`
-	LastCheckpoint int64    `json:"last-checkpoint"`
-	RestoredFrom   string   `json:"restored-from,omitempty"`
+	RecordsIn        int64    `json:"records-in"`
+	RecordsOut       int64    `json:"records-out"`
+	SkippedRecords   int64    `json:"skipped-records"`
+	LateRecords      int64    `json:"late-records"`
+	InputHolds       int64    `json:"input-holds"`
+	InFlightRestored int64    `json:"in-flight-restored"` // unaligned channel-state batches replayed
+	Attempts         int      `json:"attempts"`
+	Failures         []string `json:"failures,omitempty"`      // causes of restarted attempts
+	FailureCause     string   `json:"failure-cause,omitempty"` // cause of FAILED
+	CheckpointDir    string   `json:"checkpoint-dir,omitempty"`
+	Checkpoints      int      `json:"checkpoints"`
+	LastCheckpoint   int64    `json:"last-checkpoint"`
+	RestoredFrom     string   `json:"restored-from,omitempty"`
 	// SavepointDir is the default target of savepoints
 	// (state.savepoints.dir); empty when unset.
 	SavepointDir string          `json:"savepoint-dir,omitempty"`

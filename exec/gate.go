@@ -83,10 +83,11 @@ type gateHandler interface {
 	// unaligned mode (or an alignment timed out): snapshot at once and
 	// forward b; the checkpoint's channel state follows.
 	onUnalignedBarrier(b Barrier) error
-	// onChannelState records a batch of channel ch that is in flight for
+	// onChannelState records a message of channel ch that is in flight for
 	// the unaligned checkpoint (before ch's barrier, not yet processed at the
-	// snapshot). The gate keeps ownership (the batch is processed later).
-	onChannelState(ch int, b Batch) error
+	// snapshot): a batch, a watermark or an idleness marker, in ch's order.
+	// The gate keeps ownership (the message is processed later).
+	onChannelState(ch int, m Message) error
 	// onUnalignedDone: barrier b arrived on every channel: the channel
 	// state is complete, acknowledge.
 	onUnalignedDone(b Barrier) error
@@ -257,33 +258,28 @@ func (g *inputGate) process(i int, m Message) error {
 	switch m.Kind {
 	case MsgData:
 		<-g.chans.credits[i]
-		if g.idle[i] {
-			g.idle[i], g.allIdle = false, false
-		}
+		g.active(i)
 		if g.upending != nil && !g.arrived[i] {
-			if err := g.h.onChannelState(i, m.Batch); err != nil {
+			if err := g.h.onChannelState(i, m); err != nil {
 				m.release()
 				return err
 			}
 		}
 		return g.h.onBatch(i, m.Batch)
 	case MsgWatermark:
-		g.idle[i] = false
-		g.wm[i] = max(g.wm[i], m.Watermark)
-		if h, ok := g.h.(channelWatermarkHandler); ok {
-			if err := h.onChannelWatermark(i); err != nil {
+		if g.upending != nil && !g.arrived[i] {
+			if err := g.h.onChannelState(i, m); err != nil {
 				return err
 			}
 		}
-		return g.advance()
+		return g.channelWatermark(i, m.Watermark)
 	case MsgIdle:
-		g.idle[i] = true
-		if h, ok := g.h.(channelWatermarkHandler); ok {
-			if err := h.onChannelWatermark(i); err != nil {
+		if g.upending != nil && !g.arrived[i] {
+			if err := g.h.onChannelState(i, m); err != nil {
 				return err
 			}
 		}
-		return g.advance()
+		return g.channelIdle(i)
 	case MsgBarrier:
 		b := m.Barrier
 		if b.ID < g.alignID {
@@ -382,30 +378,63 @@ func (g *inputGate) complete() error {
 	return g.h.onBarrier(b)
 }
 
+// active marks channel i active (it delivered a batch).
+func (g *inputGate) active(i int) {
+	if g.idle[i] {
+		g.idle[i], g.allIdle = false, false
+	}
+}
+
+// channelWatermark takes watermark wm of channel i (also when replaying
+// channel state).
+func (g *inputGate) channelWatermark(i int, wm int64) error {
+	g.idle[i] = false
+	g.wm[i] = max(g.wm[i], wm)
+	if h, ok := g.h.(channelWatermarkHandler); ok {
+		if err := h.onChannelWatermark(i); err != nil {
+			return err
+		}
+	}
+	return g.advance()
+}
+
+// channelIdle takes an idleness marker of channel i.
+func (g *inputGate) channelIdle(i int) error {
+	g.idle[i] = true
+	if h, ok := g.h.(channelWatermarkHandler); ok {
+		if err := h.onChannelWatermark(i); err != nil {
+			return err
+		}
+	}
+	return g.advance()
+}
+
+// restoreWatermarks sets the channels' watermarks and idleness to those of
+// an unaligned checkpoint's snapshot (same channels: replayChannelState)
+// and tells the handler what they combine to.
+func (g *inputGate) restoreWatermarks(wm []int64, idle []bool) error {
+	copy(g.wm, wm)
+	copy(g.idle, idle)
+	if h, ok := g.h.(channelWatermarkHandler); ok {
+		for i := range g.wm {
+			if err := h.onChannelWatermark(i); err != nil {
+				return err
+			}
+		}
+	}
+	return g.advance()
+}
+
 // advance recomputes the minimum watermark over the channels that are
 // neither idle nor ended and tells the handler when it moved forward.
 func (g *inputGate) advance() error {
-	wm, active := MaxWatermark, false
-	for i := range g.wm {
-		if g.ended[i] || g.idle[i] {
-			continue
-		}
-		active = true
-		wm = min(wm, g.wm[i])
-	}
+	wm, active, anyIdle := combineWatermarks(-1, nil, g.wm, g.idle, g.ended)
 	if !active {
 		// Every channel idle or ended (a bounded source's end carries its
 		// final watermark before the end). As Flink's StatusWatermarkValve,
 		// once the last active channel went idle nothing holds event time
 		// back: the largest watermark of the idle channels is emitted, and
 		// the subtask's output becomes idle too.
-		wm, anyIdle := NoWatermark, false
-		for i := range g.wm {
-			if g.idle[i] && !g.ended[i] {
-				anyIdle = true
-				wm = max(wm, g.wm[i])
-			}
-		}
 		if !anyIdle || g.allIdle {
 			return nil
 		}
@@ -443,8 +472,9 @@ func (g *inputGate) unalignedBarrier(i int, b Barrier, overtaken []Message) erro
 		}
 	}
 	for _, m := range overtaken {
-		if m.Kind == MsgData {
-			if err := g.h.onChannelState(i, m.Batch); err != nil {
+		switch m.Kind {
+		case MsgData, MsgWatermark, MsgIdle:
+			if err := g.h.onChannelState(i, m); err != nil {
 				return err
 			}
 		}

@@ -46,8 +46,17 @@ func (h *scriptGate) onUnalignedBarrier(b Barrier) error {
 	h.log = append(h.log, fmt.Sprintf("unaligned snapshot+forward barrier %d", b.ID))
 	return nil
 }
-func (h *scriptGate) onChannelState(ch int, b Batch) error {
-	h.log = append(h.log, fmt.Sprintf("channel state ch%d rows=%d", ch, b.Rows()))
+func (h *scriptGate) onChannelState(ch int, m Message) error {
+	switch m.Kind {
+	case MsgData:
+		h.log = append(h.log, fmt.Sprintf("channel state ch%d rows=%d", ch, m.Batch.Rows()))
+	case MsgWatermark:
+		h.log = append(h.log, fmt.Sprintf("channel state ch%d watermark %d", ch, m.Watermark))
+	case MsgIdle:
+		h.log = append(h.log, fmt.Sprintf("channel state ch%d idle", ch))
+	default:
+		h.log = append(h.log, fmt.Sprintf("channel state ch%d unexpected message kind %d", ch, m.Kind))
+	}
 	return nil
 }
 func (h *scriptGate) onUnalignedDone(b Barrier) error {

@@ -718,6 +718,7 @@ func (st *subtask) takeSnapshot(b Barrier, unaligned bool) error {
 	buf.Reset() // the store empties what it commits; a test backend may not
 	if unaligned {
 		st.upend = &unalignedSnap{id: b.ID, buf: buf} // snapshot keeps the channel-state key
+		st.upend.state = st.channelStateHeader(nil)
 	}
 	var err error
 	if f := st.coord.cfg.Fault; f != nil {
@@ -1168,23 +1169,34 @@ func (st *subtask) onChannelWatermark(ch int) error {
 // were given, so a channel that comes back from idleness behind the others
 // does not move an input's watermark back.
 func edgeWatermark(in int, chanInput []int, wm []int64, idle, ended []bool) int64 {
-	active, idleMax := MaxWatermark, NoWatermark
-	anyActive, anyIdle := false, false
+	w, active, anyIdle := combineWatermarks(in, chanInput, wm, idle, ended)
+	if !active && !anyIdle {
+		return MaxWatermark
+	}
+	return w
+}
+
+// combineWatermarks combines the watermarks of the channels of input edge
+// in (-1: every channel) that have not ended: the minimum over the active
+// ones, else (every one idle, anyIdle) the maximum over the idle ones, else
+// NoWatermark. ended may be nil (none ended).
+func combineWatermarks(in int, chanInput []int, wm []int64, idle, ended []bool) (w int64, active, anyIdle bool) {
+	activeMin, idleMax := MaxWatermark, NoWatermark
 	for c, x := range wm {
 		switch {
-		case chanInput[c] != in || ended[c]:
+		case in >= 0 && chanInput[c] != in, ended != nil && ended[c]:
 		case idle[c]:
 			anyIdle = true
 			idleMax = max(idleMax, x)
 		default:
-			anyActive = true
-			active = min(active, x)
+			active = true
+			activeMin = min(activeMin, x)
 		}
 	}
-	if !anyActive && anyIdle {
-		return idleMax
+	if active {
+		return activeMin, true, anyIdle
 	}
-	return active
+	return idleMax, false, anyIdle
 }
 
 // panicSite returns the function and file:line where a recovered panic

@@ -78,9 +78,13 @@ type JobInfo struct {
 	// InputHolds counts the times a task stopped taking input until a
 	// checkpoint completed because a join side held too many rows no
 	// completed checkpoint has (exec.Metrics.InputHolds): commits lag
-	InputHolds  int64
-	Err         error // cause of FAILED
-	Parallelism int
+	InputHolds int64
+	// InFlightRestored counts the batches of in-flight data (unaligned
+	// checkpoints' channel state) restored attempts replayed
+	// (exec.Metrics.ChannelStateReplayed).
+	InFlightRestored int64
+	Err              error // cause of FAILED
+	Parallelism      int
 	// Attempts counts job attempts (1 + restarts); Failures lists the cause
 	// of each failed attempt that was followed by a restart.
 	Attempts int

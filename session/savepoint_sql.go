@@ -262,6 +262,7 @@ func (s *Session) describeJob(x *parser.DescribeJob) (*Result, error) {
 	add("records out", fmt.Sprint(in.RecordsOut))
 	add("late records", fmt.Sprint(in.LateRecords))
 	add("input holds", fmt.Sprint(in.InputHolds))
+	add("in-flight batches restored", fmt.Sprint(in.InFlightRestored))
 	add("attempts", fmt.Sprint(in.Attempts))
 	add("last failure", last)
 	add("checkpoint dir", in.CheckpointDir)

@@ -76,6 +76,7 @@ func (j *job) snapshot() JobInfo {
 	in.SkippedBad = j.metrics.Skipped.Load()
 	in.LateRecords = j.metrics.LateRecords.Load()
 	in.InputHolds = j.metrics.InputHolds.Load()
+	in.InFlightRestored = j.metrics.ChannelStateReplayed.Load()
 	return in
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/streamsql/streamsql/session"
 )
 
-// The crash variant (Options.Crash) runs a file twice more, at parallelism 2
+// The crash variant (Options.Crash) runs a file three times more, at parallelism 2
 // and batch size 7, with checkpointing on in lockstep (a checkpoint after
 // every source batch, so the number and place of barriers do not depend on
 // timing) and a restart strategy allowing one restart:
@@ -26,9 +26,12 @@ import (
 //   - pass 1 runs every job without a crash and counts its checkpoints N;
 //   - pass 2 runs the file again in a fresh session and fails every job that
 //     finished in pass 1 right after checkpoint k, k drawn from a seeded RNG
-//     in [1, N]; the session restores checkpoint k and the job continues.
+//     in [1, N]; the session restores checkpoint k and the job continues;
+//   - pass 3 does the same with unaligned checkpoints (and other crash
+//     points): the restored channel state holds the in-flight records and
+//     watermarks.
 //
-// Every case of pass 2 must give pass 1's output, and every job planned to
+// Every case of passes 2 and 3 must give pass 1's output, and every job planned to
 // crash must have crashed once (two attempts) and restored a checkpoint.
 // Cases whose output pass 1 shares with the canonical run (files written by
 // filesystem sinks, job failures) are also compared with the canonical run.
@@ -62,7 +65,11 @@ type crashJob struct {
 // crashState is a fileRunner's crash-variant machinery: the session's
 // checkpoint hook and log, and the rewritten sinks.
 type crashState struct {
-	pass   int     // 1: count checkpoints, 2: crash
+	pass   int     // 1: count checkpoints, 2 and 3: crash
+	// unaligned: unaligned checkpoints; inFlight counts the in-flight
+	// batches the pass's restored jobs replayed.
+	unaligned bool
+	inFlight  int64
 	plan   []int64 // pass 2: FailAfter per job (in submission order); 0: none
 	ckDir  string  // state.checkpoints.dir
 	outDir string  // rewritten print sinks and wrapped queries write here
@@ -99,6 +106,7 @@ func (c *crashState) cleanup() { _ = os.RemoveAll(c.outDir) }
 // options are the session options of the crash variant; RESET restores them.
 func (c *crashState) options() [][2]string {
 	return [][2]string{
+		{"execution.checkpointing.unaligned.enabled", strconv.FormatBool(c.unaligned)},
 		// Any interval turns checkpointing on; TriggerEveryBatch replaces the timer.
 		{"execution.checkpointing.interval", "1 min"},
 		{"state.checkpoints.dir", c.ckDir},
@@ -116,7 +124,7 @@ func (c *crashState) hook(cfg *exec.CheckpointConfig) {
 	i := len(c.cfgs)
 	c.cfgs = append(c.cfgs, cfg)
 	cfg.TriggerEveryBatch = true
-	if c.pass == 2 && i < len(c.plan) {
+	if c.pass > 1 && i < len(c.plan) {
 		cfg.FailAfter = c.plan[i]
 	}
 	if b, ok := cfg.Backend.(interface{ JobDir() string }); ok {
@@ -309,7 +317,7 @@ func (c *crashState) afterJobs(sess *session.Session, ids []string) []string {
 				problems = append(problems, fmt.Sprintf("job %s finished but left its checkpoint directory %s", in.Name, in.CheckpointDir))
 			}
 		}
-		if c.pass != 2 || i >= len(c.plan) || c.plan[i] == 0 {
+		if c.pass < 2 || i >= len(c.plan) || c.plan[i] == 0 {
 			continue
 		}
 		k := c.plan[i]

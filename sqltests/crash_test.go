@@ -25,8 +25,9 @@ func runCrashText(t *testing.T, text string) (int, string) {
 }
 
 // TestCrashVariantCrashes checks that the crash variant really crashes a
-// GROUP BY job (a query and an INSERT into a print table), that it names
-// the crash points, and that the outputs agree.
+// GROUP BY job (a query and an INSERT into a print table), with aligned
+// and with unaligned checkpoints, that it names the crash points, and that
+// the outputs agree.
 func TestCrashVariantCrashes(t *testing.T) {
 	failed, out := runCrashText(t, `exec
 CREATE TABLE src (id BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '100', 'fields.id.kind' = 'sequence', 'fields.id.start' = '1', 'fields.id.end' = '100');
@@ -59,7 +60,7 @@ x> +I[2, 33]
 	if failed != 0 {
 		t.Fatalf("%d failures:\n%s", failed, out)
 	}
-	for _, want := range []string{"crash variant: seed ", "insert-into_zz_crash_sink_1 after checkpoint ", "insert-into_zz_crash_print_1 after checkpoint "} {
+	for _, want := range []string{"crash variant: aligned checkpoints, seed ", "crash variant: unaligned checkpoints, seed ", "insert-into_zz_crash_sink_1 after checkpoint ", "insert-into_zz_crash_print_1 after checkpoint "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

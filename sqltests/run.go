@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
@@ -34,6 +35,10 @@ type Options struct {
 	// name) and restored from it; the outputs must be equal, and each crash
 	// must have happened (see crash.go). `streamsql test --crash`.
 	Crash bool
+	// InFlightRestored, when set, is added the batches of in-flight data
+	// (unaligned checkpoints' channel state) the crash variant's restored
+	// jobs replayed.
+	InFlightRestored *atomic.Int64
 	// Verbose prints every case with its output.
 	Verbose bool
 	// Out receives PASS/FAIL lines and diffs (RunFiles; default os.Stdout).
@@ -292,37 +297,55 @@ func runCrash(path string, file *ddFile, canon []string, opts *Options, fail fun
 		return err
 	}
 	seed := crashSeed(path)
-	plan := planCrashes(c1.jobs, len(c1.cfgs), rand.New(rand.NewSource(seed)))
-	var points []string
-	for i, k := range plan {
-		if k > 0 {
-			points = append(points, fmt.Sprintf("%s after checkpoint %d of %d", c1.jobs[i].name, k, c1.jobs[i].last))
+	// Pass 2 crashes with aligned checkpoints, pass 3 (its own crash
+	// points) with unaligned ones: the restored channel state must give
+	// the same output.
+	for _, unaligned := range []bool{false, true} {
+		pass, mode := 2, "aligned"
+		if unaligned {
+			seed++
+			pass, mode = 3, "unaligned"
+		}
+		plan := planCrashes(c1.jobs, len(c1.cfgs), rand.New(rand.NewSource(seed)))
+		var points []string
+		for i, k := range plan {
+			if k > 0 {
+				points = append(points, fmt.Sprintf("%s after checkpoint %d of %d", c1.jobs[i].name, k, c1.jobs[i].last))
+			}
+		}
+		desc := fmt.Sprintf("%s checkpoints, seed %d, crashes: %s", mode, seed, strings.Join(points, "; "))
+		if opts.Verbose && opts.Out != nil {
+			fmt.Fprintf(opts.Out, "%s: crash variant: %s\n", path, desc)
+		}
+		c2, err := newCrashState(pass, plan)
+		if err != nil {
+			return err
+		}
+		c2.unaligned = unaligned
+		err = runCrashPass(path, file, c2, opts, func(i int, c *ddCase, res result) {
+			for _, p := range res.problems {
+				fail(c, fmt.Sprintf("pass %d (crash, %s checkpoints): %s", pass, mode, p))
+			}
+			want, got := pass1[i], res.cmp
+			if _, ok := c.arg("error"); ok {
+				// a failing query's rows before its error depend on timing: a
+				// run with crashes may commit rows the run without never
+				// shows before the error ends it; the error must be the same
+				want, got = errorLines(want), errorLines(got)
+			}
+			if got != want {
+				fail(c, fmt.Sprintf("the run with crashes (%s) differs from the run without:\n%s", desc, lineDiff(want, got)))
+			}
+		})
+		c2.cleanup()
+		if unaligned && opts.InFlightRestored != nil {
+			opts.InFlightRestored.Add(c2.inFlight)
+		}
+		if err != nil {
+			return err
 		}
 	}
-	desc := fmt.Sprintf("seed %d, crashes: %s", seed, strings.Join(points, "; "))
-	if opts.Verbose && opts.Out != nil {
-		fmt.Fprintf(opts.Out, "%s: crash variant: %s\n", path, desc)
-	}
-	c2, err := newCrashState(2, plan)
-	if err != nil {
-		return err
-	}
-	defer c2.cleanup()
-	return runCrashPass(path, file, c2, opts, func(i int, c *ddCase, res result) {
-		for _, p := range res.problems {
-			fail(c, "pass 2 (crash): "+p)
-		}
-		want, got := pass1[i], res.cmp
-		if _, ok := c.arg("error"); ok {
-			// a failing query's rows before its error depend on timing: a
-			// run with crashes may commit rows the run without never
-			// shows before the error ends it; the error must be the same
-			want, got = errorLines(want), errorLines(got)
-		}
-		if got != want {
-			fail(c, fmt.Sprintf("the run with crashes (%s) differs from the run without:\n%s", desc, lineDiff(want, got)))
-		}
-	})
+	return nil
 }
 
 // errorLines are the lines of a case's output that report an error.
@@ -351,6 +374,9 @@ func runCrashPass(path string, file *ddFile, cs *crashState, opts *Options, each
 	for i := range file.Cases {
 		c := &file.Cases[i]
 		each(i, c, r.run(c))
+	}
+	for _, j := range r.sess.Jobs() {
+		cs.inFlight += j.InFlightRestored
 	}
 	return nil
 }

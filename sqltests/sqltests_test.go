@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"sync"
 	"testing"
 
@@ -42,8 +43,15 @@ func (c *checkedAllocs) assertZero(t *testing.T) {
 
 func TestGolden(t *testing.T) {
 	var ca checkedAllocs
-	RunTest(t, "testdata", Options{Variants: !testing.Short(), Crash: true, newAlloc: ca.newAlloc})
+	var inFlight atomic.Int64
+	RunTest(t, "testdata", Options{Variants: !testing.Short(), Crash: true, InFlightRestored: &inFlight, newAlloc: ca.newAlloc})
 	ca.assertZero(t)
+	// The unaligned crash pass proves something only if restored jobs
+	// replayed in-flight data.
+	if !t.Failed() && inFlight.Load() == 0 {
+		t.Error("the crash variant's unaligned pass restored no in-flight batches")
+	}
+	t.Logf("unaligned crash pass: %d in-flight batches restored", inFlight.Load())
 }
 
 // TestVariantApplies checks that a variant's parallelism and batch size
