@@ -6,8 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apache/arrow/go/v17/arrow/memory"
