@@ -65,14 +65,14 @@ type crashJob struct {
 // crashState is a fileRunner's crash-variant machinery: the session's
 // checkpoint hook and log, and the rewritten sinks.
 type crashState struct {
-	pass int // 1: count checkpoints, 2 and 3: crash
+	pass   int     // 1: count checkpoints, 2 and 3: crash
+	plan   []int64 // passes 2 and 3: FailAfter per job (in submission order); 0: none
+	ckDir  string  // state.checkpoints.dir
+	outDir string  // rewritten print sinks and wrapped queries write here
 	// unaligned: unaligned checkpoints; inFlight counts the in-flight
 	// batches the pass's restored jobs replayed.
 	unaligned bool
 	inFlight  int64
-	plan      []int64 // pass 2: FailAfter per job (in submission order); 0: none
-	ckDir     string  // state.checkpoints.dir
-	outDir    string  // rewritten print sinks and wrapped queries write here
 
 	mu       sync.Mutex
 	cfgs     []*exec.CheckpointConfig // per job, in submission order
