@@ -289,11 +289,11 @@ func (s *schedule) String() string {
 		planChained:    "src -> HASH(k) -> agg(k)+sink",
 		planTwoLevel:   "src -> HASH(k) -> agg(k)+calc(s % 7919) -> HASH -> agg(b)+sink",
 		planFanOut:     "src -> {HASH(k) -> agg(k)+sink a, HASH(k) -> agg(k)(p1) -> GLOBAL -> sink b(p1)}",
-		planWindow:     "src+watermark(t - 5 s) -> HASH(k) -> HOP(1 s, 2 s) window agg(k)+sink",
-		planWindowRank: "src+watermark(t - 5 s)+TUMBLE(1 s) -> HASH(k) -> window top 2(k)+sink",
+		planWindow:     "src+watermark(t - 1.3 s) -> HASH(k) -> HOP(1 s, 2 s) window agg(k)+sink",
+		planWindowRank: "src+watermark(t - 1.3 s)+TUMBLE(1 s) -> HASH(k) -> window top 2(k)+sink",
 		planJoin:       "src -> {HASH(k) -> agg(k) -> HASH(k) -> join right, HASH(k) -> join left}; join(k)+sink",
 		planSharedAgg:  "src -> HASH(k) -> agg(k) -> {FORWARD -> sink a, FORWARD -> sink b}",
-		planSession:    "src+watermark(t - 5 s) -> HASH(k % 101) -> SESSION(100 ms) window agg(k)+sink",
+		planSession:    "src+watermark(t - 1.3 s) -> HASH(k % 101) -> SESSION(100 ms) window agg(k)+sink",
 	}[s.plan]
 	mode := "aligned"
 	if s.unaligned {

@@ -14,18 +14,21 @@ import (
 
 // The window job of the randomized fault schedule (faultsched_test.go,
 // planWindow): the schedule's source with an event time t = 10 ms times
-// the row's position in its split, WATERMARK FOR t AS t - 5 s, then
+// the row's position in its split, WATERMARK FOR t AS t - 1.3 s, then
 // HASH(k) -> HOP(slide 1 s, size 2 s) window aggregation of COUNT(*) and
 // SUM(v) per k, with the two-phase sink chained. A round of batches covers
 // 1.28 s of event time per split, so windows stay open across several
 // checkpoints, slices are shared by two windows, and the watermark (and
 // its restore) decides when they fire. The splits advance in lockstep, so
 // no row is ever behind the watermark: the oracle is every row in both of
-// its windows, exactly once.
+// its windows, exactly once. The delay is barely more than a round (a
+// batch holds a round of each of its splits, one after the other): a
+// watermark that runs ahead of a channel's by a round or more, e.g. one
+// replayed wrongly from unaligned channel state, makes rows late.
 
 const (
 	windowSchedStep  = 10   // ms of event time per row of a split
-	windowSchedDelay = 5000 // watermark delay
+	windowSchedDelay = 1300 // watermark delay
 	windowSchedSlide = 1000
 	windowSchedSize  = 2000
 )
@@ -101,7 +104,7 @@ func windowSchedWant() []string {
 // sessionSchedWant is the folded output of the uninterrupted session job:
 // per key, its rows' times in order, a session ending where the next row
 // comes more than the gap after the last (no row is late: the splits
-// advance in lockstep, 1.28 s of event time a round, the watermark 5 s
+// advance in lockstep, 1.28 s of event time a round, the watermark 1.3 s
 // behind).
 func sessionSchedWant() []string {
 	type ev struct{ t, v int64 }
