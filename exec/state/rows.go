@@ -414,18 +414,9 @@ func (r *Rows) spillRows(from, end int64) error {
 	n := int(end - from)
 	r.takeSortBuffers()
 	refs := slices.Grow(r.sorted[0][:0], n)[:n]
-	for j := range refs {
-		_, key, _, _ := r.record(from + int64(j))
-		p0, p1, p2 := prefix20(key)
-		refs[j] = radixItem{p0: p0, p1: p1, p2: p2, i: int32(j)}
-	}
-	refs, r.sorted[1] = sortRadix(refs, r.sorted[1], func(a, b radixItem) int {
-		if a.p2 != b.p2 {
-			return cmpU32(a.p2, b.p2)
-		}
-		_, ka, _, _ := r.record(from + int64(a.i))
-		_, kb, _, _ := r.record(from + int64(b.i))
-		return bytes.Compare(ka, kb)
+	refs, r.sorted[1] = sortRowRefs(refs, r.sorted[1], false, func(j int32) (int, []byte) {
+		kg, key, _, _ := r.record(from + int64(j))
+		return kg, key
 	})
 	r.sorted[0] = refs
 	defer r.trimSortBuffers()
@@ -733,20 +724,40 @@ const runAhead = 8
 func (run *rowsRun) Prepare() { run.once.Do(run.sort) }
 
 func (run *rowsRun) sort() {
-	for j := range run.refs {
+	run.refs, run.spare = sortRowRefs(run.refs, run.spare, true, func(j int32) (int, []byte) {
 		kg, key, _, _ := decodeRow(run.row(run.from + int64(j)))
-		var b [18]byte
-		copy(b[:], key)
-		run.refs[j] = radixItem{
-			p0: uint64(kg)<<48 | uint64(binary.BigEndian.Uint16(b[:]))<<32 | uint64(binary.BigEndian.Uint32(b[2:])),
-			p1: binary.BigEndian.Uint64(b[6:]), p2: binary.BigEndian.Uint32(b[14:]), i: int32(j)}
+		return kg, key
+	})
+}
+
+// sortRowRefs sorts rows 0..len(refs)-1 (row j: its key group and framed
+// key) by key, or withKG by (key group, key) as their state keys order: a
+// radix sort of the first 16 bytes (withKG: the key group's 2 and the
+// key's first 14), then the next 4 (p2: a join key's rows differ in their
+// sequence numbers there), then the whole keys where those tie. spare is
+// the sort's scratch; both come back for reuse.
+func sortRowRefs(refs, spare []radixItem, withKG bool, row func(j int32) (kg int, key []byte)) ([]radixItem, []radixItem) {
+	for j := range refs {
+		kg, key := row(int32(j))
+		var it radixItem
+		if withKG {
+			var b [18]byte
+			copy(b[:], key)
+			it = radixItem{
+				p0: uint64(kg)<<48 | uint64(binary.BigEndian.Uint16(b[:]))<<32 | uint64(binary.BigEndian.Uint32(b[2:])),
+				p1: binary.BigEndian.Uint64(b[6:]), p2: binary.BigEndian.Uint32(b[14:])}
+		} else {
+			it.p0, it.p1, it.p2 = prefix20(key)
+		}
+		it.i = int32(j)
+		refs[j] = it
 	}
-	run.refs, run.spare = sortRadix(run.refs, run.spare, func(a, b radixItem) int {
-		if a.p2 != b.p2 { // the key's bytes 14-17 (a join key's rows differ in their sequence numbers)
+	return sortRadix(refs, spare, func(a, b radixItem) int {
+		if a.p2 != b.p2 {
 			return cmpU32(a.p2, b.p2)
 		}
-		_, ka, _, _ := decodeRow(run.row(run.from + int64(a.i)))
-		_, kb, _, _ := decodeRow(run.row(run.from + int64(b.i)))
+		_, ka := row(a.i)
+		_, kb := row(b.i)
 		return bytes.Compare(ka, kb)
 	})
 }
