@@ -62,7 +62,10 @@ type Result struct {
 	LastSize    int64   `json:"last_size"`    // bytes the last checkpoint references
 	LastWritten int64   `json:"last_written"` // bytes it added
 	OutRows     int64   `json:"out_rows,omitempty"`
-	Err         string  `json:"error,omitempty"`
+	// InputHolds counts the times a join's task stopped taking input until
+	// a checkpoint completed (commits lagging the input: docs/state.md).
+	InputHolds int64  `json:"input_holds,omitempty"`
+	Err        string `json:"error,omitempty"`
 }
 
 // CPU is user + system time.
@@ -177,6 +180,9 @@ func RunOne(ctx context.Context, spec Spec) (Result, error) {
 	res.User, res.Sys = u1-u0, s1-s0
 	res.GenCPU = gen() - gen0
 	res.PeakRSS = PeakRSS()
+	for _, j := range s.Jobs() {
+		res.InputHolds += j.InputHolds
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	res.Checkpoints = len(durs)
