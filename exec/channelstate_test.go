@@ -45,7 +45,7 @@ func csDecode(t *testing.T, mem memory.Allocator, e csEntry) []int64 {
 // does (appendCSHeader, appendCSMessage).
 func csTestState(t *testing.T, mem memory.Allocator) []byte {
 	t.Helper()
-	state := appendCSHeader(nil, []int{0, 0, 1}, []int64{NoWatermark, 7, -3}, []bool{false, true, false})
+	state := appendCSHeader(nil, 3, []int{0, 0, 1}, []int64{NoWatermark, 7, -3}, []bool{false, true, false})
 	var buf bytes.Buffer
 	msgs := []struct {
 		ch int
@@ -81,8 +81,11 @@ func TestChannelStateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.v1 || fmt.Sprint(s.inputs, s.wm, s.idle) != fmt.Sprint([]int{0, 0, 1}, []int64{NoWatermark, 7, -3}, []bool{false, true, false}) {
-		t.Fatalf("header: v1=%v inputs %v wm %v idle %v", s.v1, s.inputs, s.wm, s.idle)
+	if s.v1 || s.par != 3 || fmt.Sprint(s.inputs, s.wm, s.idle) != fmt.Sprint([]int{0, 0, 1}, []int64{NoWatermark, 7, -3}, []bool{false, true, false}) {
+		t.Fatalf("header: v1=%v parallelism %d inputs %v wm %v idle %v", s.v1, s.par, s.inputs, s.wm, s.idle)
+	}
+	if par, ok := csParallelism(csTestState(t, mem)); !ok || par != 3 {
+		t.Fatalf("csParallelism: %d %v", par, ok)
 	}
 	var got []string
 	for _, e := range s.entries {
@@ -138,6 +141,9 @@ func TestChannelStateVersion1(t *testing.T) {
 		if e.kind != csBatch || e.ch != -1 || e.input != 1-i || fmt.Sprint(csDecode(t, mem, e)) != fmt.Sprint([]int64{int64(i), int64(i + 10)}) {
 			t.Fatalf("entry %d: %+v", i, e)
 		}
+	}
+	if _, ok := csParallelism(state); ok {
+		t.Fatal("a version 1 state read as version 2")
 	}
 	if w, ok := s.combined(-1); !ok || w != NoWatermark {
 		t.Fatalf("a version 1 stream holds the watermark at %d, %v; want NoWatermark", w, ok)

@@ -34,8 +34,9 @@ import (
 // recordings are merged: each replayed row meets a watermark no later than
 // the one it met before (see replayMerged).
 //
-// Channel state encoding (version 2): 0xFF, 2, uvarint n channels, per
-// channel its uvarint input edge, varint watermark and idle byte; then one
+// Channel state encoding (version 2): 0xFF, 2, uvarint parallelism of the
+// task that wrote it, uvarint n channels, per channel its uvarint input
+// edge, varint watermark and idle byte; then one
 // entry per message, in each channel's order: 'B' (batch): uvarint
 // channel, uvarint 1+len(ops) (0: all inserts), the ops, uvarint length of
 // an Arrow IPC stream holding the batch, the stream; 'W': uvarint channel,
@@ -75,9 +76,9 @@ func (st *subtask) onUnalignedBarrier(b Barrier) error { return st.takeSnapshot(
 // channel's input edge, watermark and idleness at the snapshot.
 func (st *subtask) channelStateHeader(dst []byte) []byte {
 	if g := st.gate; g != nil {
-		return appendCSHeader(dst, st.chanInput, g.wm, g.idle)
+		return appendCSHeader(dst, st.task.Parallelism, st.chanInput, g.wm, g.idle)
 	}
-	return appendCSHeader(dst, nil, nil, nil)
+	return appendCSHeader(dst, st.task.Parallelism, nil, nil, nil)
 }
 
 func (st *subtask) onChannelState(ch int, m Message) error {
@@ -97,8 +98,9 @@ func (st *subtask) onChannelState(ch int, m Message) error {
 }
 
 // appendCSHeader appends a channel state's header (version 2).
-func appendCSHeader(dst []byte, inputs []int, wm []int64, idle []bool) []byte {
+func appendCSHeader(dst []byte, parallelism int, inputs []int, wm []int64, idle []bool) []byte {
 	dst = append(dst, 0xFF, csVersion2)
+	dst = binary.AppendUvarint(dst, uint64(parallelism))
 	dst = binary.AppendUvarint(dst, uint64(len(inputs)))
 	for i, in := range inputs {
 		dst = binary.AppendUvarint(dst, uint64(in))
@@ -184,7 +186,7 @@ func (st *subtask) replayChannelState() error {
 		state []byte
 	}
 	var olds []old
-	oldP := 0 // every subtask of an unaligned checkpoint stores its key
+	oldP := 0 // version 1: every subtask of an unaligned checkpoint stores its key
 	err := st.coord.cfg.Backend.Reader().Scan(prefix, func(k, v []byte) error {
 		if len(k) != len(k0) {
 			return nil
@@ -205,7 +207,16 @@ func (st *subtask) replayChannelState() error {
 	if err != nil {
 		return err
 	}
+	// Rescaled: the parallelism the state was written at (version 2 says;
+	// with an aligned-checkpoint-timeout some subtasks may have taken the
+	// checkpoint aligned and stored none) is not this one.
 	rescaled := oldP != 0 && oldP != st.task.Parallelism
+	for _, o := range olds {
+		if par, ok := csParallelism(o.state); ok {
+			rescaled = par != st.task.Parallelism
+			break
+		}
+	}
 	var streams []*csStream
 	for _, o := range olds {
 		if !rescaled && o.index != st.index {
@@ -240,6 +251,7 @@ type csEntry struct {
 type csStream struct {
 	from    int
 	v1      bool
+	par     int   // the parallelism of the task that wrote it (version 2)
 	inputs  []int // input edge per channel
 	wm      []int64
 	idle    []bool
@@ -248,6 +260,19 @@ type csStream struct {
 }
 
 var errCorruptCS = errors.New("corrupt channel state")
+
+// csParallelism reads the parallelism a version 2 channel state was
+// written at.
+func csParallelism(b []byte) (int, bool) {
+	if len(b) < 3 || b[0] != 0xFF || b[1] != csVersion2 {
+		return 0, false
+	}
+	par, n := binary.Uvarint(b[2:])
+	if n <= 0 || par == 0 || par > 1<<31 {
+		return 0, false
+	}
+	return int(par), true
+}
 
 // parseChannelState decodes a channel state (either version); the
 // entries' IPC streams point into b.
@@ -303,6 +328,11 @@ func parseChannelState(b []byte, nInputs int) (*csStream, error) {
 		return nil, fmt.Errorf("channel state of an unknown version")
 	}
 	b = b[2:]
+	par, ok := uvarint()
+	if !ok || par == 0 || par > 1<<31 {
+		return nil, errCorruptCS
+	}
+	s.par = int(par)
 	n, ok := uvarint()
 	if !ok || n > uint64(len(b)) {
 		return nil, errCorruptCS
