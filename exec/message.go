@@ -182,7 +182,9 @@ type MessageSource interface {
 type SinkContext struct {
 	// Ctx is done when the job attempt ends: a sink blocked on its external
 	// system must give up then.
-	Ctx         context.Context
+	Ctx context.Context
+	// JobID is JobConfig.JobID: the same in every attempt of the job.
+	JobID       string
 	Subtask     int
 	Parallelism int
 	Mem         memory.Allocator

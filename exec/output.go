@@ -238,6 +238,7 @@ func newSinkOutput(st *subtask) (output, error) {
 	}
 	sc := &SinkContext{
 		Ctx:           st.ctx,
+		JobID:         st.cfg.JobID,
 		Subtask:       st.index,
 		Parallelism:   st.task.Parallelism,
 		Mem:           st.cfg.Mem,

@@ -48,6 +48,9 @@ type Metrics struct {
 
 // JobConfig is everything a job needs besides its plan.
 type JobConfig struct {
+	// JobID names the job (its sinks tell their output apart from other
+	// jobs' by it: SinkContext.JobID); empty in tests that need none.
+	JobID          string
 	Mem            memory.Allocator
 	BatchSize      int
 	Linger         time.Duration

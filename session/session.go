@@ -362,6 +362,7 @@ func (s *Session) submit(st parser.Statement, ins []*parser.Insert) (*Result, er
 	}
 	id := newJobID()
 	cfg := s.jobConfig(&exec.Metrics{})
+	cfg.JobID = id
 	ck, err := s.setupCheckpointing(id, name, st, ph)
 	if err != nil {
 		return nil, err

@@ -441,11 +441,12 @@ func (p *PartFiles) Restore(pending []pendingPart, next int) error {
 	return nil
 }
 
-// ofSubtask returns the part files of another subtask of the same sink in
-// the same directory (with nothing open or pending): the view through
-// which a rescaled subtask restores an old subtask's files.
-func (p *PartFiles) ofSubtask(subtask int) *PartFiles {
-	return &PartFiles{dir: p.dir, id: p.id, base: fmt.Sprintf("part-%s-%d-", p.id, subtask)}
+// view returns the part files of part id id and subtask in the same
+// directory (with nothing open or pending): the view through which a
+// restored subtask handles the files of an old subtask or of the job it
+// was restored from.
+func (p *PartFiles) view(id string, subtask int) *PartFiles {
+	return &PartFiles{dir: p.dir, id: id, base: fmt.Sprintf("part-%s-%d-", id, subtask)}
 }
 
 // Discard removes the in-progress and rolled files (never part of a
@@ -498,6 +499,9 @@ func syncDir(dir string) error {
 // the committed output is exactly-once. Not safe for concurrent use: the
 // runtime calls every method on the sink's goroutine.
 type FileSink struct {
+	// legacyID is the part id states before version 3 (which do not
+	// record theirs) used: PartID.
+	legacyID    string
 	parts       *PartFiles
 	csv         *format.CSVEncoder
 	json        *format.JSONEncoder
@@ -526,8 +530,28 @@ func PartID(t *catalog.Table) string {
 	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xffff, b>>48, b&0xffffffffffff)
 }
 
+// partIDFor is the id in the part file names of job jobID's sink of table
+// t: PartID's mixed with the job id, so that two jobs writing one path never
+// name (and so overwrite or, restoring, delete) each other's files. A job
+// restored from a checkpoint handles the files of the lineage its state
+// names (restoreFrom). Without a job id (tests), PartID.
+func partIDFor(t *catalog.Table, jobID string) string {
+	id := PartID(t)
+	if jobID == "" {
+		return id
+	}
+	h1 := fnv.New64a()
+	h1.Write([]byte(id + "\x00" + jobID))
+	a := h1.Sum64()
+	h2 := fnv.New64()
+	h2.Write([]byte(jobID + "\x00" + id))
+	b := h2.Sum64()
+	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xffff, b>>48, b&0xffffffffffff)
+}
+
 func newFileSink(t *catalog.Table, sc *exec.SinkContext) (*FileSink, error) {
 	s := &FileSink{
+		legacyID:    PartID(t),
 		subtask:     sc.Subtask,
 		parallelism: max(sc.Parallelism, 1),
 		updating:    sc.Updating,
@@ -546,7 +570,7 @@ func newFileSink(t *catalog.Table, sc *exec.SinkContext) (*FileSink, error) {
 	if s.csv, s.json, err = sinkEncoder(t, sc.Schema.Names()); err != nil {
 		return nil, err
 	}
-	parts, err := NewPartFiles(fsPath(t), PartID(t), sc.Subtask)
+	parts, err := NewPartFiles(fsPath(t), partIDFor(t, sc.JobID), sc.Subtask)
 	if err != nil {
 		return nil, err
 	}
@@ -627,10 +651,11 @@ func (s *FileSink) Finish() error {
 
 // PreCommit implements exec.TwoPhaseSink: everything written so far
 // becomes pending (durable, hidden) for epoch checkpointID. The state
-// (version 2) is the header (see state.go), the sink's directory (absolute),
-// uvarint next part number, uvarint number of pending files, and per file:
-// varint epoch and its visible name ("part-<id>-<subtask>-<n>", relative to
-// the directory). Version 1 had no directory.
+// (version 3) is the header (see state.go), the sink's directory (absolute),
+// the part id of its files, uvarint next part number, uvarint number of
+// pending files, and per file: varint epoch and its visible name
+// ("part-<id>-<subtask>-<n>", relative to the directory). Version 2 had no
+// part id (it was PartID), version 1 no directory either.
 func (s *FileSink) PreCommit(checkpointID int64) ([]byte, error) {
 	return waitPreCommit(s.PreCommitAsync(checkpointID))
 }
@@ -663,6 +688,7 @@ func (s *FileSink) PreCommitAsync(checkpointID int64) ([]byte, func() error, err
 func (s *FileSink) state() []byte {
 	b := stateHeader(kindFileSink, s.subtask, s.parallelism)
 	b = appendString(b, absDir(s.parts.dir))
+	b = appendString(b, s.parts.id)
 	b = binary.AppendUvarint(b, uint64(s.parts.next))
 	b = binary.AppendUvarint(b, uint64(len(s.parts.pending)))
 	for _, pp := range s.parts.pending {
@@ -698,6 +724,7 @@ func (s *FileSink) RestoreState(state []byte) error {
 type sinkState struct {
 	subtask int // of the subtask that took it
 	dir     string
+	id      string // the part id of its files ("": version 2 or older, PartID)
 	next    int
 	pending []pendingPart
 }
@@ -739,11 +766,29 @@ func (s *FileSink) restoreFrom(st sinkState, own bool) error {
 		}
 		return nil
 	}
+	id := s.adopt(st.id)
 	parts := s.parts
 	if !own {
-		parts = s.parts.ofSubtask(st.subtask)
+		parts = s.parts.view(id, st.subtask)
 	}
 	return parts.Restore(st.pending, st.next)
+}
+
+// adopt makes the part id of a restored state (id; "" for states before
+// version 3: PartID) this subtask's: a restored job goes on naming its
+// files as the job that took the checkpoint did (its subtasks' files
+// sort in the order they were written), while a new job's differ from
+// every other job's. It returns the id.
+func (s *FileSink) adopt(id string) string {
+	if id == "" {
+		id = s.legacyID
+	}
+	if id != s.parts.id {
+		wg := s.parts.wg
+		s.parts = s.parts.view(id, s.subtask)
+		s.parts.wg = wg
+	}
+	return id
 }
 
 // readSinkState decodes a file sink state after its header.
@@ -751,6 +796,9 @@ func readSinkState(r *stateReader) (sinkState, error) {
 	st := sinkState{subtask: r.subtask}
 	if r.version >= 2 {
 		st.dir = r.str()
+	}
+	if r.version >= 3 {
+		st.id = r.str()
 	}
 	next := r.int()
 	n := r.count(2)
@@ -793,6 +841,9 @@ func (s *FileSink) RestoreStates(states [][]byte) error {
 		st, err := readSinkState(r)
 		if err != nil {
 			return err
+		}
+		if st.dir == "" || st.dir == absDir(s.parts.dir) {
+			s.adopt(st.id) // (every state of a job names one id)
 		}
 		own := r.subtask == s.subtask
 		if err := s.restoreFrom(st, own); err != nil {

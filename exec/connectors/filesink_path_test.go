@@ -3,6 +3,7 @@ package connectors
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/streamsql/streamsql/exec"
 	"github.com/streamsql/streamsql/internal/memtest"
 	"os"
 	"path/filepath"
@@ -144,5 +145,86 @@ func TestPartFileNamesSortInCommitOrder(t *testing.T) {
 	}
 	if got, want := filepath.Base(names[0]), "part-x-0-0000000008"; got != want {
 		t.Errorf("first new part: %s, want %s (after the old part 7)", got, want)
+	}
+}
+
+// TestFileSinkPartIDPerJob: a job's part files carry an id of its own
+// (two jobs on one path never share a name); a job restored from another
+// job's checkpoint, or from a state of version 2 (no id: PartID), goes on
+// with the id the state names: it commits the pending parts, removes the
+// uncommitted ones of the crashed run, and numbers its parts after them.
+func TestFileSinkPartIDPerJob(t *testing.T) {
+	mem := memtest.NewChecked()
+	defer mem.AssertSize(t, 0)
+	d := newSinkDir(t)
+	jobSink := func(job string) *FileSink {
+		s, err := NewSink(d.tb, &exec.SinkContext{JobID: job, Subtask: 0, Parallelism: 1, Mem: mem, Checkpointing: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.(*FileSink)
+	}
+	a, b := jobSink("job-a"), jobSink("job-b")
+	if a.parts.id == b.parts.id || a.parts.id == d.id {
+		t.Fatalf("part ids: job a %s, job b %s, PartID %s", a.parts.id, b.parts.id, d.id)
+	}
+	d.write(a, mem, "a1")
+	state, err := a.PreCommit(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.write(a, mem, "a2") // after the checkpoint: lost with the crash
+	crash(a)
+	b.Close()
+	c := jobSink("job-c") // resumes job a's checkpoint (run --from)
+	if err := c.RestoreState(state); err != nil {
+		t.Fatal(err)
+	}
+	if c.parts.id != a.parts.id {
+		t.Fatalf("the restored job names its parts %s, the checkpoint's job %s", c.parts.id, a.parts.id)
+	}
+	d.write(c, mem, "c1")
+	if _, err := c.PreCommit(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Commit(2); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	want := "part-" + a.parts.id + "-0-0000000000=a1,1; part-" + a.parts.id + "-0-0000000002=c1,1;"
+	if got := strings.ReplaceAll(d.files(), "ID", d.id); got != want {
+		t.Fatalf("files %s, want %s", got, want)
+	}
+
+	// A version 2 state names no id: its parts are PartID's.
+	d2 := newSinkDir(t)
+	old := d2.sink(mem, 1) // no job id: PartID, as before version 3
+	d2.write(old, mem, "x")
+	if _, err := old.PreCommit(1); err != nil {
+		t.Fatal(err)
+	}
+	crash(old)
+	v2 := []byte{2, kindFileSink}
+	v2 = binary.AppendUvarint(v2, 1) // subtask
+	v2 = binary.AppendUvarint(v2, 2) // parallelism
+	v2 = appendString(v2, absDir(d2.dir))
+	v2 = binary.AppendUvarint(v2, 1) // next
+	v2 = binary.AppendUvarint(v2, 1) // pending files
+	v2 = binary.AppendVarint(v2, 1)
+	v2 = appendString(v2, "part-"+d2.id+"-1-0000000000")
+	s, err := NewSink(d2.tb, &exec.SinkContext{JobID: "job-d", Subtask: 1, Parallelism: 2, Mem: mem, Checkpointing: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := s.(*FileSink)
+	if err := fs.RestoreState(v2); err != nil {
+		t.Fatal(err)
+	}
+	fs.Close()
+	if got, want := d2.files(), "part-ID-1-0000000000=x,1;"; got != want {
+		t.Errorf("after restoring a version 2 state: %s, want %s", got, want)
+	}
+	if fs.parts.id != d2.id {
+		t.Errorf("after a version 2 state the parts are named %s, want PartID %s", fs.parts.id, d2.id)
 	}
 }

@@ -43,6 +43,9 @@ import (
 // in Flink. Without checkpointing, parts commit as they roll and
 // partitions are committed at the end of the input.
 type PartitionedSink struct {
+	// legacyID is the part id states before version 2 (which do not
+	// record theirs) used: PartID.
+	legacyID    string
 	root        string
 	id          string
 	subtask     int
@@ -110,7 +113,8 @@ func newPartitionedSink(t *catalog.Table, sc *exec.SinkContext) (*PartitionedSin
 	}
 	s := &PartitionedSink{
 		root:        fsPath(t),
-		id:          PartID(t),
+		id:          partIDFor(t, sc.JobID),
+		legacyID:    PartID(t),
 		subtask:     sc.Subtask,
 		parallelism: max(sc.Parallelism, 1),
 		rollover:    optDuration(t, "sink.rolling-policy.rollover-interval", 30*time.Minute),
@@ -460,6 +464,7 @@ func (s *PartitionedSink) PreCommitAsync(checkpointID int64) ([]byte, func() err
 	}
 	b := stateHeader(kindPartSink, s.subtask, s.parallelism)
 	b = appendString(b, absDir(s.root))
+	b = appendString(b, s.id)
 	b = binary.AppendVarint(b, s.wm)
 	var withFiles []string
 	for _, rel := range s.sortedParts() {
@@ -527,6 +532,7 @@ func (s *PartitionedSink) Commit(checkpointID int64) error {
 type partSinkState struct {
 	subtask  int
 	dir      string
+	id       string // the part id of its files ("": version 1, PartID)
 	wm       int64
 	files    map[string]partFilesState
 	toCommit map[string]commitEntry
@@ -540,6 +546,9 @@ type partFilesState struct {
 func readPartSinkState(r *stateReader) (partSinkState, error) {
 	st := partSinkState{subtask: r.subtask, files: map[string]partFilesState{}, toCommit: map[string]commitEntry{}}
 	st.dir = r.str()
+	if r.version >= 2 {
+		st.id = r.str()
+	}
 	st.wm = r.varint()
 	n := r.count(3)
 	for i := 0; i < n && r.err == nil; i++ {
@@ -625,7 +634,13 @@ func (s *PartitionedSink) RestoreStates(states [][]byte) error {
 		if st.wm < wm {
 			wm = st.wm
 		}
-		if err := s.restoreSubtask(st.subtask, st.files, dirs); err != nil {
+		// the restored job goes on naming its files as the job that took
+		// the checkpoint did (see FileSink.adopt); every state of a job
+		// names one id
+		if s.id = st.id; s.id == "" {
+			s.id = s.legacyID
+		}
+		if err := s.restoreSubtask(s.id, st.subtask, st.files, dirs); err != nil {
 			return err
 		}
 		ownDone = ownDone || st.subtask == s.subtask
@@ -640,7 +655,8 @@ func (s *PartitionedSink) RestoreStates(states [][]byte) error {
 		}
 	}
 	if !ownDone {
-		if err := s.restoreSubtask(s.subtask, nil, dirs); err != nil {
+		// this subtask's own hidden files of an earlier attempt
+		if err := s.restoreSubtask(s.id, s.subtask, nil, dirs); err != nil {
 			return err
 		}
 	}
@@ -654,9 +670,9 @@ func (s *PartitionedSink) RestoreStates(states [][]byte) error {
 // restoreSubtask restores old subtask sub's part files in every partition
 // directory: the pending ones its state names are committed, its other
 // hidden ones removed.
-func (s *PartitionedSink) restoreSubtask(sub int, files map[string]partFilesState, dirs []string) error {
+func (s *PartitionedSink) restoreSubtask(id string, sub int, files map[string]partFilesState, dirs []string) error {
 	for _, rel := range dirs {
-		pf := &PartFiles{dir: filepath.Join(s.root, filepath.FromSlash(rel)), id: s.id, base: fmt.Sprintf("part-%s-%d-", s.id, sub)}
+		pf := &PartFiles{dir: filepath.Join(s.root, filepath.FromSlash(rel)), id: id, base: fmt.Sprintf("part-%s-%d-", id, sub)}
 		fs := files[rel]
 		if err := pf.Restore(fs.pending, fs.next); err != nil {
 			return err

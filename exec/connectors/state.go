@@ -30,8 +30,10 @@ var (
 //
 // Versions: 1 is the first encoding of every kind; datagen and the file
 // source write version 2 (lists of splits, for rescaling), the file sink
-// version 2 (with its directory, for a changed path), and all still read
-// version 1. A restore refuses versions newer than this build writes.
+// version 3 (2: with its directory, for a changed path; 3: with the part id
+// of its files, which differs per job) and the partitioned file sink
+// version 2 (with the part id), and all still read the older versions. A
+// restore refuses versions newer than this build writes.
 const stateVersion byte = 1
 
 const (
@@ -45,7 +47,7 @@ const (
 
 // stateVersions is the version each kind writes (and the newest it reads).
 var stateVersions = map[byte]byte{
-	kindDatagen: 2, kindFileSource: 2, kindSocket: stateVersion, kindFileSink: 2, kindNexmark: 1, kindPartSink: 1,
+	kindDatagen: 2, kindFileSource: 2, kindSocket: stateVersion, kindFileSink: 3, kindNexmark: 1, kindPartSink: 2,
 }
 
 var kindNames = map[byte]string{
