@@ -520,12 +520,15 @@ type FileSink struct {
 
 // PartID returns the deterministic "uuid-ish" id in part file names of a
 // table: derived from the table name and path.
-func PartID(t *catalog.Table) string {
+func PartID(t *catalog.Table) string { return uuidOf(t.Name, t.OptionOr("path", "")) }
+
+// uuidOf formats two 64-bit hashes of x and y as a UUID-like id.
+func uuidOf(x, y string) string {
 	h1 := fnv.New64a()
-	h1.Write([]byte(t.Name + "\x00" + t.OptionOr("path", "")))
+	h1.Write([]byte(x + "\x00" + y))
 	a := h1.Sum64()
 	h2 := fnv.New64()
-	h2.Write([]byte(t.OptionOr("path", "") + "\x00" + t.Name))
+	h2.Write([]byte(y + "\x00" + x))
 	b := h2.Sum64()
 	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xffff, b>>48, b&0xffffffffffff)
 }
@@ -536,17 +539,10 @@ func PartID(t *catalog.Table) string {
 // restored from a checkpoint handles the files of the lineage its state
 // names (restoreFrom). Without a job id (tests), PartID.
 func partIDFor(t *catalog.Table, jobID string) string {
-	id := PartID(t)
 	if jobID == "" {
-		return id
+		return PartID(t)
 	}
-	h1 := fnv.New64a()
-	h1.Write([]byte(id + "\x00" + jobID))
-	a := h1.Sum64()
-	h2 := fnv.New64()
-	h2.Write([]byte(jobID + "\x00" + id))
-	b := h2.Sum64()
-	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", a>>32, (a>>16)&0xffff, a&0xffff, b>>48, b&0xffffffffffff)
+	return uuidOf(PartID(t), jobID)
 }
 
 func newFileSink(t *catalog.Table, sc *exec.SinkContext) (*FileSink, error) {
