@@ -390,10 +390,8 @@ func (g *inputGate) active(i int) {
 func (g *inputGate) channelWatermark(i int, wm int64) error {
 	g.idle[i] = false
 	g.wm[i] = max(g.wm[i], wm)
-	if h, ok := g.h.(channelWatermarkHandler); ok {
-		if err := h.onChannelWatermark(i); err != nil {
-			return err
-		}
+	if err := g.tellChannel(i); err != nil {
+		return err
 	}
 	return g.advance()
 }
@@ -401,12 +399,19 @@ func (g *inputGate) channelWatermark(i int, wm int64) error {
 // channelIdle takes an idleness marker of channel i.
 func (g *inputGate) channelIdle(i int) error {
 	g.idle[i] = true
-	if h, ok := g.h.(channelWatermarkHandler); ok {
-		if err := h.onChannelWatermark(i); err != nil {
-			return err
-		}
+	if err := g.tellChannel(i); err != nil {
+		return err
 	}
 	return g.advance()
+}
+
+// tellChannel tells a handler that wants them (channelWatermarkHandler)
+// that channel i's watermark or idleness changed.
+func (g *inputGate) tellChannel(i int) error {
+	if h, ok := g.h.(channelWatermarkHandler); ok {
+		return h.onChannelWatermark(i)
+	}
+	return nil
 }
 
 // restoreWatermarks sets the channels' watermarks and idleness to those of
@@ -415,11 +420,9 @@ func (g *inputGate) channelIdle(i int) error {
 func (g *inputGate) restoreWatermarks(wm []int64, idle []bool) error {
 	copy(g.wm, wm)
 	copy(g.idle, idle)
-	if h, ok := g.h.(channelWatermarkHandler); ok {
-		for i := range g.wm {
-			if err := h.onChannelWatermark(i); err != nil {
-				return err
-			}
+	for i := range g.wm {
+		if err := g.tellChannel(i); err != nil {
+			return err
 		}
 	}
 	return g.advance()

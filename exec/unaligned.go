@@ -73,12 +73,10 @@ func (st *subtask) channelStateID() string {
 func (st *subtask) onUnalignedBarrier(b Barrier) error { return st.takeSnapshot(b, true) }
 
 // channelStateHeader starts an unaligned checkpoint's channel state: each
-// channel's input edge, watermark and idleness at the snapshot.
+// channel's input edge, watermark and idleness at the snapshot (only a
+// task with inputs, hence a gate, takes unaligned snapshots).
 func (st *subtask) channelStateHeader(dst []byte) []byte {
-	if g := st.gate; g != nil {
-		return appendCSHeader(dst, st.task.Parallelism, st.chanInput, g.wm, g.idle)
-	}
-	return appendCSHeader(dst, st.task.Parallelism, nil, nil, nil)
+	return appendCSHeader(dst, st.task.Parallelism, st.chanInput, st.gate.wm, st.gate.idle)
 }
 
 func (st *subtask) onChannelState(ch int, m Message) error {

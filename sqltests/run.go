@@ -300,52 +300,55 @@ func runCrash(path string, file *ddFile, canon []string, opts *Options, fail fun
 	// Pass 2 crashes with aligned checkpoints, pass 3 (its own crash
 	// points) with unaligned ones: the restored channel state must give
 	// the same output.
-	for _, unaligned := range []bool{false, true} {
-		pass, mode := 2, "aligned"
-		if unaligned {
-			seed++
-			pass, mode = 3, "unaligned"
-		}
-		plan := planCrashes(c1.jobs, len(c1.cfgs), rand.New(rand.NewSource(seed)))
-		var points []string
-		for i, k := range plan {
-			if k > 0 {
-				points = append(points, fmt.Sprintf("%s after checkpoint %d of %d", c1.jobs[i].name, k, c1.jobs[i].last))
-			}
-		}
-		desc := fmt.Sprintf("%s checkpoints, seed %d, crashes: %s", mode, seed, strings.Join(points, "; "))
-		if opts.Verbose && opts.Out != nil {
-			fmt.Fprintf(opts.Out, "%s: crash variant: %s\n", path, desc)
-		}
-		c2, err := newCrashState(pass, plan)
-		if err != nil {
-			return err
-		}
-		c2.unaligned = unaligned
-		err = runCrashPass(path, file, c2, opts, func(i int, c *ddCase, res result) {
-			for _, p := range res.problems {
-				fail(c, fmt.Sprintf("pass %d (crash, %s checkpoints): %s", pass, mode, p))
-			}
-			want, got := pass1[i], res.cmp
-			if _, ok := c.arg("error"); ok {
-				// a failing query's rows before its error depend on timing: a
-				// run with crashes may commit rows the run without never
-				// shows before the error ends it; the error must be the same
-				want, got = errorLines(want), errorLines(got)
-			}
-			if got != want {
-				fail(c, fmt.Sprintf("the run with crashes (%s) differs from the run without:\n%s", desc, lineDiff(want, got)))
-			}
-		})
-		c2.cleanup()
-		if unaligned && opts.InFlightRestored != nil {
-			opts.InFlightRestored.Add(c2.inFlight)
-		}
-		if err != nil {
-			return err
+	if err := runCrashAgainst(path, file, pass1, c1, 2, seed, opts, fail); err != nil {
+		return err
+	}
+	return runCrashAgainst(path, file, pass1, c1, 3, seed+1, opts, fail)
+}
+
+// runCrashAgainst runs crash pass 2 (aligned checkpoints) or 3 (unaligned)
+// with crash points drawn from seed and compares it with pass 1.
+func runCrashAgainst(path string, file *ddFile, pass1 []string, c1 *crashState, pass int, seed int64, opts *Options, fail func(c *ddCase, msg string)) error {
+	unaligned, mode := pass == 3, "aligned"
+	if unaligned {
+		mode = "unaligned"
+	}
+	plan := planCrashes(c1.jobs, len(c1.cfgs), rand.New(rand.NewSource(seed)))
+	var points []string
+	for i, k := range plan {
+		if k > 0 {
+			points = append(points, fmt.Sprintf("%s after checkpoint %d of %d", c1.jobs[i].name, k, c1.jobs[i].last))
 		}
 	}
-	return nil
+	desc := fmt.Sprintf("%s checkpoints, seed %d, crashes: %s", mode, seed, strings.Join(points, "; "))
+	if opts.Verbose && opts.Out != nil {
+		fmt.Fprintf(opts.Out, "%s: crash variant: %s\n", path, desc)
+	}
+	c2, err := newCrashState(pass, plan)
+	if err != nil {
+		return err
+	}
+	defer c2.cleanup()
+	c2.unaligned = unaligned
+	err = runCrashPass(path, file, c2, opts, func(i int, c *ddCase, res result) {
+		for _, p := range res.problems {
+			fail(c, fmt.Sprintf("pass %d (crash, %s checkpoints): %s", pass, mode, p))
+		}
+		want, got := pass1[i], res.cmp
+		if _, ok := c.arg("error"); ok {
+			// a failing query's rows before its error depend on timing: a
+			// run with crashes may commit rows the run without never
+			// shows before the error ends it; the error must be the same
+			want, got = errorLines(want), errorLines(got)
+		}
+		if got != want {
+			fail(c, fmt.Sprintf("the run with crashes (%s) differs from the run without:\n%s", desc, lineDiff(want, got)))
+		}
+	})
+	if unaligned && opts.InFlightRestored != nil {
+		opts.InFlightRestored.Add(c2.inFlight)
+	}
+	return err
 }
 
 // errorLines are the lines of a case's output that report an error.

@@ -131,7 +131,8 @@ func NewPartFiles(dir, id string, subtask int) (*PartFiles, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("filesystem sink: %w", err)
 	}
-	p := &PartFiles{dir: dir, id: id, base: fmt.Sprintf("part-%s-%d-", id, subtask), wg: new(sync.WaitGroup)}
+	p := partFilesView(dir, id, subtask)
+	p.wg = new(sync.WaitGroup)
 	if _, err := p.scan(false); err != nil {
 		return nil, err
 	}
@@ -445,8 +446,12 @@ func (p *PartFiles) Restore(pending []pendingPart, next int) error {
 // directory (with nothing open or pending): the view through which a
 // restored subtask handles the files of an old subtask or of the job it
 // was restored from.
-func (p *PartFiles) view(id string, subtask int) *PartFiles {
-	return &PartFiles{dir: p.dir, id: id, base: fmt.Sprintf("part-%s-%d-", id, subtask)}
+func (p *PartFiles) view(id string, subtask int) *PartFiles { return partFilesView(p.dir, id, subtask) }
+
+// partFilesView is the part files of part id id and subtask in dir, with
+// nothing open or pending (a restore's view of an old subtask's files).
+func partFilesView(dir, id string, subtask int) *PartFiles {
+	return &PartFiles{dir: dir, id: id, base: fmt.Sprintf("part-%s-%d-", id, subtask)}
 }
 
 // Discard removes the in-progress and rolled files (never part of a

@@ -672,7 +672,7 @@ func (s *PartitionedSink) RestoreStates(states [][]byte) error {
 // hidden ones removed.
 func (s *PartitionedSink) restoreSubtask(id string, sub int, files map[string]partFilesState, dirs []string) error {
 	for _, rel := range dirs {
-		pf := &PartFiles{dir: filepath.Join(s.root, filepath.FromSlash(rel)), id: id, base: fmt.Sprintf("part-%s-%d-", id, sub)}
+		pf := partFilesView(filepath.Join(s.root, filepath.FromSlash(rel)), id, sub)
 		fs := files[rel]
 		if err := pf.Restore(fs.pending, fs.next); err != nil {
 			return err
