@@ -24,8 +24,9 @@ import (
 // arrive for an interval more), and goes on once the checkpoint
 // completed; the output is exactly the uninterrupted result. The control
 // run hides the join's HoldInput from the runtime: the same lag lets the
-// side take in the whole input, so the bound is not one the load never
-// reaches. With unaligned checkpoints a hold counts only once every
+// side take in the whole input (past four budgets most of it leaves the
+// heap for mapped files: TestJoinMapsRowsWhileCheckpointsFail), so the
+// bound is not one the load never reaches. With unaligned checkpoints a hold counts only once every
 // subtask acknowledged the checkpoint (before, an upstream subtask blocked
 // sending to the holder would never acknowledge it): the side then takes
 // no more than the message that crossed the line.
@@ -196,12 +197,14 @@ type peakJoin struct {
 	atSnap      int64 // rowsBytes at the last snapshot
 }
 
-// rowsBytes is the most bytes a Rows side holds now.
+// rowsBytes is the most bytes a Rows side holds now: in the heap and,
+// past four budgets, mapped from files (state.Rows.mapOut).
 func (p *peakJoin) rowsBytes() int64 {
 	var most int64
 	for _, s := range p.j.sides {
 		if s.rows != nil {
-			most = max(most, s.rows.Stats().HotBytes)
+			st := s.rows.Stats()
+			most = max(most, st.HotBytes+st.MappedBytes)
 		}
 	}
 	return most

@@ -253,7 +253,7 @@ var kvTotals tierTotals
 func KVTierTotals() TierStats { return kvTotals.stats() }
 
 // tierTotals sums the counters of the tiers closed so far in the process.
-type tierTotals struct{ evictions, writeBacks, coldReads, cleanDrops, comReads atomic.Int64 }
+type tierTotals struct{ evictions, writeBacks, coldReads, cleanDrops, comReads, mapped atomic.Int64 }
 
 func (t *tierTotals) add(st TierStats) {
 	t.evictions.Add(st.Evictions)
@@ -261,11 +261,12 @@ func (t *tierTotals) add(st TierStats) {
 	t.coldReads.Add(st.ColdReads)
 	t.cleanDrops.Add(st.CleanDrops)
 	t.comReads.Add(st.ComReads)
+	t.mapped.Add(st.Mapped)
 }
 
 func (t *tierTotals) stats() TierStats {
 	return TierStats{Evictions: t.evictions.Load(), WriteBacks: t.writeBacks.Load(),
-		ColdReads: t.coldReads.Load(), CleanDrops: t.cleanDrops.Load(), ComReads: t.comReads.Load()}
+		ColdReads: t.coldReads.Load(), CleanDrops: t.cleanDrops.Load(), ComReads: t.comReads.Load(), Mapped: t.mapped.Load()}
 }
 
 // Key frames a state key: namespace, key and optional map key, each

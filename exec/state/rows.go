@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -41,14 +42,20 @@ import (
 // With a committed state (Options.Committed, checkpointing on), memory is
 // bounded: once the chunks take more than the budget, the oldest chunks
 // whose rows are all clean are dropped (no write: the committed state has
-// them). A restore loads nothing: its rows are in the committed state. A
-// scan walks the join key's chain in memory and, when the chain runs into
-// dropped rows or the key may have restored rows (a Bloom filter of the
-// prefix hashes that left the map), reads the committed state's entries of
-// the prefix too, skipping those still in memory: rows in memory are the
-// ones added since the restore, whose sequence numbers grow with their
-// index, so a committed entry with a sequence number at or above that of
-// the oldest row in memory is in memory. Without a committed state every
+// them). Rows no completed checkpoint holds may not be dropped; while
+// checkpoints lag the task holds its input (HoldsInput), and when they
+// keep failing (nothing pending to wait for) the oldest such chunks past
+// four budgets are moved to files and mapped read-only (mapOut): they
+// stay chunks at their indexes, read by scans and snapshots as before,
+// and are unmapped when dropped clean. A restore loads nothing: its rows
+// are in the committed state. A scan walks the join key's chain in memory
+// and, when the chain runs into dropped rows or the key may have restored
+// rows (a Bloom filter of the prefix hashes that left the map), reads the
+// committed state's entries of the prefix too, skipping those still in
+// memory: rows in memory are the ones added since the restore, whose
+// sequence numbers grow with their index, so a committed entry with a
+// sequence number at or above that of the oldest row in memory is in
+// memory. Without a committed state every
 // row stays in memory and a restore loads the rows.
 //
 // Not safe for concurrent use.
@@ -66,7 +73,12 @@ type Rows struct {
 	chunkBase int64
 	n         int64 // rows added (indexes 0..n-1)
 	base      int64 // rows below base are dropped (in the committed state or the spill DB)
-	bytes     int64 // accounted size of the chunks in memory
+	bytes     int64 // accounted size of the chunks in the Go heap (mapped ones take none)
+
+	// nmapped: chunks[:nmapped] are mapped from files (mapOut), taking
+	// mappedBytes; the others are in the Go heap
+	nmapped     int
+	mappedBytes int64
 
 	// heads: the hash of a framed prefix -> its newest row; coldKeys
 	// holds (by hash) the prefixes whose rows may be cold without a chain
@@ -102,7 +114,37 @@ type rowChunk struct {
 	data []byte
 	off  []uint32
 	prev []int64
+	m    *rowMap // non-nil: data, off and prev are views of a mapped file
 }
+
+// memBytes is what the chunk takes in the Go heap (nothing once mapped).
+func (c *rowChunk) memBytes() int64 {
+	if c.m != nil {
+		return 0
+	}
+	return int64(cap(c.data) + len(c.off)*12)
+}
+
+// rowMap is a chunk's mapped file. A snapshot's run reads the chunk on
+// the committing goroutine (refs counts the runs holding views of it), so
+// it is unmapped once dropped (or the rows closed) and no run holds it,
+// by whichever side sees both last.
+type rowMap struct {
+	mem      []byte
+	refs     atomic.Int32
+	dropped  atomic.Bool
+	unmapped atomic.Bool
+}
+
+func (m *rowMap) release() {
+	if m.dropped.Load() && m.refs.Load() == 0 && m.unmapped.CompareAndSwap(false, true) {
+		unmapRows(m.mem)
+		liveRowMaps.Add(-1)
+	}
+}
+
+// liveRowMaps counts the chunks mapped and not yet unmapped (tests).
+var liveRowMaps atomic.Int64
 
 const rowHeader = 14
 
@@ -176,7 +218,7 @@ func (r *Rows) Len() int { return int(r.n - r.base) }
 // (ComReads: from the committed state).
 func (r *Rows) Stats() TierStats {
 	st := r.st
-	st.Hot, st.HotBytes, st.Budget = r.Len(), r.bytes, r.budget
+	st.Hot, st.HotBytes, st.Budget, st.MappedBytes = r.Len(), r.bytes, r.budget, r.mappedBytes
 	return st
 }
 
@@ -196,6 +238,12 @@ func (r *Rows) Close() error {
 	}
 	kvTotals.add(r.st)
 	r.st = TierStats{}
+	for _, c := range r.chunks[:r.nmapped] {
+		c.m.dropped.Store(true)
+		c.m.release()
+	}
+	// (a read after Close fails in Go, not in a mapping)
+	r.chunks, r.nmapped, r.mappedBytes = nil, 0, 0
 	return err
 }
 
@@ -274,6 +322,48 @@ func (r *Rows) AddHashed(h uint64, kg int, key []byte, plen int, val []byte) {
 	r.n++
 	if r.tiered() && r.bytes > r.budget {
 		r.drop()
+		if r.com != nil && r.bytes > (holdFactor+1)*r.budget {
+			r.mapOut()
+		}
+	}
+}
+
+// mapOut moves the oldest chunks in the heap (bar the one being filled)
+// to mapped files until the heap's chunks take three budgets again. It
+// runs past four budgets, after drop: those chunks hold rows no completed
+// checkpoint holds (checkpoints keep failing, or a lagging one's hold is
+// not honoured), which cannot leave the chunks, but can leave the heap.
+func (r *Rows) mapOut() {
+	if !canMapRows {
+		return
+	}
+	dir := r.o.SpillDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	for r.nmapped < len(r.chunks)-1 && r.bytes > holdFactor*r.budget {
+		c := r.chunks[r.nmapped]
+		rows := len(c.off)
+		mem, err := mapRows(dir, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(c.off))), rows*4),
+			unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(c.prev))), rows*8), c.data)
+		if err != nil {
+			if r.err == nil {
+				r.err = fmt.Errorf("state: moving join rows to a file: %w", err)
+			}
+			return
+		}
+		liveRowMaps.Add(1)
+		r.bytes -= c.memBytes()
+		// off at 0, prev at rows*4 (a multiple of 8: rows is a power of
+		// two of at least 16), then the records
+		c.off = unsafe.Slice((*uint32)(unsafe.Pointer(&mem[0])), rows)
+		c.prev = unsafe.Slice((*int64)(unsafe.Pointer(&mem[rows*4])), rows)
+		end := rows*12 + len(c.data)
+		c.data = mem[rows*12 : end : end]
+		c.m = &rowMap{mem: mem}
+		r.mappedBytes += int64(len(mem))
+		r.nmapped++
+		r.st.Mapped += int64(rows)
 	}
 }
 
@@ -289,8 +379,8 @@ func (r *Rows) tiered() bool { return r.com != nil || r.spill != nil }
 // exec.InputHolder for when the runtime honours it): memory stays within
 // three budgets, or what the rows took when the hold began, plus the
 // message that crossed the line. (The KV writes such entries back
-// instead; rows no checkpoint holds yet cannot be written anywhere the
-// next snapshot and the scans would find them.)
+// instead. Rows no checkpoint holds yet stay chunks; past four budgets,
+// when no hold keeps them in check, they are mapped from files: mapOut.)
 func (r *Rows) HoldsInput() int64 {
 	if r.pendID != 0 && r.o.Checkpointing && r.tiered() && r.bytes > holdFactor*r.budget {
 		return r.pendID
@@ -330,14 +420,15 @@ func (r *Rows) drop() {
 		limit = r.n
 	}
 	// the oldest chunks that go: clean ones (or any without checkpoints)
-	// until the chunks take 7/8 of the budget, the one being filled stays
+	// until the chunks take 7/8 of the budget, and clean mapped ones; the
+	// one being filled stays
 	n, left := 0, r.bytes
-	for len(r.chunks)-n > 1 && left > r.budget*7/8 {
+	for len(r.chunks)-n > 1 && (left > r.budget*7/8 || n < r.nmapped) {
 		if (r.chunkBase+int64(n)+1)<<r.shift > limit {
 			break // the rest is not committed yet
 		}
 		c := r.chunks[n]
-		left -= int64(cap(c.data) + len(c.off)*12)
+		left -= c.memBytes()
 		n++
 	}
 	if n > 0 {
@@ -351,8 +442,14 @@ func (r *Rows) drop() {
 			}
 		}
 		for i := 0; i < n; i++ {
+			if m := r.chunks[i].m; m != nil {
+				r.mappedBytes -= int64(len(m.mem))
+				m.dropped.Store(true)
+				m.release()
+			}
 			r.chunks[i] = nil
 		}
+		r.nmapped = max(0, r.nmapped-n)
 		r.chunks = r.chunks[n:]
 		r.chunkBase += int64(n)
 		r.bytes = left
@@ -647,6 +744,10 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 		c := r.chunks[ci-r.chunkBase]
 		run.chunks = append(run.chunks, rowView{data: c.data, off: c.off})
 		size += len(c.data)
+		if c.m != nil {
+			c.m.refs.Add(1)
+			run.maps = append(run.maps, c.m)
+		}
 	}
 	// the size of the rows' keys and values, about (the records' bytes
 	// and a key group prefix a row, less the records' headers)
@@ -666,10 +767,12 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 			r.scratch = k
 			if err := w.Put(k, v); err != nil {
 				r.sorted[0], r.sorted[1] = run.refs, run.spare
+				run.releaseMaps()
 				return err
 			}
 		}
 		r.sorted[0], r.sorted[1] = run.refs, run.spare
+		run.releaseMaps()
 		r.trimSortBuffers()
 	}
 	r.pendID, r.pendFrom, r.pendTo = id, r.snapFrom, r.n
@@ -692,6 +795,7 @@ type rowsRun struct {
 	shift  uint
 	first  int64     // chunks[0] holds rows from first << shift
 	chunks []rowView // the chunks holding rows from..to
+	maps   []*rowMap // the mapped ones among them (held until Release)
 	prefix [][]byte
 	bytes  int
 	// where Release hands refs and spare back
@@ -793,7 +897,17 @@ func (run *rowsRun) Release() {
 		spare := run.spare[:0]
 		run.backSpare.Store(&spare)
 	}
+	run.releaseMaps()
 	run.refs, run.spare, run.chunks, run.prefix, run.back, run.backSpare = nil, nil, nil, nil, nil, nil
+}
+
+// releaseMaps lets go of the mapped chunks the run read.
+func (run *rowsRun) releaseMaps() {
+	for _, m := range run.maps {
+		m.refs.Add(-1)
+		m.release()
+	}
+	run.maps = nil
 }
 
 // Complete is called when checkpoint id is committed: the pending rows are
@@ -804,7 +918,7 @@ func (r *Rows) Complete(id int64) {
 	}
 	r.cleanTo, r.pendID = r.pendTo, 0
 	r.comGen++ // a committed iterator must see them before any is dropped
-	if r.tiered() && r.bytes > r.budget {
+	if r.tiered() && (r.bytes > r.budget || r.nmapped > 0) {
 		r.drop()
 	}
 }

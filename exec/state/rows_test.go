@@ -24,12 +24,20 @@ import (
 // bytes, Each the side's whole state; the committed state must equal what
 // the completed snapshots wrote. It asserts that the tiered Rows dropped
 // rows and read them back from the committed state, and that some restored
-// rows were read back too.
+// rows were read back too; over the seeds, that it mapped chunks of rows no
+// checkpoint held yet (past four budgets), all unmapped once closed.
 func TestRowsMetamorphic(t *testing.T) {
+	rowsMetaMapped = 0
 	for seed := int64(1); seed <= 16; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { rowsMetaSeed(t, seed) })
 	}
+	if canMapRows && rowsMetaMapped == 0 && !t.Failed() {
+		t.Fatal("no seed moved a chunk of uncommitted rows to a mapped file")
+	}
 }
+
+// rowsMetaMapped: rows the tiered Rows of every seed mapped (mapOut).
+var rowsMetaMapped int64
 
 func rowsMetaSeed(t *testing.T, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
@@ -65,6 +73,7 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 		s := com.Stats()
 		st.CleanDrops += s.CleanDrops
 		st.ComReads += s.ComReads
+		st.Mapped += s.Mapped
 		s = spill.Stats()
 		sst.CleanDrops += s.CleanDrops
 		sst.WriteBacks += s.WriteBacks
@@ -281,7 +290,13 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 	if refRuns == 0 {
 		t.Fatal("no snapshot was taken by reference")
 	}
+	for _, lr := range laterRuns {
+		lr.l.expand() // (releases the runs' mapped chunks)
+	}
 	closeRows()
+	if n := liveRowMaps.Load(); n != 0 {
+		t.Fatalf("%d chunks of rows still mapped after every Rows was closed", n)
+	}
 	if err := cdb.db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -291,6 +306,7 @@ func rowsMetaSeed(t *testing.T, seed int64) {
 	if sst.WriteBacks == 0 || sst.ColdReads == 0 {
 		t.Fatalf("the rows with a spill DB never spilled or never read back: %+v", sst)
 	}
+	rowsMetaMapped += st.Mapped
 	t.Logf("seed %d: tiered rows %+v, %d restored rows read; with a spill DB %+v", seed, st, restoredReads, sst)
 }
 

@@ -64,6 +64,10 @@ type TierStats struct {
 	ComReads   int64 // of ColdReads, those from the committed state
 	// PebbleMem is the spill DB's block cache and memtables (bytes).
 	PebbleMem int64
+	// Mapped counts the rows of a join side moved out of the heap to
+	// mapped files while no completed checkpoint held them (Rows.mapOut);
+	// MappedBytes is the size of those files still mapped.
+	Mapped, MappedBytes int64
 }
 
 // Stats returns the cold tier's counters.
