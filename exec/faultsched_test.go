@@ -1599,7 +1599,7 @@ func TestFaultSchedule(t *testing.T) {
 		if n := tiered.Load(); n >= 3 && (drops == 0 || com == 0) {
 			t.Errorf("%d tiered join schedules: %d clean drops, %d reads from the committed state; want some of each", n, drops, com)
 		}
-		t.Logf("tiered join schedules: %d (clean drops %d, committed reads %d, write-backs %d, input holds %d, %d of them unaligned)", tiered.Load(), drops, com, wb, holds, uholds)
+		t.Logf("tiered join schedules: %d (clean drops %d, committed reads %d, write-backs %d, input holds %d, %d of them unaligned, rows mapped %d)", tiered.Load(), drops, com, wb, holds, uholds, after.Mapped-before.Mapped)
 		tafter := state.TableTierTotals()
 		tdrops, tcom, twb := tafter.CleanDrops-tbefore.CleanDrops, tafter.ComReads-tbefore.ComReads, tafter.WriteBacks-tbefore.WriteBacks
 		if n := tieredTables.Load(); n >= 3 && (tdrops == 0 || tcom == 0) {
