@@ -78,6 +78,7 @@ type JobDetails struct {
 	LateRecords      int64    `json:"late-records"`
 	InputHolds       int64    `json:"input-holds"`
 	InFlightRestored int64    `json:"in-flight-restored"` // unaligned channel-state batches replayed
+	RowsMapped       int64    `json:"rows-mapped"`        // join rows moved to mapped files (checkpoints failing)
 	Attempts         int      `json:"attempts"`
 	Failures         []string `json:"failures,omitempty"`      // causes of restarted attempts
 	FailureCause     string   `json:"failure-cause,omitempty"` // cause of FAILED

@@ -88,6 +88,8 @@ type streamJoin struct {
 	kv   *state.KV
 
 	sides [2]*joinSideState
+	// mapped: the rows the sides had mapped at the last reportMapped
+	mapped int64
 	// nullSafe[k]: key pair k matches NULL with NULL
 	nullSafe []bool
 	residual expr.Evaluator
@@ -296,7 +298,24 @@ func (j *streamJoin) Snapshot(id int64, w checkpoint.StateWriter) error {
 	if err := j.kv.Snapshot(id, w); err != nil {
 		return err
 	}
-	return j.eachRows(func(r *state.Rows) error { return r.Snapshot(id, w) })
+	err := j.eachRows(func(r *state.Rows) error { return r.Snapshot(id, w) })
+	j.reportMapped()
+	return err
+}
+
+// reportMapped adds the rows the sides mapped since the last report to
+// the job's Metrics.RowsMapped.
+func (j *streamJoin) reportMapped() {
+	var n int64
+	for _, s := range j.sides {
+		if s != nil && s.rows != nil {
+			n += s.rows.Stats().Mapped
+		}
+	}
+	if n > j.mapped && j.ctx.Metrics != nil {
+		j.ctx.Metrics.RowsMapped.Add(n - j.mapped)
+	}
+	j.mapped = max(j.mapped, n)
 }
 
 func (j *streamJoin) NotifyComplete(id int64) error {

@@ -23,7 +23,8 @@ import (
 // rows take at most four budgets and a chunk; the job then completes its
 // final checkpoint and the committed output is exactly the uninterrupted
 // result (the join read the mapped rows back in its probes and the
-// snapshots wrote them).
+// snapshots wrote them), and Metrics.RowsMapped (DESCRIBE JOB's "join
+// rows mapped to files") counts the rows mapped.
 func TestJoinMapsRowsWhileCheckpointsFail(t *testing.T) {
 	const budget = 16 << 10
 	for _, step := range []FaultStep{StepAcked, StepSnapshot} {
@@ -79,10 +80,13 @@ func TestJoinMapsRowsWhileCheckpointsFail(t *testing.T) {
 			if over := heap.Load() - (4*budget + mapSlack); over > 0 {
 				t.Fatalf("the heap's rows took %d bytes, %d more than four budgets and a chunk", heap.Load(), over)
 			}
+			if got := metrics.RowsMapped.Load(); got != mapped.Load() {
+				t.Fatalf("Metrics.RowsMapped %d, the side mapped %d rows", got, mapped.Load())
+			}
 			if d := diffSorted(foldChanges(sys.committed), joinSchedWant()); d != "" {
 				t.Fatalf("committed output differs from the uninterrupted result: %s", d)
 			}
-			t.Logf("%d checkpoints failed; a side held up to %d bytes of rows, at most %d of them in the heap (budget %d), %d rows mapped",
+			t.Logf("%d checkpoints failed; a side held up to %d bytes of rows, at most %d of them in the heap (budget %d); %d rows mapped",
 				failed.Load(), rowsPeak.Load(), heap.Load(), budget, mapped.Load())
 		})
 	}
@@ -94,8 +98,8 @@ func TestJoinMapsRowsWhileCheckpointsFail(t *testing.T) {
 const mapSlack = 64<<10 + 16*12
 
 // mapWatchJoin records, after every batch of a join, the most bytes a
-// Rows side kept in the heap, the most rows a side mapped and the most
-// bytes of rows it held, heap and mapped. Its input holds are the join's.
+// Rows side kept in the heap, the rows its sides mapped and the most
+// bytes of rows a side held, heap and mapped. Its input holds are the join's.
 type mapWatchJoin struct {
 	Operator
 	j                  *streamJoin
@@ -106,14 +110,16 @@ func (w *mapWatchJoin) HoldInput() int64 { return w.j.HoldInput() }
 
 func (w *mapWatchJoin) ProcessBatch(in int, b Batch, out Collector) error {
 	err := w.Operator.ProcessBatch(in, b, out)
+	var mapped int64
 	for _, s := range w.j.sides {
 		if s == nil || s.rows == nil {
 			continue
 		}
 		st := s.rows.Stats()
 		w.heap.Store(max(w.heap.Load(), st.HotBytes))
-		w.mapped.Store(max(w.mapped.Load(), st.Mapped))
 		w.rows.Store(max(w.rows.Load(), st.HotBytes+st.MappedBytes))
+		mapped += st.Mapped
 	}
+	w.mapped.Store(max(w.mapped.Load(), mapped))
 	return err
 }

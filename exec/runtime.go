@@ -44,6 +44,10 @@ type Metrics struct {
 	// IdleMarks counts the times a source subtask was marked idle
 	// (table.exec.source.idle-timeout).
 	IdleMarks atomic.Int64
+	// RowsMapped counts the rows insert-only join sides moved out of the
+	// Go heap to mapped files while no completed checkpoint held them
+	// (state.Rows: checkpoints failing), as of their last snapshot.
+	RowsMapped atomic.Int64
 }
 
 // JobConfig is everything a job needs besides its plan.

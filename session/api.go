@@ -83,8 +83,12 @@ type JobInfo struct {
 	// checkpoints' channel state) restored attempts replayed
 	// (exec.Metrics.ChannelStateReplayed).
 	InFlightRestored int64
-	Err              error // cause of FAILED
-	Parallelism      int
+	// RowsMapped counts the rows join sides moved out of memory to mapped
+	// files while no completed checkpoint held them (exec.Metrics.RowsMapped:
+	// checkpoints failing; docs/state.md, "Mapped chunks").
+	RowsMapped  int64
+	Err         error // cause of FAILED
+	Parallelism int
 	// Attempts counts job attempts (1 + restarts); Failures lists the cause
 	// of each failed attempt that was followed by a restart.
 	Attempts int

@@ -56,7 +56,7 @@ func details(in JobInfo) control.JobDetails {
 	d := control.JobDetails{
 		ID: in.ID, Name: in.Name, State: in.Status, StartTime: in.StartTime.UnixMilli(),
 		Parallelism: in.Parallelism, RecordsIn: in.RecordsIn, RecordsOut: in.RecordsOut,
-		SkippedRecords: in.SkippedBad, LateRecords: in.LateRecords, InputHolds: in.InputHolds, InFlightRestored: in.InFlightRestored, Attempts: in.Attempts, Failures: in.Failures,
+		SkippedRecords: in.SkippedBad, LateRecords: in.LateRecords, InputHolds: in.InputHolds, InFlightRestored: in.InFlightRestored, RowsMapped: in.RowsMapped, Attempts: in.Attempts, Failures: in.Failures,
 		CheckpointDir: in.CheckpointDir, Checkpoints: in.Checkpoints, LastCheckpoint: in.LastCheckpoint,
 		RestoredFrom: in.RestoredFrom,
 	}

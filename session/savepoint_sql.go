@@ -263,6 +263,7 @@ func (s *Session) describeJob(x *parser.DescribeJob) (*Result, error) {
 	add("late records", fmt.Sprint(in.LateRecords))
 	add("input holds", fmt.Sprint(in.InputHolds))
 	add("in-flight batches restored", fmt.Sprint(in.InFlightRestored))
+	add("join rows mapped to files", fmt.Sprint(in.RowsMapped))
 	add("attempts", fmt.Sprint(in.Attempts))
 	add("last failure", last)
 	add("checkpoint dir", in.CheckpointDir)

@@ -165,7 +165,7 @@ func TestSavepointStatements(t *testing.T) {
 	if props["job id"][0] != id || props["status"][0] != "RUNNING" || props["parallelism"][0] == "" ||
 		props["attempts"][0] != "1" || !strings.HasPrefix(props["checkpoint dir"][0], filepath.Join(tmp, "ck")) ||
 		props["last checkpoint"][0] == "" || len(props["savepoint"]) != 3 || props["input holds"][0] != "0" ||
-		props["in-flight batches restored"][0] != "0" {
+		props["in-flight batches restored"][0] != "0" || props["join rows mapped to files"][0] != "0" {
 		t.Fatalf("DESCRIBE JOB: %q", r.Rows)
 	}
 

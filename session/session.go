@@ -77,6 +77,7 @@ func (j *job) snapshot() JobInfo {
 	in.LateRecords = j.metrics.LateRecords.Load()
 	in.InputHolds = j.metrics.InputHolds.Load()
 	in.InFlightRestored = j.metrics.ChannelStateReplayed.Load()
+	in.RowsMapped = j.metrics.RowsMapped.Load()
 	return in
 }
 

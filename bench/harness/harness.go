@@ -64,7 +64,10 @@ type Result struct {
 	OutRows     int64   `json:"out_rows,omitempty"`
 	// InputHolds counts the times a join's task stopped taking input until
 	// a checkpoint completed (commits lagging the input: docs/state.md).
-	InputHolds int64  `json:"input_holds,omitempty"`
+	InputHolds int64 `json:"input_holds,omitempty"`
+	// MappedRows counts the rows join sides moved out of the heap to
+	// mapped files while no completed checkpoint held them.
+	MappedRows int64  `json:"mapped_rows,omitempty"`
 	Err        string `json:"error,omitempty"`
 }
 
@@ -182,6 +185,7 @@ func RunOne(ctx context.Context, spec Spec) (Result, error) {
 	res.PeakRSS = PeakRSS()
 	for _, j := range s.Jobs() {
 		res.InputHolds += j.InputHolds
+		res.MappedRows += j.RowsMapped
 	}
 	mu.Lock()
 	defer mu.Unlock()
