@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/memory"
 
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/checkpoint"
@@ -26,10 +27,11 @@ import (
 // run hides the join's HoldInput from the runtime: the same lag lets the
 // side take in the whole input (past four budgets most of it leaves the
 // heap for mapped files: TestJoinMapsRowsWhileCheckpointsFail), so the
-// bound is not one the load never reaches. With unaligned checkpoints a hold counts only once every
-// subtask acknowledged the checkpoint (before, an upstream subtask blocked
-// sending to the holder would never acknowledge it): the side then takes
-// no more than the message that crossed the line.
+// bound is not one the load never reaches. With unaligned checkpoints a
+// hold counts only once every subtask acknowledged the checkpoint
+// (before, an upstream subtask blocked sending to the holder would never
+// acknowledge it): the side then takes no more than the message that
+// crossed the line.
 func TestJoinHoldsInputWhileCommitsLag(t *testing.T) {
 	const budget = 16 << 10
 	for _, unaligned := range []bool{false, true} {
@@ -93,27 +95,18 @@ func runJoinLag(t *testing.T, budget int64, holds, unaligned bool) lagRun {
 			}
 			return nil
 		}}
-	cfg := JobConfig{Mem: mem, BatchSize: 64, ChannelCapacity: 4, Checkpoint: ck, Metrics: metrics,
-		StateBackend: "pebble", StateDir: t.TempDir(), StateTierHotBytes: budget,
-		NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
-			return &doneSource{splitSource: &splitSource{sc: sc, total: schedRows, keys: schedKeys}, done: func() { doneOnce.Do(func() { close(srcDone) }) },
-				gate: snapped2, gateRows: lagGateRows}, nil
-		},
-		NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
-			return &rtxnSink{txnSink{sys: sys, subtask: sc.Subtask}}, nil
-		},
-		WrapOperator: func(_ string, _ int, op Operator) Operator {
-			j, ok := op.(*streamJoin)
-			if !ok {
-				return op
-			}
-			w := &peakJoin{Operator: op, j: j, peak: &peak, snap2: &snap2, snapped2: func() { snapOnce.Do(func() { close(snapped2) }) }}
-			if !holds {
-				return w
-			}
-			return &holdingJoin{peakJoin: w, budget: budget, heldPeak: &heldPeak, over: &over, held: func() { heldOnce.Do(func() { close(held) }) },
-				unaligned: unaligned, acked: &acked}
-		}}
+	src := func(sc *SourceContext) Source {
+		return &doneSource{splitSource: &splitSource{sc: sc, total: schedRows, keys: schedKeys}, done: func() { doneOnce.Do(func() { close(srcDone) }) },
+			gate: snapped2, gateRows: lagGateRows}
+	}
+	cfg := rowsJobConfig(t, mem, ck, metrics, sys, budget, src, func(j *streamJoin) Operator {
+		w := &peakJoin{Operator: j, j: j, peak: &peak, snap2: &snap2, snapped2: func() { snapOnce.Do(func() { close(snapped2) }) }}
+		if !holds {
+			return w
+		}
+		return &holdingJoin{peakJoin: w, budget: budget, heldPeak: &heldPeak, over: &over, held: func() { heldOnce.Do(func() { close(held) }) },
+			unaligned: unaligned, acked: &acked}
+	})
 	// a hold that waits for what needs this task's input (an unaligned
 	// checkpoint not yet acknowledged) deadlocks the job: fail it then
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -128,6 +121,26 @@ func runJoinLag(t *testing.T, budget int64, holds, unaligned bool) lagRun {
 		t.Fatalf("holds=%v: committed output differs from the uninterrupted result: %s", holds, d)
 	}
 	return lagRun{holds: metrics.InputHolds.Load(), held: heldPeak.Load(), over: over.Load(), atSnap2: snap2.Load(), peak: peak.Load()}
+}
+
+// rowsJobConfig is the job of the tests of join sides in state.Rows:
+// joinSchedPlan's rows from src in batches of 64 into a transactional
+// sink, the join's state in the Pebble tier with a hot budget of budget
+// bytes, the join wrapped by wrap.
+func rowsJobConfig(t *testing.T, mem memory.Allocator, ck *CheckpointConfig, metrics *Metrics, sys *txnSystem, budget int64,
+	src func(*SourceContext) Source, wrap func(*streamJoin) Operator) JobConfig {
+	return JobConfig{Mem: mem, BatchSize: 64, ChannelCapacity: 4, Checkpoint: ck, Metrics: metrics,
+		StateBackend: "pebble", StateDir: t.TempDir(), StateTierHotBytes: budget,
+		NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) { return src(sc), nil },
+		NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
+			return &rtxnSink{txnSink{sys: sys, subtask: sc.Subtask}}, nil
+		},
+		WrapOperator: func(_ string, _ int, op Operator) Operator {
+			if j, ok := op.(*streamJoin); ok {
+				return wrap(j)
+			}
+			return op
+		}}
 }
 
 // lagGateRows: the rows the source reads before checkpoint 2's snapshot

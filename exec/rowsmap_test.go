@@ -8,13 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/internal/memtest"
 )
 
-// TestJoinMapsRowsWhileCheckpointsFail: an insert-only join side
-// (state.Rows, tiered) may drop only rows a completed checkpoint holds, and
-// holds its input only while a checkpoint is pending. Here every
+// TestJoinMapsRowsWhileCheckpointsFail: what TestJoinHoldsInputWhileCommitsLag
+// cannot bound. A side's input holds wait for a pending checkpoint; here every
 // checkpoint fails (at the coordinator after every acknowledgement, or at
 // a subtask's snapshot) until the source has read everything, so nothing
 // completes for the whole input and no hold lasts: the side's rows grow to
@@ -51,21 +49,13 @@ func TestJoinMapsRowsWhileCheckpointsFail(t *testing.T) {
 					failed.Add(1)
 					return fmt.Errorf("checkpoint %d: an injected failure at %s", id, s)
 				}}
-			cfg := JobConfig{Mem: mem, BatchSize: 64, ChannelCapacity: 4, Checkpoint: ck, Metrics: metrics,
-				StateBackend: "pebble", StateDir: t.TempDir(), StateTierHotBytes: budget,
-				NewSource: func(_ *catalog.Table, sc *SourceContext) (Source, error) {
-					return &doneSource{splitSource: &splitSource{sc: sc, total: schedRows, keys: schedKeys},
-						done: func() { doneOnce.Do(func() { close(srcDone) }) }}, nil
-				},
-				NewSink: func(_ *catalog.Table, sc *SinkContext) (Sink, error) {
-					return &rtxnSink{txnSink{sys: sys, subtask: sc.Subtask}}, nil
-				},
-				WrapOperator: func(_ string, _ int, op Operator) Operator {
-					if j, ok := op.(*streamJoin); ok {
-						return &mapWatchJoin{Operator: op, j: j, heap: &heap, mapped: &mapped, rows: &rowsPeak}
-					}
-					return op
-				}}
+			src := func(sc *SourceContext) Source {
+				return &doneSource{splitSource: &splitSource{sc: sc, total: schedRows, keys: schedKeys},
+					done: func() { doneOnce.Do(func() { close(srcDone) }) }}
+			}
+			cfg := rowsJobConfig(t, mem, ck, metrics, sys, budget, src, func(j *streamJoin) Operator {
+				return &mapWatchJoin{Operator: j, j: j, heap: &heap, mapped: &mapped, rows: &rowsPeak}
+			})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			if err := RunJob(ctx, joinSchedPlan(1), cfg); err != nil {
