@@ -79,6 +79,7 @@ type Rows struct {
 	// mappedBytes; the others are in the Go heap
 	nmapped     int
 	mappedBytes int64
+	segs        []*rowSeg // sorted ranges of the mapped chunks, in order
 
 	// heads: the hash of a framed prefix -> its newest row; coldKeys
 	// holds (by hash) the prefixes whose rows may be cold without a chain
@@ -242,6 +243,10 @@ func (r *Rows) Close() error {
 		c.m.dropped.Store(true)
 		c.m.release()
 	}
+	for _, sg := range r.segs {
+		r.releaseSeg(sg)
+	}
+	r.segs = nil
 	// (a read after Close fails in Go, not in a mapping)
 	r.chunks, r.nmapped, r.mappedBytes = nil, 0, 0
 	return err
@@ -341,6 +346,16 @@ func (r *Rows) mapOut() {
 	if dir == "" {
 		dir = os.TempDir()
 	}
+	from := (r.chunkBase + int64(r.nmapped)) << r.shift
+	defer func() {
+		// the rows just mapped that no checkpoint holds, sorted once
+		a, b := max(from, r.cleanTo), (r.chunkBase+int64(r.nmapped))<<r.shift
+		if a < b && r.err == nil {
+			if err := r.addSeg(dir, a, b); err != nil {
+				r.err = fmt.Errorf("state: moving join rows to a file: %w", err)
+			}
+		}
+	}()
 	for r.nmapped < len(r.chunks)-1 && r.bytes > holdFactor*r.budget {
 		c := r.chunks[r.nmapped]
 		rows := len(c.off)
@@ -730,37 +745,23 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 		}
 		r.prefixesBuilt = true
 	}
-	run := &rowsRun{refs: slices.Grow(r.sorted[0][:0], n)[:n], spare: r.sorted[1][:0], from: r.snapFrom,
-		shift: r.shift, prefix: r.prefix, back: &r.runRefs, backSpare: &r.runSpare}
-	r.sorted[0], r.sorted[1] = nil, nil // the run's until its Release
-	// views of the chunks as they are now: the run reads them while this
-	// subtask goes on appending (to bytes past these views, or to new
-	// arrays) and never drops them (the rows are not clean before the
-	// checkpoint completes, after its commit)
-	first := r.snapFrom >> r.shift
-	run.first = first
-	size := 0
-	for ci := first; ci <= (r.n-1)>>r.shift; ci++ {
-		c := r.chunks[ci-r.chunkBase]
-		run.chunks = append(run.chunks, rowView{data: c.data, off: c.off})
-		size += len(c.data)
-		if c.m != nil {
-			c.m.refs.Add(1)
-			run.maps = append(run.maps, c.m)
-		}
-	}
-	// the size of the rows' keys and values, about (the records' bytes
-	// and a key group prefix a row, less the records' headers)
-	size += n*(len(r.prefix[r.o.KeyGroupStart])-rowHeader) - int(run.chunks[0].off[r.snapFrom&(1<<r.shift-1)])
-	run.bytes = size
-	if rw, ok := w.(interface {
+	rw, byRef := w.(interface {
 		PutRun(checkpoint.SortedRun) error
-	}); ok {
-		// sorted by the commit (Prepare), off this subtask's goroutine
-		if err := rw.PutRun(run); err != nil {
-			return err
+	})
+	if byRef {
+		// sorted by the commit (Prepare), off this subtask's goroutine;
+		// mapped rows sorted when mapped (rowSeg) are runs of their own
+		runs := r.snapshotRuns()
+		for i, run := range runs {
+			if err := rw.PutRun(run); err != nil {
+				for _, rest := range runs[i+1:] {
+					rest.Release()
+				}
+				return err
+			}
 		}
 	} else {
+		run := r.newRun(r.snapFrom, r.n, true)
 		run.Prepare()
 		for j := range run.refs {
 			k, v := run.At(j, r.scratch[:0])
@@ -778,6 +779,113 @@ func (r *Rows) Snapshot(id int64, w checkpoint.StateWriter) error {
 	r.pendID, r.pendFrom, r.pendTo = id, r.snapFrom, r.n
 	r.snapFrom = r.n
 	return nil
+}
+
+// newRun returns the unsorted run of rows [from, to) (from < to): pooled,
+// it takes the sort buffers kept for reuse (until its Release).
+func (r *Rows) newRun(from, to int64, pooled bool) *rowsRun {
+	n := int(to - from)
+	run := &rowsRun{from: from, shift: r.shift, prefix: r.prefix}
+	if pooled {
+		run.refs, run.spare = slices.Grow(r.sorted[0][:0], n)[:n], r.sorted[1][:0]
+		run.back, run.backSpare = &r.runRefs, &r.runSpare
+		r.sorted[0], r.sorted[1] = nil, nil // the run's until its Release
+	} else {
+		run.refs = make([]radixItem, n)
+	}
+	r.viewChunks(run, from, to)
+	return run
+}
+
+// viewChunks gives run views of the chunks holding rows [from, to) as
+// they are now, and its size: the run reads them while this subtask goes
+// on appending (to bytes past these views, or to new arrays) and never
+// drops them (the rows are not clean before the checkpoint completes,
+// after its commit); a mapped chunk stays mapped until the run's Release.
+func (r *Rows) viewChunks(run *rowsRun, from, to int64) {
+	run.first = from >> r.shift
+	size := 0
+	for ci := run.first; ci <= (to-1)>>r.shift; ci++ {
+		c := r.chunks[ci-r.chunkBase]
+		run.chunks = append(run.chunks, rowView{data: c.data, off: c.off})
+		size += len(c.data)
+		if c.m != nil {
+			c.m.refs.Add(1)
+			run.maps = append(run.maps, c.m)
+		}
+	}
+	// the size of the rows' keys and values, about (the records' bytes
+	// and a key group prefix a row, less the records' headers)
+	size += int(to-from)*(len(r.prefix[r.o.KeyGroupStart])-rowHeader) - int(run.chunks[0].off[from&(1<<r.shift-1)])
+	run.bytes = size
+}
+
+// snapshotRuns returns the runs of rows [snapFrom, n): a sorted segment's
+// own (rowSeg) and, between and after them, runs the commit sorts.
+func (r *Rows) snapshotRuns() []*rowsRun {
+	var runs []*rowsRun
+	pooled := true
+	cur := r.snapFrom
+	kept := r.segs[:0]
+	for _, sg := range r.segs {
+		if sg.a < cur || sg.b > r.n {
+			// (not expected: segments start at or after the clean rows)
+			r.releaseSeg(sg)
+			continue
+		}
+		kept = append(kept, sg)
+		if sg.a > cur {
+			runs = append(runs, r.newRun(cur, sg.a, pooled))
+			pooled = false
+		}
+		run := &rowsRun{refs: sg.refs, from: sg.a, shift: r.shift, prefix: r.prefix}
+		run.once.Do(func() {}) // sorted already
+		r.viewChunks(run, sg.a, sg.b)
+		sg.m.refs.Add(1)
+		run.maps = append(run.maps, sg.m)
+		runs = append(runs, run)
+		cur = sg.b
+	}
+	clear(r.segs[len(kept):])
+	r.segs = kept
+	if cur < r.n {
+		runs = append(runs, r.newRun(cur, r.n, pooled))
+	}
+	return runs
+}
+
+// rowSeg is rows [a, b) of mapped chunks, sorted once as they were mapped
+// (mapOut): while checkpoints keep failing every snapshot holds them, and
+// hands them to the commit as a run of its own instead of sorting them
+// again. Its sorted items (i from a) are mapped from a file too.
+type rowSeg struct {
+	a, b int64
+	refs []radixItem
+	m    *rowMap
+}
+
+// addSeg sorts rows [a, b) (in mapped chunks) into a segment.
+func (r *Rows) addSeg(dir string, a, b int64) error {
+	refs, _ := sortRowRefs(make([]radixItem, b-a), nil, true, func(j int32) (int, []byte) {
+		kg, key, _, _ := r.record(a + int64(j))
+		return kg, key
+	})
+	size := len(refs) * int(unsafe.Sizeof(radixItem{}))
+	mem, err := mapRows(dir, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(refs))), size))
+	if err != nil {
+		return err
+	}
+	liveRowMaps.Add(1)
+	r.mappedBytes += int64(len(mem))
+	r.segs = append(r.segs, &rowSeg{a: a, b: b, refs: unsafe.Slice((*radixItem)(unsafe.Pointer(&mem[0])), len(refs)), m: &rowMap{mem: mem}})
+	return nil
+}
+
+// releaseSeg lets segment sg go (unmapped once no run reads it).
+func (r *Rows) releaseSeg(sg *rowSeg) {
+	r.mappedBytes -= int64(len(sg.m.mem))
+	sg.m.dropped.Store(true)
+	sg.m.release()
 }
 
 // rowsRun is a snapshot's rows in state key order, handed to the
@@ -918,6 +1026,18 @@ func (r *Rows) Complete(id int64) {
 	}
 	r.cleanTo, r.pendID = r.pendTo, 0
 	r.comGen++ // a committed iterator must see them before any is dropped
+	// segments holding clean rows go (the rows left of one that straddles
+	// the line are sorted by the snapshots again)
+	kept := r.segs[:0]
+	for _, sg := range r.segs {
+		if sg.a < r.cleanTo {
+			r.releaseSeg(sg)
+		} else {
+			kept = append(kept, sg)
+		}
+	}
+	clear(r.segs[len(kept):])
+	r.segs = kept
 	if r.tiered() && (r.bytes > r.budget || r.nmapped > 0) {
 		r.drop()
 	}

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math/rand"
 	"os"
@@ -434,13 +435,18 @@ func (l *runLog) PutRun(r checkpoint.SortedRun) error {
 	return nil
 }
 
-// expand returns the ops with the runs' Puts in their places, and
-// releases the runs.
+// expand returns the ops with the runs' Puts in their places (the Puts
+// of runs with no op between them merged in key order, as the commit
+// merges runs), and releases the runs.
 func (l *runLog) expand() []string {
 	var out []string
 	next := 0
+	merged := 0 // out[merged:] holds the Puts of runs since the last op
 	for i, r := range l.runs {
-		out = append(out, l.ops[next:l.at[i]]...)
+		if l.at[i] > next {
+			out = append(out, l.ops[next:l.at[i]]...)
+			merged = len(out)
+		}
 		next = l.at[i]
 		var k []byte
 		for j := 0; j < r.Len(); j++ {
@@ -449,8 +455,24 @@ func (l *runLog) expand() []string {
 			out = append(out, fmt.Sprintf("P %x=%x", k, v))
 		}
 		r.Release()
+		if merged < len(out) {
+			slices.SortStableFunc(out[merged:], func(a, b string) int {
+				return strings.Compare(putKey(a), putKey(b))
+			})
+		}
 	}
 	return append(out, l.ops[next:]...)
+}
+
+// putKey is the key of a "P key=value" op, as bytes (hex decoded) in a
+// string, so that ops compare as their keys.
+func putKey(op string) string {
+	k, _, _ := strings.Cut(op[2:], "=")
+	b, err := hex.DecodeString(k)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
 
 // runReader takes a sorted run by reference and reads it at once (a

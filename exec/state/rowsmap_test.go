@@ -17,7 +17,8 @@ import (
 // oldest chunks leave the Go heap for mapped files. After every row added
 // the heap's chunks take at most four budgets and the chunk being filled;
 // every scan gives the rows added under its key and every snapshot all of
-// them in state key order. A snapshot taken by reference before the
+// them in state key order (taken by reference, the mapped rows come as
+// runs of their own, sorted once when they were mapped). A snapshot taken by reference before the
 // completion that drops the mapped chunks is read after it: the mappings
 // outlive the drop until the run is released. Then no mapping is left,
 // the scans read the committed state, and the spill directory is empty
@@ -94,20 +95,38 @@ func TestRowsMapWhileCheckpointsFail(t *testing.T) {
 	}
 
 	id := int64(1)
+	segRuns := 0
 	for round := 0; round < 90; round++ {
 		add(800)
 		if round%10 == 9 {
 			scans(fmt.Sprintf("round %d", round))
 		}
-		l := &opLog{failAt: -1}
-		if err := r.Snapshot(id, l); err != nil {
-			t.Fatal(err)
+		// every other snapshot by reference, as the checkpoint buffer
+		// takes them: the rows of mapped chunks in runs of their own,
+		// sorted when mapped (rowSeg), the rest sorted by the run
+		var ops []string
+		if round%2 == 0 {
+			l := &opLog{failAt: -1}
+			if err := r.Snapshot(id, l); err != nil {
+				t.Fatal(err)
+			}
+			ops = l.ops
+		} else {
+			l := &runLog{opLog: opLog{failAt: -1}}
+			if err := r.Snapshot(id, l); err != nil {
+				t.Fatal(err)
+			}
+			segRuns = max(segRuns, len(l.runs)-1)
+			ops = l.expand()
 		}
-		if round%30 == 29 && !slices.Equal(l.ops, snapshotWant()) {
-			t.Fatalf("round %d: the snapshot wrote %d rows, want all %d in key order", round, len(l.ops), len(rows))
+		if round%10 == 9 && !slices.Equal(ops, snapshotWant()) {
+			t.Fatalf("round %d: the snapshot wrote %d rows, want all %d in key order", round, len(ops), len(rows))
 		}
 		r.Abort(id)
 		id++
+	}
+	if segRuns < 3 {
+		t.Fatalf("a snapshot by reference handed at most %d sorted runs of mapped rows", segRuns)
 	}
 	st := r.Stats()
 	if st.Mapped == 0 || st.MappedBytes < 8*budget || st.CleanDrops != 0 {
@@ -143,5 +162,5 @@ func TestRowsMapWhileCheckpointsFail(t *testing.T) {
 	if st := r.Stats(); st.ComReads == 0 {
 		t.Fatalf("no row read back from the committed state: %+v", st)
 	}
-	t.Logf("%d rows: %+v", len(rows), r.Stats())
+	t.Logf("%d rows, up to %d sorted runs of mapped rows a snapshot: %+v", len(rows), segRuns, r.Stats())
 }
