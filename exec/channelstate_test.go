@@ -81,10 +81,10 @@ func TestChannelStateRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.v1 || s.par != 3 || fmt.Sprint(s.inputs, s.wm, s.idle) != fmt.Sprint([]int{0, 0, 1}, []int64{NoWatermark, 7, -3}, []bool{false, true, false}) {
-		t.Fatalf("header: v1=%v parallelism %d inputs %v wm %v idle %v", s.v1, s.par, s.inputs, s.wm, s.idle)
+	if s.v1 || fmt.Sprint(s.inputs, s.wm, s.idle) != fmt.Sprint([]int{0, 0, 1}, []int64{NoWatermark, 7, -3}, []bool{false, true, false}) {
+		t.Fatalf("header: v1=%v inputs %v wm %v idle %v", s.v1, s.inputs, s.wm, s.idle)
 	}
-	if par, ok := csParallelism(csTestState(t, mem)); !ok || par != 3 {
+	if par, _, ok := csParallelism(csTestState(t, mem)); !ok || par != 3 {
 		t.Fatalf("csParallelism: %d %v", par, ok)
 	}
 	var got []string
@@ -142,7 +142,7 @@ func TestChannelStateVersion1(t *testing.T) {
 			t.Fatalf("entry %d: %+v", i, e)
 		}
 	}
-	if _, ok := csParallelism(state); ok {
+	if _, _, ok := csParallelism(state); ok {
 		t.Fatal("a version 1 state read as version 2")
 	}
 	if w, ok := s.combined(-1); !ok || w != NoWatermark {

@@ -210,7 +210,7 @@ func (st *subtask) replayChannelState() error {
 	// checkpoint aligned and stored none) is not this one.
 	rescaled := oldP != 0 && oldP != st.task.Parallelism
 	for _, o := range olds {
-		if par, ok := csParallelism(o.state); ok {
+		if par, _, ok := csParallelism(o.state); ok {
 			rescaled = par != st.task.Parallelism
 			break
 		}
@@ -249,7 +249,6 @@ type csEntry struct {
 type csStream struct {
 	from    int
 	v1      bool
-	par     int   // the parallelism of the task that wrote it (version 2)
 	inputs  []int // input edge per channel
 	wm      []int64
 	idle    []bool
@@ -260,16 +259,16 @@ type csStream struct {
 var errCorruptCS = errors.New("corrupt channel state")
 
 // csParallelism reads the parallelism a version 2 channel state was
-// written at.
-func csParallelism(b []byte) (int, bool) {
+// written at, and returns the rest of the state after it.
+func csParallelism(b []byte) (int, []byte, bool) {
 	if len(b) < 3 || b[0] != 0xFF || b[1] != csVersion2 {
-		return 0, false
+		return 0, nil, false
 	}
 	par, n := binary.Uvarint(b[2:])
 	if n <= 0 || par == 0 || par > 1<<31 {
-		return 0, false
+		return 0, nil, false
 	}
-	return int(par), true
+	return int(par), b[2+n:], true
 }
 
 // parseChannelState decodes a channel state (either version); the
@@ -325,12 +324,11 @@ func parseChannelState(b []byte, nInputs int) (*csStream, error) {
 	if len(b) < 2 || b[1] != csVersion2 {
 		return nil, fmt.Errorf("channel state of an unknown version")
 	}
-	b = b[2:]
-	par, ok := uvarint()
-	if !ok || par == 0 || par > 1<<31 {
+	_, rest, ok := csParallelism(b)
+	if !ok {
 		return nil, errCorruptCS
 	}
-	s.par = int(par)
+	b = rest
 	n, ok := uvarint()
 	if !ok || n > uint64(len(b)) {
 		return nil, errCorruptCS

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -342,30 +341,17 @@ func (r *Rows) mapOut() {
 	if !canMapRows {
 		return
 	}
-	dir := r.o.SpillDir
-	if dir == "" {
-		dir = os.TempDir()
-	}
+	dir := spillParent(r.o)
 	from := (r.chunkBase + int64(r.nmapped)) << r.shift
-	defer func() {
-		// the rows just mapped that no checkpoint holds, sorted once
-		a, b := max(from, r.cleanTo), (r.chunkBase+int64(r.nmapped))<<r.shift
-		if a < b && r.err == nil {
-			if err := r.addSeg(dir, a, b); err != nil {
-				r.err = fmt.Errorf("state: moving join rows to a file: %w", err)
-			}
-		}
-	}()
-	for r.nmapped < len(r.chunks)-1 && r.bytes > holdFactor*r.budget {
+	var err error
+	for err == nil && r.nmapped < len(r.chunks)-1 && r.bytes > holdFactor*r.budget {
 		c := r.chunks[r.nmapped]
 		rows := len(c.off)
-		mem, err := mapRows(dir, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(c.off))), rows*4),
+		var mem []byte
+		mem, err = mapRows(dir, unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(c.off))), rows*4),
 			unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(c.prev))), rows*8), c.data)
 		if err != nil {
-			if r.err == nil {
-				r.err = fmt.Errorf("state: moving join rows to a file: %w", err)
-			}
-			return
+			break
 		}
 		liveRowMaps.Add(1)
 		r.bytes -= c.memBytes()
@@ -379,6 +365,13 @@ func (r *Rows) mapOut() {
 		r.mappedBytes += int64(len(mem))
 		r.nmapped++
 		r.st.Mapped += int64(rows)
+	}
+	// the rows just mapped that no checkpoint holds, sorted once
+	if a, b := max(from, r.cleanTo), (r.chunkBase+int64(r.nmapped))<<r.shift; err == nil && a < b {
+		err = r.addSeg(dir, a, b)
+	}
+	if err != nil && r.err == nil {
+		r.err = fmt.Errorf("state: moving join rows to a file: %w", err)
 	}
 }
 
@@ -828,8 +821,9 @@ func (r *Rows) snapshotRuns() []*rowsRun {
 	cur := r.snapFrom
 	kept := r.segs[:0]
 	for _, sg := range r.segs {
-		if sg.a < cur || sg.b > r.n {
-			// (not expected: segments start at or after the clean rows)
+		if sg.a < cur {
+			// (not expected: segments start at or after the clean rows,
+			// and snapFrom is cleanTo once pending rows are merged back)
 			r.releaseSeg(sg)
 			continue
 		}

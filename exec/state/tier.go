@@ -121,6 +121,15 @@ type coldTier struct {
 	st         TierStats
 }
 
+// spillParent is the directory spill files go under: Options.SpillDir, or
+// the system's temporary directory.
+func spillParent(o Options) string {
+	if o.SpillDir != "" {
+		return o.SpillDir
+	}
+	return os.TempDir()
+}
+
 // openCold opens a spill DB; framed: its keys are the KV's framed keys
 // (bloom filters on their namespace and key, framedSplit), otherwise
 // opaque (a Table's codec keys: whole-key bloom filters); committed: the
@@ -148,10 +157,7 @@ func openCold(o Options, framed, committed bool) (*coldTier, error) {
 	if o.TierHotBytes > 0 {
 		hot = o.TierHotBytes
 	}
-	parent := o.SpillDir
-	if parent == "" {
-		parent = os.TempDir()
-	}
+	parent := spillParent(o)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("state: spill directory: %w", err)
 	}
