@@ -89,7 +89,7 @@ var ignoredOptions = []ignoredOption{
 // ignoredFamilies are prefixes whose every key is accepted without effect.
 var ignoredFamilies = []ignoredOption{
 	{"table.optimizer.", anyValue, whyOptimizer},
-	{"state.backend.rocksdb.", anyValue, "the 'rocksdb' state backend is a Pebble tier tuned by 'state.backend.rocksdb.memory.fixed-per-slot' and 'state.backend.rocksdb.localdir' only"},
+	{"state.backend.rocksdb.", anyValue, "the 'rocksdb' state backend is a Pebble tier tuned by 'state.backend.rocksdb.memory.fixed-per-slot', 'state.backend.rocksdb.localdir' and 'state.backend.rocksdb.compression.per.level' only"},
 }
 
 func lookupIgnored(key string) (*ignoredOption, bool) {

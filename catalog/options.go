@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/streamsql/streamsql/checkpoint"
 )
 
 // OptionDef describes one session option (SET 'key' = 'value'), with
@@ -182,6 +184,12 @@ var SessionOptions = []OptionDef{
 	{Key: "state.backend.rocksdb.localdir", Default: func() string { return "" },
 		Description: "directory of the rocksdb backend's local files (one spill directory per operator subtask, deleted when it closes); unset: the system temporary directory",
 		Check:       pathCheck},
+	{Key: "state.backend.rocksdb.compression.per.level", Default: func() string { return "" },
+		Description: "compression of the checkpointed state's table files per LSM level, ';'-separated: NO_COMPRESSION, SNAPPY_COMPRESSION or ZSTD_COMPRESSION (level 0, where each checkpoint's delta goes, takes the first; deeper levels the last given). Unset: SNAPPY_COMPRESSION, but a delta whose sample Snappy would not shrink by a third is written uncompressed (docs/state.md)",
+		Check: func(v string) error {
+			_, err := checkpoint.ParseCompressionPerLevel(v)
+			return err
+		}},
 	{Key: "execution.checkpointing.unaligned.enabled", Default: func() string { return "false" },
 		Description: "true: checkpoint barriers overtake the batches queued at each operator's input, which are stored with the checkpoint (channel state) and replayed on restore; checkpoints complete fast under backpressure and stay exactly-once. Savepoints and the final checkpoint stay aligned",
 		Check:       enumOf("true", "false")},

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/objstorage"
 	"github.com/cockroachdb/pebble/sstable"
 	"github.com/cockroachdb/pebble/vfs"
@@ -393,6 +394,14 @@ func (s *Store) writeDelta(id int64, path string, m *deltaMerge, withID bool) er
 		return fmt.Errorf("checkpoint %d: creating %s: %w", id, path, err)
 	}
 	wo := s.popts.MakeWriterOptions(0, s.db.FormatMajorVersion().MaxTableFormat())
+	if s.o.CompressionPerLevel == nil {
+		var d deltaSample
+		raw, c := d.measure(m)
+		if c > 0 && float64(raw) < adaptiveMinRatio*float64(c) {
+			wo.Compression = pebble.NoCompression
+			s.rawDeltas.Add(1)
+		}
+	}
 	// The file is fsynced by Persist; meanwhile its written bytes go to
 	// the disk every deltaBytesPerSync (sync_file_range, not waiting for
 	// it), so that the fsync finds little left to write.

@@ -6,6 +6,7 @@ import (
 	iofs "io/fs"
 	"strings"
 
+	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 )
 
@@ -31,6 +32,12 @@ type Options struct {
 	// working DB (exec/state's Committed), so a job with the Pebble state
 	// backend gives it a share of the state budget.
 	CacheSize int64
+	// CompressionPerLevel is state.backend.rocksdb.compression.per.level
+	// (ParseCompressionPerLevel): the compression of each level's table
+	// files, level 0's for every delta Commit writes. nil: Snappy for
+	// compactions and, for each delta, Snappy where a sample of it
+	// shrinks at least adaptiveMinRatio times (compress.go).
+	CompressionPerLevel []pebble.Compression
 
 	// disableCompactions turns off Pebble's automatic compactions (tests
 	// that count file operations need a deterministic sequence).

@@ -61,13 +61,15 @@ type Store struct {
 	// committedID is lastID for CommittedID, read without mu
 	committedID atomic.Int64
 	popts       *pebble.Options // db's options (sstable writer options for Commit)
-	merge       deltaMerge      // Commit's merge of the buffers' runs, reused
-	parts       []*deltaMerge   // Commit's merges of further key ranges, reused
-	lastFiles   int             // table files the last Commit ingested
-	lastID      int64           // last committed checkpoint id (0: none)
-	lastSyncMS  int64           // duration of that commit
-	closed      bool
-	broken      error // why the working DB was abandoned (see guard)
+	// rawDeltas counts the delta files written uncompressed (compress.go).
+	rawDeltas  atomic.Int64
+	merge      deltaMerge    // Commit's merge of the buffers' runs, reused
+	parts      []*deltaMerge // Commit's merges of further key ranges, reused
+	lastFiles  int           // table files the last Commit ingested
+	lastID     int64         // last committed checkpoint id (0: none)
+	lastSyncMS int64         // duration of that commit
+	closed     bool
+	broken     error // why the working DB was abandoned (see guard)
 
 	abortMu sync.Mutex
 	aborted map[int64]bool
@@ -272,7 +274,7 @@ func (s *Store) pebbleOptions() *pebble.Options {
 		// Whole-key Bloom filters: operators read single cold keys of the
 		// committed state (CommittedGet), and without filters such a read
 		// seeks every L0 file and level.
-		Levels: filteredLevels(),
+		Levels: filteredLevels(o.CompressionPerLevel),
 		EventListener: &pebble.EventListener{
 			BackgroundError: func(err error) { o.logf("checkpoint: state store background error: %v", err) },
 		},
@@ -628,14 +630,16 @@ func (s *Store) DiscardWorking() error {
 	return err
 }
 
-// filteredLevels are the working DB's level options: Pebble's defaults
-// (Snappy) plus a whole-key Bloom filter (10 bits a key) at every level.
-// (Uncompressed deltas were measured: q7's CPU -5..10%, but aggregation
-// and window checkpoints 2-3 times larger; docs/benchmarks.md, session 15.)
-func filteredLevels() []pebble.LevelOptions {
+// filteredLevels are the working DB's level options: Pebble's defaults,
+// the compression of each level (levelCompression: Snappy unless
+// state.backend.rocksdb.compression.per.level says otherwise; a delta's
+// own is chosen by Commit, compress.go) and a whole-key Bloom filter (10
+// bits a key) at every level.
+func filteredLevels(comp []pebble.Compression) []pebble.LevelOptions {
 	l := make([]pebble.LevelOptions, 7)
 	for i := range l {
 		l[i].FilterPolicy = bloom.FilterPolicy(10)
+		l[i].Compression = levelCompression(comp, i)
 	}
 	return l
 }

@@ -39,6 +39,22 @@ func (c *ckptSetup) release(status string) error {
 	return c.store.Discard()
 }
 
+// storeOptions are the options of a job's state store in dir.
+func (s *Session) storeOptions(dir, jobID string) checkpoint.Options {
+	o := s.Options
+	opts := checkpoint.Options{Dir: dir, JobID: jobID, NumRetained: o.Int("state.checkpoints.num-retained"),
+		AllowFallback: o.Bool(checkpoint.FallbackOption),
+		Logf:          func(format string, args ...any) { fmt.Fprintf(s.cfg.Log, format+"\n", args...) }}
+	// validated on SET
+	opts.CompressionPerLevel, _ = checkpoint.ParseCompressionPerLevel(o.Get("state.backend.rocksdb.compression.per.level"))
+	if b, err := state.ParseBackend(o.Get(state.OptBackendType)); err == nil && b == state.BackendPebble {
+		// tiered keyed state reads its cold keys from the working DB: it
+		// gets the block cache a spill DB would
+		opts.CacheSize = state.SpillCacheSize(o.MemorySize(state.OptMemoryBudget))
+	}
+	return opts
+}
+
 // setupCheckpointing opens the state store of a new job when checkpointing
 // is on or the job restores from execution.savepoint.path. Errors (bad
 // options, a checkpoint that fails verification) are reported at submit.
@@ -56,14 +72,7 @@ func (s *Session) setupCheckpointing(jobID, name string, st parser.Statement, ph
 		}
 		dir = checkpointRootOf(from)
 	}
-	opts := checkpoint.Options{Dir: dir, JobID: jobID, NumRetained: o.Int("state.checkpoints.num-retained"),
-		AllowFallback: o.Bool(checkpoint.FallbackOption),
-		Logf:          func(format string, args ...any) { fmt.Fprintf(s.cfg.Log, format+"\n", args...) }}
-	if b, err := state.ParseBackend(o.Get(state.OptBackendType)); err == nil && b == state.BackendPebble {
-		// tiered keyed state reads its cold keys from the working DB: it
-		// gets the block cache a spill DB would
-		opts.CacheSize = state.SpillCacheSize(o.MemorySize(state.OptMemoryBudget))
-	}
+	opts := s.storeOptions(dir, jobID)
 	c := &ckptSetup{retain: strings.EqualFold(o.Get("execution.checkpointing.externalized-checkpoint-retention"), "RETAIN_ON_CANCELLATION")}
 	c.cfg = &exec.CheckpointConfig{
 		Interval:        interval,
