@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"runtime"
 	"slices"
 	"strconv"
@@ -243,6 +244,20 @@ const tableWriteBuffer = 256 << 10
 type tableWritable struct {
 	f   vfs.File
 	buf []byte
+	// sum: crc is the CRC-32C of the n bytes written so far (deltasum.go)
+	sum bool
+	crc uint32
+	n   int64
+}
+
+// write writes p to the file (and its sum).
+func (w *tableWritable) write(p []byte) error {
+	if w.sum {
+		w.crc = crc32.Update(w.crc, castagnoli, p)
+		w.n += int64(len(p))
+	}
+	_, err := w.f.Write(p)
+	return err
 }
 
 func (w *tableWritable) Write(p []byte) error {
@@ -251,8 +266,7 @@ func (w *tableWritable) Write(p []byte) error {
 			return err
 		}
 		if len(p) >= cap(w.buf) {
-			_, err := w.f.Write(p)
-			return err
+			return w.write(p)
 		}
 	}
 	w.buf = append(w.buf, p...)
@@ -263,7 +277,7 @@ func (w *tableWritable) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	_, err := w.f.Write(w.buf)
+	err := w.write(w.buf)
 	w.buf = w.buf[:0]
 	return err
 }
@@ -294,6 +308,11 @@ func (w *tableWritable) Abort() {
 // job's other cores waited for the checkpoint to end. Caller holds mu.
 func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 	fs := s.fs
+	// the deltas' sums are noted by writeDelta and named by the Ingest
+	// below (deltasum.go); none outlives it (a failed attempt's could
+	// match a retry's file of the same first key and size)
+	s.sums.dropWritten()
+	defer s.sums.dropWritten()
 	prepareRuns(bufs)
 	m := &s.merge
 	m.init(bufs)
@@ -332,7 +351,8 @@ func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 			return err
 		}
 	}
-	if err := s.guard(true, func() error { return s.db.Ingest(paths) }); err != nil {
+	err := s.guard(true, func() error { return s.db.Ingest(paths) })
+	if err != nil {
 		removeAll()
 		return fmt.Errorf("checkpoint %d: committing state: %w", id, err)
 	}
@@ -406,7 +426,9 @@ func (s *Store) writeDelta(id int64, path string, m *deltaMerge, withID bool) er
 	// the disk every deltaBytesPerSync (sync_file_range, not waiting for
 	// it), so that the fsync finds little left to write.
 	sf := vfs.NewSyncingFile(f, vfs.SyncingFileOptions{BytesPerSync: deltaBytesPerSync, NoSyncOnClose: true})
-	w := sstable.NewWriter(TableWritable(NoSync{sf}), wo)
+	tw := &tableWritable{f: NoSync{sf}, buf: make([]byte, 0, tableWriteBuffer), sum: true}
+	w := sstable.NewWriter(tw, wo)
+	var first []byte
 	closed := false
 	fail := func(err error) error {
 		if !closed {
@@ -418,6 +440,7 @@ func (s *Store) writeDelta(id int64, path string, m *deltaMerge, withID bool) er
 	if withID {
 		var idb [8]byte
 		binary.BigEndian.PutUint64(idb[:], uint64(id))
+		first = keyCheckpointID
 		if err := w.Set(keyCheckpointID, idb[:]); err != nil {
 			return fail(fmt.Errorf("checkpoint %d: writing %s: %w", id, path, err))
 		}
@@ -432,6 +455,9 @@ func (s *Store) writeDelta(id int64, path string, m *deltaMerge, withID bool) er
 		}
 		if len(k) == 0 || k[0] == tagInternal {
 			return fail(fmt.Errorf("checkpoint %d: state key %q is empty or in the reserved subspace 0x00", id, k))
+		}
+		if first == nil {
+			first = bytes.Clone(k)
 		}
 		switch {
 		case del:
@@ -448,6 +474,9 @@ func (s *Store) writeDelta(id int64, path string, m *deltaMerge, withID bool) er
 	closed = true
 	if err := w.Close(); err != nil {
 		return fail(fmt.Errorf("checkpoint %d: writing %s: %w", id, path, err))
+	}
+	if first != nil {
+		s.sums.wrote(id, first, tw.n, tw.crc)
 	}
 	return nil
 }

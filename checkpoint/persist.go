@@ -132,7 +132,7 @@ func (s *Store) Persist(id int64, kind Kind, meta map[string]string) (Info, erro
 			if err := syncFile(fs, src); err != nil {
 				return fail("syncing %s: %w", src, err)
 			}
-			sz, crc, err := checksumFile(fs, src)
+			sz, crc, err := s.tableSum(src, n)
 			if err != nil {
 				return fail("%w", err)
 			}
@@ -170,6 +170,7 @@ func (s *Store) Persist(id int64, kind Kind, meta map[string]string) (Info, erro
 			return fail("syncing %s: %w", s.sharedDir, err)
 		}
 	}
+	s.sums.prune(id)
 	if err := syncDir(fs, chkDir); err != nil {
 		return fail("syncing %s: %w", chkDir, err)
 	}
@@ -344,4 +345,17 @@ func (s *Store) prune() error {
 	}
 	s.removeTemps(false) // temporary Pebble checkpoints a failed cleanup left
 	return firstErr
+}
+
+// tableSum returns the size and CRC-32C of new table file src (named
+// name in the working DB): as Commit wrote it when it is one of its
+// deltas (deltasum.go) and still of that size, else read from the file.
+func (s *Store) tableSum(src, name string) (int64, uint32, error) {
+	if d, ok := s.sums.take(name); ok {
+		if st, err := s.fs.Stat(src); err == nil && st.Size() == d.size {
+			s.summed.Add(1)
+			return d.size, d.crc, nil
+		}
+	}
+	return checksumFile(s.fs, src)
 }

@@ -61,6 +61,8 @@ type Store struct {
 	// committedID is lastID for CommittedID, read without mu
 	committedID atomic.Int64
 	popts       *pebble.Options // db's options (sstable writer options for Commit)
+	sums        deltaSums       // CRCs of deltas as written (deltasum.go)
+	summed      atomic.Int64    // new table files Persist took a written sum of (tests)
 	// rawDeltas counts the delta files written uncompressed (compress.go).
 	rawDeltas  atomic.Int64
 	merge      deltaMerge    // Commit's merge of the buffers' runs, reused
@@ -277,6 +279,7 @@ func (s *Store) pebbleOptions() *pebble.Options {
 		Levels: filteredLevels(o.CompressionPerLevel),
 		EventListener: &pebble.EventListener{
 			BackgroundError: func(err error) { o.logf("checkpoint: state store background error: %v", err) },
+			TableIngested:   s.sums.ingested,
 		},
 	}
 }
@@ -316,6 +319,7 @@ func (s *Store) installWorking(srcJobDir string, b *metaBody) error {
 			}
 		}
 	}
+	s.sums.reset()
 	popts := s.pebbleOptions().EnsureDefaults()
 	db, err := pebble.Open(s.dbDir, popts)
 	if err != nil {
