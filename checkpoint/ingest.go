@@ -235,8 +235,11 @@ func (NoSync) Sync() error { return nil }
 // buffers 4 KiB, a write(2) per data block: 114 K calls in a q23 run of
 // 1.5 M events, a share of the join queries' system time. Finish syncs
 // (as f's Sync does) and closes f.
-func TableWritable(f vfs.File) objstorage.Writable {
-	return &tableWritable{f: f, buf: make([]byte, 0, tableWriteBuffer)}
+func TableWritable(f vfs.File) objstorage.Writable { return newTableWritable(f, false) }
+
+// newTableWritable is TableWritable, summing what it writes when sum.
+func newTableWritable(f vfs.File, sum bool) *tableWritable {
+	return &tableWritable{f: f, buf: make([]byte, 0, tableWriteBuffer), sum: sum}
 }
 
 const tableWriteBuffer = 256 << 10
@@ -351,8 +354,7 @@ func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 			return err
 		}
 	}
-	err := s.guard(true, func() error { return s.db.Ingest(paths) })
-	if err != nil {
+	if err := s.guard(true, func() error { return s.db.Ingest(paths) }); err != nil {
 		removeAll()
 		return fmt.Errorf("checkpoint %d: committing state: %w", id, err)
 	}
@@ -426,7 +428,7 @@ func (s *Store) writeDelta(id int64, path string, m *deltaMerge, withID bool) er
 	// the disk every deltaBytesPerSync (sync_file_range, not waiting for
 	// it), so that the fsync finds little left to write.
 	sf := vfs.NewSyncingFile(f, vfs.SyncingFileOptions{BytesPerSync: deltaBytesPerSync, NoSyncOnClose: true})
-	tw := &tableWritable{f: NoSync{sf}, buf: make([]byte, 0, tableWriteBuffer), sum: true}
+	tw := newTableWritable(NoSync{sf}, true)
 	w := sstable.NewWriter(tw, wo)
 	var first []byte
 	closed := false
