@@ -54,23 +54,31 @@ func enumOf(vals ...string) func(string) error {
 	}
 }
 
-// compressionList checks state.backend.rocksdb.compression.per.level: a
-// ';'-separated list of the compressions Pebble has (checkpoint parses
-// it into Pebble's; Flink's others are errors that say so).
-func compressionList(v string) error {
+// ParseCompressionList parses state.backend.rocksdb.compression.per.level:
+// a ';'-separated list of the compressions the Pebble state backend has,
+// returned in upper case (nil for an empty value; checkpoint maps them to
+// Pebble's). Flink's others are errors that say so.
+func ParseCompressionList(v string) ([]string, error) {
 	if strings.TrimSpace(v) == "" {
-		return nil
+		return nil, nil
 	}
+	var out []string
 	for i, f := range strings.Split(v, ";") {
 		switch name := strings.ToUpper(strings.TrimSpace(f)); name {
 		case "NO_COMPRESSION", "SNAPPY_COMPRESSION", "ZSTD_COMPRESSION":
+			out = append(out, name)
 		case "ZLIB_COMPRESSION", "BZLIB2_COMPRESSION", "LZ4_COMPRESSION", "LZ4HC_COMPRESSION", "XPRESS_COMPRESSION", "DISABLE_COMPRESSION_OPTION":
-			return fmt.Errorf("level %d: %s is not available in the Pebble state backend: use NO_COMPRESSION, SNAPPY_COMPRESSION or ZSTD_COMPRESSION", i, name)
+			return nil, fmt.Errorf("level %d: %s is not available in the Pebble state backend: use NO_COMPRESSION, SNAPPY_COMPRESSION or ZSTD_COMPRESSION", i, name)
 		default:
-			return fmt.Errorf("level %d: unknown compression %q: want NO_COMPRESSION, SNAPPY_COMPRESSION or ZSTD_COMPRESSION, separated by ';'", i, strings.TrimSpace(f))
+			return nil, fmt.Errorf("level %d: unknown compression %q: want NO_COMPRESSION, SNAPPY_COMPRESSION or ZSTD_COMPRESSION, separated by ';'", i, strings.TrimSpace(f))
 		}
 	}
-	return nil
+	return out, nil
+}
+
+func compressionList(v string) error {
+	_, err := ParseCompressionList(v)
+	return err
 }
 
 func durationCheck(v string) error {

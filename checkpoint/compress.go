@@ -2,10 +2,10 @@ package checkpoint
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/golang/snappy"
+	"github.com/streamsql/streamsql/catalog"
 )
 
 // Compression of the working DB's table files.
@@ -38,28 +38,25 @@ const (
 )
 
 // ParseCompressionPerLevel parses Flink's
-// state.backend.rocksdb.compression.per.level (checked on SET by
-// catalog): a ';'-separated list of NO_COMPRESSION, SNAPPY_COMPRESSION or
-// ZSTD_COMPRESSION (the compressions Pebble has). An empty value returns
-// nil (adaptive).
+// state.backend.rocksdb.compression.per.level (catalog.ParseCompressionList)
+// into Pebble's compressions. An empty value returns nil (adaptive).
 func ParseCompressionPerLevel(v string) ([]pebble.Compression, error) {
-	if strings.TrimSpace(v) == "" {
-		return nil, nil
+	names, err := catalog.ParseCompressionList(v)
+	if err != nil {
+		return nil, fmt.Errorf("state.backend.rocksdb.compression.per.level: %w", err)
 	}
 	var out []pebble.Compression
-	for i, f := range strings.Split(v, ";") {
-		switch name := strings.ToUpper(strings.TrimSpace(f)); name {
-		case "NO_COMPRESSION":
-			out = append(out, pebble.NoCompression)
-		case "SNAPPY_COMPRESSION":
-			out = append(out, pebble.SnappyCompression)
-		case "ZSTD_COMPRESSION":
-			out = append(out, pebble.ZstdCompression)
-		default:
-			return nil, fmt.Errorf("state.backend.rocksdb.compression.per.level: level %d: %q is not NO_COMPRESSION, SNAPPY_COMPRESSION or ZSTD_COMPRESSION", i, strings.TrimSpace(f))
-		}
+	for _, n := range names {
+		out = append(out, compressionByName[n])
 	}
 	return out, nil
+}
+
+// compressionByName maps catalog.ParseCompressionList's names.
+var compressionByName = map[string]pebble.Compression{
+	"NO_COMPRESSION":     pebble.NoCompression,
+	"SNAPPY_COMPRESSION": pebble.SnappyCompression,
+	"ZSTD_COMPRESSION":   pebble.ZstdCompression,
 }
 
 // levelCompression is the compression of level l under list ls (nil:

@@ -20,9 +20,9 @@ func TestParseCompressionPerLevel(t *testing.T) {
 		{in: "", want: nil},
 		{in: " SNAPPY_COMPRESSION ", want: []pebble.Compression{pebble.SnappyCompression}},
 		{in: "no_compression;NO_COMPRESSION;ZSTD_COMPRESSION", want: []pebble.Compression{pebble.NoCompression, pebble.NoCompression, pebble.ZstdCompression}},
-		{in: "SNAPPY_COMPRESSION;LZ4_COMPRESSION", err: `level 1: "LZ4_COMPRESSION" is not`},
-		{in: "SNAPPY", err: `level 0: "SNAPPY" is not`},
-		{in: "SNAPPY_COMPRESSION;", err: `level 1: "" is not`},
+		{in: "SNAPPY_COMPRESSION;LZ4_COMPRESSION", err: "state.backend.rocksdb.compression.per.level: level 1: LZ4_COMPRESSION is not available in the Pebble state backend"},
+		{in: "SNAPPY", err: `level 0: unknown compression "SNAPPY"`},
+		{in: "SNAPPY_COMPRESSION;", err: `level 1: unknown compression ""`},
 	} {
 		got, err := ParseCompressionPerLevel(c.in)
 		if c.err != "" {
