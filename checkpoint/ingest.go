@@ -312,9 +312,8 @@ func (w *tableWritable) Abort() {
 func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 	fs := s.fs
 	// the deltas' sums are noted by writeDelta and named by the Ingest
-	// below (deltasum.go); none outlives it (a failed attempt's could
-	// match a retry's file of the same first key and size)
-	s.sums.dropWritten()
+	// below (deltasum.go); none outlives this call (a failed attempt's
+	// could match a retry's file of the same first key and size)
 	defer s.sums.dropWritten()
 	prepareRuns(bufs)
 	m := &s.merge
