@@ -23,6 +23,17 @@ type MergeWriter interface {
 	Merge(key, value []byte) error
 }
 
+// RangeDeleter is a StateWriter that also deletes ranges of keys:
+// DeleteRange removes every key in [start, end) that earlier checkpoints
+// wrote. The checkpoint's own writes (Put, Merge, Delete) apply after it
+// whatever their order, so a key written in the same checkpoint stays.
+// State that frees many keys at once in key order (a window aggregation's
+// fired slices) writes one range instead of a Delete per key.
+type RangeDeleter interface {
+	StateWriter
+	DeleteRange(start, end []byte) error
+}
+
 // StateReader reads restored state. Scan calls fn for every key with the
 // given prefix, in key order; key and value are only valid during the call.
 type StateReader interface {

@@ -1,6 +1,9 @@
 package checkpoint
 
-import "fmt"
+import (
+	"bytes"
+	"fmt"
+)
 
 // Buffer collects one subtask's state writes for one checkpoint. It
 // implements StateWriter. Keys and values are copied into chunks (4 KiB
@@ -15,7 +18,11 @@ type Buffer struct {
 	cur    int
 	bytes  int
 	runs   []SortedRun // PutRun's runs, referenced by ops
+	ranges []keyRange  // DeleteRange's ranges (copied)
 }
+
+// keyRange is [start, end) of DeleteRange.
+type keyRange struct{ start, end []byte }
 
 // SortedRun is a run of Puts in strictly increasing key order that a
 // Buffer references instead of copying (PutRun): the commit reads it,
@@ -109,6 +116,21 @@ func (b *Buffer) Merge(key, value []byte) error {
 	return nil
 }
 
+// DeleteRange records the removal of the keys in [start, end) that
+// earlier checkpoints wrote (see RangeDeleter; both copied). An empty
+// range is nothing.
+func (b *Buffer) DeleteRange(start, end []byte) error {
+	if bytes.Compare(start, end) >= 0 {
+		return nil
+	}
+	if len(start) == 0 || start[0] == tagInternal {
+		return fmt.Errorf("checkpoint: range deletion from %q reaches the reserved subspace 0x00", start)
+	}
+	b.ranges = append(b.ranges, keyRange{bytes.Clone(start), bytes.Clone(end)})
+	b.bytes += len(start) + len(end)
+	return nil
+}
+
 // PutRun records the Puts of run, at this point of the buffer's writes,
 // by reference (see SortedRun).
 func (b *Buffer) PutRun(run SortedRun) error {
@@ -122,8 +144,9 @@ func (b *Buffer) PutRun(run SortedRun) error {
 	return nil
 }
 
-// Len is the number of recorded operations (a run counts as one).
-func (b *Buffer) Len() int { return len(b.ops) }
+// Len is the number of recorded operations (a run and a range deletion
+// count as one).
+func (b *Buffer) Len() int { return len(b.ops) + len(b.ranges) }
 
 // Bytes is the size of the recorded keys and values.
 func (b *Buffer) Bytes() int { return b.bytes }
@@ -159,6 +182,8 @@ func (b *Buffer) Reset() {
 		b.runs[i] = nil
 	}
 	b.runs = b.runs[:0]
+	clear(b.ranges)
+	b.ranges = b.ranges[:0]
 }
 
 // at returns op i: its key, its value (nil for a Delete) and whether it

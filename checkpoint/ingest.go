@@ -102,6 +102,9 @@ func (r *deltaRun) load() {
 type deltaMerge struct {
 	runs []deltaRun
 	heap []int // indexes into runs; ordered by (key, run index)
+	// lo, hi bound the keys of the file the merge is written to (nil:
+	// unbounded): its share of the delta's range deletions (splitDelta)
+	lo, hi []byte
 }
 
 func (m *deltaMerge) less(a, b int) bool {
@@ -319,6 +322,7 @@ func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 	m := &s.merge
 	m.init(bufs)
 	defer m.reset()
+	ranges := mergeRanges(bufs)
 	parts := s.splitDelta(m)
 	paths := make([]string, len(parts))
 	for p := range parts {
@@ -334,10 +338,10 @@ func (s *Store) ingestDelta(id int64, bufs []*Buffer) error {
 		wg.Add(1)
 		go func(p int) {
 			defer wg.Done()
-			errs[p] = s.writeDelta(id, paths[p], parts[p], false)
+			errs[p] = s.writeDelta(id, paths[p], parts[p], ranges, false)
 		}(p)
 	}
-	errs[0] = s.writeDelta(id, paths[0], parts[0], true)
+	errs[0] = s.writeDelta(id, paths[0], parts[0], ranges, true)
 	wg.Wait()
 	for _, p := range s.parts {
 		p.reset() // (m too, deferred: no reference to a committed run)
@@ -404,11 +408,51 @@ func prepareRuns(bufs []*Buffer) {
 	wg.Wait()
 }
 
-// writeDelta writes the writes of merge m (and, withID, the checkpoint
-// id first) as the sstable path. Not synced here: Commit is the
-// synchronous part of a checkpoint and the working DB is scratch; Persist
-// syncs every new table file before it moves it into shared/.
-func (s *Store) writeDelta(id int64, path string, m *deltaMerge, withID bool) error {
+// mergeRanges returns the range deletions of the buffers as disjoint
+// ranges in key order (overlapping and touching ones joined).
+func mergeRanges(bufs []*Buffer) []keyRange {
+	var rs []keyRange
+	for _, b := range bufs {
+		if b != nil {
+			rs = append(rs, b.ranges...)
+		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	slices.SortFunc(rs, func(a, b keyRange) int { return bytes.Compare(a.start, b.start) })
+	out := rs[:1]
+	for _, r := range rs[1:] {
+		last := &out[len(out)-1]
+		if bytes.Compare(r.start, last.end) <= 0 {
+			if bytes.Compare(r.end, last.end) > 0 {
+				last.end = r.end
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// clip returns r within [lo, hi) (nil: unbounded); ok is false when
+// nothing of it is.
+func (r keyRange) clip(lo, hi []byte) (keyRange, bool) {
+	if lo != nil && bytes.Compare(r.start, lo) < 0 {
+		r.start = lo
+	}
+	if hi != nil && bytes.Compare(r.end, hi) > 0 {
+		r.end = hi
+	}
+	return r, bytes.Compare(r.start, r.end) < 0
+}
+
+// writeDelta writes the writes of merge m, the part of the range
+// deletions ranges within its bounds and, withID, the checkpoint id first
+// as the sstable path. Not synced here: Commit is the synchronous part of
+// a checkpoint and the working DB is scratch; Persist syncs every new
+// table file before it moves it into shared/.
+func (s *Store) writeDelta(id int64, path string, m *deltaMerge, ranges []keyRange, withID bool) error {
 	fs := s.fs
 	f, err := fs.Create(path)
 	if err != nil {
@@ -472,6 +516,18 @@ func (s *Store) writeDelta(id int64, path string, m *deltaMerge, withID bool) er
 			return fail(fmt.Errorf("checkpoint %d: writing %s: %w", id, path, err))
 		}
 	}
+	for _, r := range ranges {
+		r, ok := r.clip(m.lo, m.hi)
+		if !ok {
+			continue
+		}
+		if first == nil || bytes.Compare(r.start, first) < 0 {
+			first = bytes.Clone(r.start) // the file's smallest key (deltasum.go)
+		}
+		if err := w.DeleteRange(r.start, r.end); err != nil {
+			return fail(fmt.Errorf("checkpoint %d: writing %s: %w", id, path, err))
+		}
+	}
 	closed = true
 	if err := w.Close(); err != nil {
 		return fail(fmt.Errorf("checkpoint %d: writing %s: %w", id, path, err))
@@ -508,6 +564,7 @@ func (s *Store) splitDelta(m *deltaMerge) []*deltaMerge {
 	for i := range m.runs {
 		n += m.runs[i].end - m.runs[i].i
 	}
+	m.lo, m.hi = nil, nil
 	k := commitWays()
 	if k < 2 || n < splitMin {
 		return []*deltaMerge{m}
@@ -560,12 +617,21 @@ func (s *Store) splitDelta(m *deltaMerge) []*deltaMerge {
 			lo = hi
 		}
 	}
+	// Each merge's file covers the keys from its split on up to the next
+	// merge's (an empty range's keys go to the merge before it), so the
+	// files' shares of the range deletions are disjoint and cover them.
 	out := parts[:0]
-	for _, p := range parts {
-		if len(p.runs) > 0 {
-			p.start()
-			out = append(out, p)
+	for p, part := range parts {
+		if len(part.runs) == 0 {
+			continue
 		}
+		part.start()
+		part.lo, part.hi = nil, nil
+		if len(out) > 0 {
+			part.lo = splits[p-1]
+			out[len(out)-1].hi = part.lo
+		}
+		out = append(out, part)
 	}
 	return out
 }

@@ -1,8 +1,10 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -60,12 +62,22 @@ import (
 //
 // # State
 //
-// Slots (state.Table, bytes keys = encoded group key + 8-byte big-endian
-// slice end or session key start), timers (state.Timers) and, per
-// subtask, the watermark each of its key groups had reached: after a
-// restore (also at another parallelism) a key group judges lateness by the
-// watermark its windows fired at, never by a lower one, so a restored job
-// fires every window exactly once and drops the same rows.
+// Slots (state.Table), timers (state.Timers) and, per subtask, the
+// watermark each of its key groups had reached: after a restore (also at
+// another parallelism) a key group judges lateness by the watermark its
+// windows fired at, never by a lower one, so a restored job fires every
+// window exactly once and drops the same rows.
+//
+// A slot's key is, for aligned and attached windows, the slice (window)
+// end in 8 order-preserving bytes then the encoded group key (value
+// format 2), so the state keys of a key group's fired slices form one key
+// range: a fire frees its slots without a tombstone each and the next
+// snapshot deletes the range of every slice end up to the last one freed
+// in each key group of the subtask (state.Table.DeleteRange). A session's
+// key is the encoded group key then the session's first time in 8
+// big-endian bytes (format 1, with a tombstone per freed session); format
+// 1 aligned and attached slots of older checkpoints are moved to the new
+// key at restore.
 type windowAgg struct {
 	spec    *planner.WindowAggOp
 	ctx     *OpContext
@@ -86,10 +98,14 @@ type windowAgg struct {
 	accs     []accumulator
 	fire     []accumulator      // merged windows being emitted, by output row
 	sessions map[string][]int32 // session: live slots per group key
-	// sliceSlots counts the live slots of each slice end (aligned windows):
-	// firing a window looks up a key's slots only in the slices that
-	// hold some slot at all.
+	// sliceSlots counts the live slots of each slice end (aligned windows)
+	// or window end (attached): firing a window looks up a key's slots
+	// only in the slices that hold some slot at all.
 	sliceSlots map[int64]int32
+	// freedTo: the largest slice (window) end of a slot a fire freed,
+	// ranged: the one the last snapshot's range deletions reached
+	// (aligned and attached windows)
+	freedTo, ranged int64
 
 	windowState
 	// off is the window offset: the operator works in window time, the
@@ -178,6 +194,7 @@ func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
 		w.sessions = map[string][]int32{}
 	}
 	w.sliceSlots = map[int64]int32{}
+	w.freedTo, w.ranged = math.MinInt64, math.MinInt64
 	return w, nil
 }
 
@@ -243,9 +260,20 @@ func (w *windowAgg) putKeys(g int32, rec arrow.Record, row int) {
 	}
 }
 
+// slotKey is the key of the slot of group key gk and slice (window) end
+// or session start v (see State in the type's comment).
 func (w *windowAgg) slotKey(gk []byte, v int64) []byte {
-	w.full = binary.BigEndian.AppendUint64(append(w.full[:0], gk...), uint64(v))
+	if w.session {
+		w.full = binary.BigEndian.AppendUint64(append(w.full[:0], gk...), uint64(v))
+		return w.full
+	}
+	w.full = append(appendEndKey(w.full[:0], v), gk...)
 	return w.full
+}
+
+// appendEndKey appends slice end v in 8 bytes that sort as v does.
+func appendEndKey(dst []byte, v int64) []byte {
+	return binary.BigEndian.AppendUint64(dst, uint64(v)^(1<<63))
 }
 
 // packKey packs a group key of at most 8 bytes after a leading non-null
@@ -374,11 +402,11 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 				g = w.tbl.InsertBytes(full, kg)
 				w.putKeys(g, rec, i)
 				w.aux[g] = se
+				w.sliceSlots[se]++
 				if w.attached {
 					w.sstart[g] = int64(starts[i]) - w.off
 					w.timers.Register(kg, se-1, full)
 				} else {
-					w.sliceSlots[se]++
 					fe := w.firstEnd(se)
 					for fe-1 <= wm {
 						fe += w.step()
@@ -501,15 +529,18 @@ func (w *windowAgg) assignSession(rec arrow.Record, i int, gk []byte, kg int, t,
 func (w *windowAgg) aligned() bool { return !w.session && !w.attached }
 
 func (w *windowAgg) freeSlot(g int32) {
-	if w.aligned() {
+	if w.session {
+		w.tbl.Remove(g, 0, false)
+	} else {
 		se := w.aux[g]
 		if n := w.sliceSlots[se] - 1; n > 0 {
 			w.sliceSlots[se] = n
 		} else {
 			delete(w.sliceSlots, se)
 		}
+		w.freedTo = max(w.freedTo, se)
+		w.tbl.RemoveCovered(g) // Snapshot deletes its key with the range
 	}
-	w.tbl.Remove(g, 0, false)
 	w.rowCount[g], w.aux[g], w.sstart[g] = 0, 0, 0
 	w.clearSlotCache()
 	for _, acc := range w.accs {
@@ -685,6 +716,34 @@ func (w *windowAgg) dropSession(g int32) {
 	}
 }
 
+// Snapshot writes the window state; with aligned or attached windows it
+// first deletes, in each key group of the subtask, the keys of every
+// slice (window) end up to the last one a fire freed, which no live slot
+// has: a fire frees the slots of a slice end in every key group before
+// the snapshot (the watermark passed the slice's last window), and a
+// row of it would be late.
+func (w *windowAgg) Snapshot(id int64, sw checkpoint.StateWriter) error {
+	if !w.session && w.freedTo > w.ranged && w.tbl.Tracking() {
+		for se := range w.sliceSlots {
+			if se <= w.freedTo {
+				return fmt.Errorf("window state: a slot of slice end %d is live after one of %d was freed", se, w.freedTo)
+			}
+		}
+		var hi []byte
+		if w.freedTo < math.MaxInt64 {
+			hi = appendEndKey(nil, w.freedTo+1)
+		} else {
+			hi = bytes.Repeat([]byte{0xff}, 9)
+		}
+		kgs := w.ctx.KeyGroups
+		for kg := kgs.Start; kg < kgs.End; kg++ {
+			w.tbl.DeleteRange(kg, nil, hi)
+		}
+		w.ranged = w.freedTo
+	}
+	return w.windowState.Snapshot(id, sw)
+}
+
 // results builds the output rows of the windows fired.
 func (w *windowAgg) results() arrow.Record {
 	cols := make([]arrow.Array, 0, len(w.keys)+3+len(w.fire))
@@ -713,14 +772,24 @@ func (w *windowAgg) results() arrow.Record {
 // SubtaskKey(op id + "/watermark", subtask): key-group range, then the
 // watermark of each key group of it.
 
-const windowStateV1 = 1
+// windowStateV1: the key ends with the slice end or session start;
+// windowStateV2 (aligned and attached windows): the key starts with the
+// slice (window) end (appendEndKey).
+const (
+	windowStateV1 = 1
+	windowStateV2 = 2
+)
 
 type windowCodec struct{ w *windowAgg }
 
 func (c windowCodec) AppendKey(dst []byte, g int32) []byte { return append(dst, c.w.tbl.Key(g)...) }
 func (c windowCodec) AppendValue(dst []byte, g int32) []byte {
 	w := c.w
-	dst = append(dst, windowStateV1)
+	if w.session {
+		dst = append(dst, windowStateV1)
+	} else {
+		dst = append(dst, windowStateV2)
+	}
 	dst = binary.AppendVarint(dst, w.rowCount[g])
 	dst = binary.AppendVarint(dst, w.aux[g])
 	dst = binary.AppendVarint(dst, w.sstart[g])
@@ -732,11 +801,23 @@ func (c windowCodec) AppendValue(dst []byte, g int32) []byte {
 
 func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 	kgs := w.ctx.KeyGroups
+	var rekey []int32 // aligned or attached slots in the format 1 key layout
 	err := w.tbl.Restore(r, kgs.Start, kgs.End, func(g int32, key, val []byte) (int64, bool, error) {
-		if len(key) < 8 {
+		if len(key) < 8 || len(val) == 0 {
 			return 0, false, errCorrupt
 		}
-		rest := key[:len(key)-8]
+		var rest []byte
+		switch {
+		case val[0] == windowStateV1:
+			rest = key[:len(key)-8]
+			if !w.session {
+				rekey = append(rekey, g)
+			}
+		case val[0] == windowStateV2 && !w.session:
+			rest = key[8:]
+		default:
+			return 0, false, fmt.Errorf("%w: window state", errCorrupt)
+		}
 		for _, ks := range w.keys {
 			n, err := ks.decode(rest, g)
 			if err != nil {
@@ -744,7 +825,7 @@ func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 			}
 			rest = rest[n:]
 		}
-		if len(rest) != 0 || len(val) == 0 || val[0] != windowStateV1 {
+		if len(rest) != 0 {
 			return 0, false, fmt.Errorf("%w: window state", errCorrupt)
 		}
 		v := val[1:]
@@ -757,7 +838,7 @@ func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 			fields[i], v = x, v[n:]
 		}
 		w.rowCount[g], w.aux[g], w.sstart[g] = fields[0], fields[1], fields[2]
-		if w.aligned() {
+		if !w.session {
 			w.sliceSlots[fields[1]]++
 		}
 		w.clearSlotCache()
@@ -776,6 +857,10 @@ func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 	})
 	if err != nil {
 		return err
+	}
+	for _, g := range rekey {
+		k := w.tbl.Key(g)
+		w.tbl.Rekey(g, w.slotKey([]byte(k[:len(k)-8]), w.aux[g]))
 	}
 	if err := w.kgWatermark.restore(w.spec.ID, w.ctx, r); err != nil {
 		return err
@@ -801,6 +886,6 @@ func (w *windowAgg) restoreTimer(g int32, kg int) error {
 	for fe-1 <= wm {
 		fe += w.step()
 	}
-	w.timers.Register(kg, fe-1, w.full[:len(w.full)-8])
+	w.timers.Register(kg, fe-1, w.full[8:])
 	return nil
 }

@@ -21,6 +21,17 @@ type memState map[string][]byte
 
 func (m memState) Put(k, v []byte) error { m[string(k)] = append([]byte(nil), v...); return nil }
 func (m memState) Delete(k []byte) error { delete(m, string(k)); return nil }
+
+// DeleteRange removes the keys in [lo, hi) at once (the operators never
+// write a key of a range in the snapshot that deletes it).
+func (m memState) DeleteRange(lo, hi []byte) error {
+	for k := range m {
+		if k >= string(lo) && k < string(hi) {
+			delete(m, k)
+		}
+	}
+	return nil
+}
 func (m memState) Scan(prefix []byte, fn func(k, v []byte) error) error {
 	var ks []string
 	for k := range m {

@@ -129,6 +129,9 @@ type Table struct {
 	dirty     []bool
 	dirtyList []int32
 	tombs     keyList // full state keys removed (one arena: no allocation per key)
+	// ranges: range deletions (DeleteRange), each a start and an end
+	// (the list's full key and its second key)
+	ranges keyList
 	// born: the epoch (snapshots taken + 1) each slot was allocated in,
 	// 0 for restored slots (in memory, checkpointing only). A slot
 	// allocated and removed between two snapshots was written by none,
@@ -140,6 +143,7 @@ type Table struct {
 	pendingID int64
 	pDirty    []int32
 	pTombs    keyList
+	pRanges   keyList
 
 	// TTL: last update (unix ms) per slot, the time of the current batch,
 	// and the incremental cleanup's cursor
@@ -440,6 +444,16 @@ func (t *Table) Remove(g int32, intKey int64, null bool) {
 		t.scratch = t.fullKey(t.scratch[:0], g)
 		t.tombs.add(t.scratch, nil)
 	}
+	t.remove(g, intKey, null)
+}
+
+// RemoveCovered frees slot g of a bytes-keyed table in memory without a
+// tombstone: the caller has a DeleteRange of this snapshot or the next
+// cover its key (a window aggregation frees a fired slice's slots one by
+// one and deletes their keys as one range per key group).
+func (t *Table) RemoveCovered(g int32) { t.remove(g, 0, false) }
+
+func (t *Table) remove(g int32, intKey int64, null bool) {
 	if t.tier != nil {
 		t.tier.remove(t, g)
 	}
@@ -456,6 +470,34 @@ func (t *Table) Remove(g int32, intKey int64, null bool) {
 	t.live--
 	t.free = append(t.free, g)
 	// g stays in the dirty list if it is there: Snapshot skips dead slots.
+}
+
+// DeleteRange has the next snapshot delete the state keys of key group kg
+// from lo up to hi (exclusive; both after the key group's prefix) that
+// earlier checkpoints wrote (checkpoint.RangeDeleter): what the snapshot
+// writes itself stays. An aborted snapshot's ranges are written again.
+func (t *Table) DeleteRange(kg int, lo, hi []byte) {
+	if !t.o.Checkpointing {
+		return
+	}
+	p := t.keyPrefix(kg)
+	t.scratch = append(append(append(append(t.scratch[:0], p...), lo...), p...), hi...)
+	n := len(p) + len(lo)
+	t.ranges.add(t.scratch[:n], t.scratch[n:])
+}
+
+// Rekey gives live slot g of a bytes-keyed table in memory the new key k
+// (same key group): the old key leaves the state and the slot is written
+// under k at the next checkpoint (a restore moving state written in an
+// older key layout to the current one).
+func (t *Table) Rekey(g int32, k []byte) {
+	if t.o.Checkpointing {
+		t.scratch = t.fullKey(t.scratch[:0], g)
+		t.tombs.add(t.scratch, nil)
+	}
+	t.idx.remove(uint32(t.keyHash[g]), g)
+	t.bind(g, k, 0, false)
+	t.Touch(g)
 }
 
 func (t *Table) keyPrefix(kg int) []byte {
@@ -480,6 +522,8 @@ func (t *Table) mergePending() {
 		t.tier.mergePending(t)
 		t.tombs.appendList(&t.pTombs)
 		t.pTombs.reset()
+		t.ranges.appendList(&t.pRanges)
+		t.pRanges.reset()
 		t.pDirty, t.pendingID = t.pDirty[:0], 0
 		return
 	}
@@ -491,6 +535,8 @@ func (t *Table) mergePending() {
 	}
 	t.tombs.appendList(&t.pTombs)
 	t.pTombs.reset()
+	t.ranges.appendList(&t.pRanges)
+	t.pRanges.reset()
 	t.pDirty, t.pendingID = t.pDirty[:0], 0
 }
 
@@ -606,6 +652,17 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 			return err
 		}
 	}
+	if len(t.ranges.ents) > 0 {
+		rd, ok := w.(checkpoint.RangeDeleter)
+		if !ok {
+			return fmt.Errorf("state: checkpoint %d: the state writer takes no range deletions", id)
+		}
+		for _, r := range t.ranges.ents {
+			if err := rd.DeleteRange(t.ranges.full(r), t.ranges.buf[r.off+r.fl:r.off+r.fl+r.pl]); err != nil {
+				return err
+			}
+		}
+	}
 	// The current set becomes pending; keep the memory of both.
 	if t.tier != nil {
 		t.tier.toPending(t)
@@ -616,6 +673,8 @@ func (t *Table) Snapshot(id int64, w checkpoint.StateWriter) error {
 	t.pDirty, t.dirtyList = t.dirtyList, t.pDirty[:0]
 	t.pTombs, t.tombs = t.tombs, t.pTombs
 	t.tombs.reset()
+	t.pRanges, t.ranges = t.ranges, t.pRanges
+	t.ranges.reset()
 	t.pendingID = id
 	t.epoch++
 	return nil
@@ -767,6 +826,7 @@ func (t *Table) Complete(id int64) {
 			t.tier.dropPending(t)
 		}
 		t.pTombs.reset()
+		t.pRanges.reset()
 		t.pDirty, t.pendingID = t.pDirty[:0], 0
 	}
 }
@@ -783,7 +843,7 @@ func (t *Table) Abort(id int64) {
 // Changed is the number of slots and tombstones the next Snapshot would
 // consider (current and pending).
 func (t *Table) Changed() int {
-	n := len(t.dirtyList) + len(t.tombs.ents) + len(t.pDirty) + len(t.pTombs.ents)
+	n := len(t.dirtyList) + len(t.tombs.ents) + len(t.pDirty) + len(t.pTombs.ents) + len(t.ranges.ents) + len(t.pRanges.ents)
 	if t.tier != nil {
 		n += len(t.tier.cur.ents) + len(t.tier.pend.ents)
 	}
