@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -723,23 +722,10 @@ func (w *windowAgg) dropSession(g int32) {
 // the snapshot (the watermark passed the slice's last window), and a
 // row of it would be late.
 func (w *windowAgg) Snapshot(id int64, sw checkpoint.StateWriter) error {
-	if !w.session && w.freedTo > w.ranged && w.tbl.Tracking() {
-		for se := range w.sliceSlots {
-			if se <= w.freedTo {
-				return fmt.Errorf("window state: a slot of slice end %d is live after one of %d was freed", se, w.freedTo)
-			}
+	if !w.session {
+		if err := deleteFiredRange(w.tbl, w.ctx.KeyGroups, w.sliceSlots, w.freedTo, &w.ranged); err != nil {
+			return err
 		}
-		var hi []byte
-		if w.freedTo < math.MaxInt64 {
-			hi = appendEndKey(nil, w.freedTo+1)
-		} else {
-			hi = bytes.Repeat([]byte{0xff}, 9)
-		}
-		kgs := w.ctx.KeyGroups
-		for kg := kgs.Start; kg < kgs.End; kg++ {
-			w.tbl.DeleteRange(kg, nil, hi)
-		}
-		w.ranged = w.freedTo
 	}
 	return w.windowState.Snapshot(id, sw)
 }

@@ -1,7 +1,9 @@
 package exec
 
 import (
+	"bytes"
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -31,10 +33,16 @@ import (
 // with a NULL key (other than a null-safe one) match nothing: an outer or
 // anti row of them is emitted at once.
 //
-// State: slots (side, join key) with the side's rows of that key and
-// window (columns), one event-time timer per (join key) at window_end - 1
-// (not checkpointed: a restore sets them from the slots), and the inputs'
-// watermarks per subtask (as the interval join's).
+// State: slots (window_end, side, join key) with the side's rows of that
+// key and window (columns), one event-time timer per (join key) at
+// window_end - 1 (not checkpointed: a restore sets them from the slots),
+// and the inputs' watermarks per subtask (as the interval join's). A
+// slot's key starts with its window end (appendEndKey; value format 2),
+// so the slots of a key group's fired windows are one key range: a fire
+// frees them without a tombstone each and the next snapshot deletes the
+// range up to the last window end fired (as the window aggregation's).
+// Format 1 slots (side, join key) of older checkpoints are moved to the
+// new key at restore.
 type windowJoin struct {
 	// a watermark's fired rows per side and one window's rows (reused)
 	fired        [2][]int32
@@ -56,6 +64,11 @@ type windowJoin struct {
 
 	staleWM  []int
 	residual expr.Evaluator
+	// endSlots counts the live slots of each window end; freedTo is the
+	// largest window end of a slot a fire freed, ranged the one the last
+	// snapshot's range deletions reached
+	endSlots        map[int64]int32
+	freedTo, ranged int64
 
 	keyBuf  []byte
 	keyOffs []int
@@ -77,7 +90,8 @@ func init() {
 }
 
 func newWindowJoin(s *planner.WindowJoinOp, ctx *OpContext) (*windowJoin, error) {
-	j := &windowJoin{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), wm: NoWatermark, fwd: NoWatermark}
+	j := &windowJoin{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), wm: NoWatermark, fwd: NoWatermark,
+		endSlots: map[int64]int32{}, freedTo: math.MinInt64, ranged: math.MinInt64}
 	if j.mem == nil {
 		j.mem = memory.DefaultAllocator
 	}
@@ -195,12 +209,12 @@ func (j *windowJoin) ProcessBatch(input int, b Batch, out Collector) error {
 		}
 		key := j.keyBuf[j.keyOffs[i]:j.keyOffs[i+1]]
 		kg := keyGroup(j.hashes[i], j.maxP)
-		sk := append(append(j.slotKey[:0], byte(input)), key...)
-		j.slotKey = sk
+		sk := j.key(end, input, key)
 		g, ok := j.tbl.LookupBytes(sk)
 		if !ok {
 			g = j.tbl.InsertBytes(sk, kg)
 			j.side[g] = uint8(input)
+			j.endSlots[end]++
 			j.timer.Register(kg, end-1, key)
 		}
 		id := me.alloc()
@@ -273,16 +287,14 @@ func (j *windowJoin) ProcessWatermark(wm int64, out Collector) error {
 	err := j.timer.Advance(j.wm, func(kg int, ts int64, key []byte) error {
 		lrows, rrows = lrows[:0], rrows[:0]
 		for s := 0; s < 2; s++ {
-			sk := append(append(j.slotKey[:0], byte(s)), key...)
-			j.slotKey = sk
-			if g, ok := j.tbl.LookupBytes(sk); ok {
+			if g, ok := j.tbl.LookupBytes(j.key(ts+1, s, key)); ok {
 				if s == 0 {
 					lrows = append(lrows, j.rows[g]...)
 				} else {
 					rrows = append(rrows, j.rows[g]...)
 				}
 				j.rows[g] = j.rows[g][:0]
-				j.tbl.Remove(g, 0, false)
+				j.free(g, ts+1)
 			}
 		}
 		fired[0] = append(fired[0], lrows...)
@@ -341,6 +353,25 @@ func (j *windowJoin) ProcessWatermark(wm int64, out Collector) error {
 		return out.EmitWatermark(wm)
 	}
 	return nil
+}
+
+// key is the slot key of side's rows of join key key in the window ending
+// at end.
+func (j *windowJoin) key(end int64, side int, key []byte) []byte {
+	j.slotKey = append(append(appendEndKey(j.slotKey[:0], end), byte(side)), key...)
+	return j.slotKey
+}
+
+// free frees fired slot g of window end end (its key leaves the state
+// with the next snapshot's range deletion).
+func (j *windowJoin) free(g int32, end int64) {
+	if n := j.endSlots[end] - 1; n > 0 {
+		j.endSlots[end] = n
+	} else {
+		delete(j.endSlots, end)
+	}
+	j.freedTo = max(j.freedTo, end)
+	j.tbl.RemoveCovered(g)
 }
 
 // emitPairs evaluates the residual on the fired windows' pairs, marks the
@@ -413,17 +444,29 @@ func (j *windowJoin) emitPairRange(out Collector, pairL, pairR []int32) error {
 
 // Checkpointed state.
 
-const windowJoinStateV1 = 1
+// windowJoinStateV1: the key is (side, join key); windowJoinStateV2:
+// (window end, side, join key).
+const (
+	windowJoinStateV1 = 1
+	windowJoinStateV2 = 2
+)
 
 type wjCodec struct{ j *windowJoin }
 
 func (c wjCodec) AppendKey(dst []byte, g int32) []byte { return append(dst, c.j.tbl.Key(g)...) }
 func (c wjCodec) AppendValue(dst []byte, g int32) []byte {
 	j := c.j
-	return j.sides[j.side[g]].appendRows(append(dst, windowJoinStateV1), j.rows[g], false)
+	return j.sides[j.side[g]].appendRows(append(dst, windowJoinStateV2), j.rows[g], false)
 }
 
+// Snapshot first deletes the keys of the windows fired since the last
+// snapshot, in every key group of the subtask (see the type's comment):
+// every slot of a window end up to freedTo has fired, and a row of such
+// a window would be late.
 func (j *windowJoin) Snapshot(id int64, w checkpoint.StateWriter) error {
+	if err := deleteFiredRange(j.tbl, j.ctx.KeyGroups, j.endSlots, j.freedTo, &j.ranged); err != nil {
+		return err
+	}
 	if err := j.tbl.Snapshot(id, w); err != nil {
 		return err
 	}
@@ -447,8 +490,16 @@ func (j *windowJoin) NotifyAborted(id int64) error {
 
 func (j *windowJoin) Restore(r checkpoint.StateReader) error {
 	kgs := j.ctx.KeyGroups
+	var rekey []int32 // slots in the format 1 key layout
 	err := j.tbl.Restore(r, kgs.Start, kgs.End, func(g int32, key, val []byte) (int64, bool, error) {
-		if len(key) == 0 || key[0] > 1 || len(val) == 0 || val[0] != windowJoinStateV1 {
+		if len(val) > 0 && val[0] == windowJoinStateV2 && len(key) > 8 {
+			key = key[8:]
+		} else if len(val) > 0 && val[0] == windowJoinStateV1 {
+			rekey = append(rekey, g)
+		} else {
+			return 0, false, fmt.Errorf("%w: window join state", errCorrupt)
+		}
+		if len(key) == 0 || key[0] > 1 {
 			return 0, false, fmt.Errorf("%w: window join state", errCorrupt)
 		}
 		s := int(key[0])
@@ -458,18 +509,23 @@ func (j *windowJoin) Restore(r checkpoint.StateReader) error {
 		if err != nil {
 			return 0, false, fmt.Errorf("window join state: %w", err)
 		}
+		if len(ids) == 0 {
+			return 0, false, fmt.Errorf("%w: window join state without rows", errCorrupt)
+		}
 		j.rows[g] = ids
+		j.endSlots[sd.times[ids[0]]]++
 		return 0, false, nil
 	})
 	if err != nil {
 		return err
 	}
+	for _, g := range rekey {
+		k := j.tbl.Key(g)
+		j.tbl.Rekey(g, j.key(j.endOf(g), int(k[0]), []byte(k[1:])))
+	}
 	err = j.timer.RestoreFrom(r, kgs.Start, kgs.End, j.tbl, func(g int32, kg int) error {
-		if len(j.rows[g]) > 0 { // (a slot's rows share their window's end)
-			end := j.sides[j.side[g]].times[j.rows[g][0]]
-			j.slotKey = append(j.slotKey[:0], j.tbl.Key(g)[1:]...)
-			j.timer.Register(kg, end-1, j.slotKey)
-		}
+		j.slotKey = append(j.slotKey[:0], j.tbl.Key(g)[9:]...)
+		j.timer.Register(kg, j.endOf(g)-1, j.slotKey)
 		return nil
 	})
 	if err != nil {
@@ -478,4 +534,35 @@ func (j *windowJoin) Restore(r checkpoint.StateReader) error {
 	stale, err := restoreInputWM(j.spec.ID, j.ctx.Parallelism, &j.sides, r)
 	j.staleWM = stale
 	return err
+}
+
+// endOf is the window end of slot g (its rows share it).
+func (j *windowJoin) endOf(g int32) int64 { return j.sides[j.side[g]].times[j.rows[g][0]] }
+
+// deleteFiredRange has tbl's next snapshot delete, in each key group of
+// kgs, the keys of every window (slice) end up to freedTo (keys starting
+// with appendEndKey), if a fire freed slots since the last time
+// (*ranged): a window operator's slots of fired windows, freed without a
+// tombstone each. live counts the live slots by end: one at or below
+// freedTo is a bug (it would be deleted), reported as an error.
+func deleteFiredRange(tbl *state.Table, kgs KeyGroups, live map[int64]int32, freedTo int64, ranged *int64) error {
+	if freedTo <= *ranged || !tbl.Tracking() {
+		return nil
+	}
+	for end := range live {
+		if end <= freedTo {
+			return fmt.Errorf("window state: a slot of window end %d is live after one of %d was freed", end, freedTo)
+		}
+	}
+	var hi []byte
+	if freedTo < math.MaxInt64 {
+		hi = appendEndKey(nil, freedTo+1)
+	} else {
+		hi = bytes.Repeat([]byte{0xff}, 9)
+	}
+	for kg := kgs.Start; kg < kgs.End; kg++ {
+		tbl.DeleteRange(kg, nil, hi)
+	}
+	*ranged = freedTo
+	return nil
 }

@@ -70,10 +70,15 @@ func wjOp(t *testing.T, typ planner.JoinType, mem memory.Allocator, m *Metrics, 
 // left.v <> right.v, at parallelism 2 snapshotted halfway and restored at
 // 3 and 1. The output must be the oracle's: per window and key, the
 // pairs and padded rows (FULL), the left rows with a partner (SEMI) or
-// without (ANTI), once each; late rows counted; no leaks.
+// without (ANTI), once each; late rows counted; no leaks. Checkpoints
+// every 50 rows delete fired windows' slots by range, never one by one
+// (the checkpointed slots are the live ones after each); the restore at
+// parallelism 1 reads the state in format 1.
 func TestWindowJoinRescaleOracle(t *testing.T) {
 	for _, typ := range []planner.JoinType{planner.FullJoin, planner.SemiJoin, planner.AntiJoin} {
 		for _, newPar := range []int{3, 1} {
+			st := &countState{memState: memState{}}
+			ckID := int64(0)
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			m := &Metrics{}
 			rng := rand.New(rand.NewSource(int64(newPar) + 31*int64(typ)))
@@ -140,7 +145,23 @@ func TestWindowJoinRescaleOracle(t *testing.T) {
 				for i := range outs {
 					outs[i] = &textOut{}
 				}
-				for _, e := range evs {
+				for n, e := range evs {
+					if n%50 == 49 {
+						ckID++
+						live := 0
+						for _, op := range ops {
+							if err := op.Snapshot(ckID, st); err != nil {
+								t.Fatal(err)
+							}
+							if err := op.NotifyComplete(ckID); err != nil {
+								t.Fatal(err)
+							}
+							live += op.tbl.Len()
+						}
+						if got := len(st.slotKeys("wj")); got != live {
+							t.Fatalf("checkpoint %d: %d slots in the state, %d live", ckID, got, live)
+						}
+					}
 					b := wjBatch(mem, e)
 					kg := int(HashKeys(b.Rec, []int{0, 1, 2}, nil)[0] % 8)
 					for i, op := range ops {
@@ -175,17 +196,23 @@ func TestWindowJoinRescaleOracle(t *testing.T) {
 			ops := []*windowJoin{wjOp(t, typ, mem, m, 0, 2), wjOp(t, typ, mem, m, 1, 2)}
 			half := len(evs) / 2
 			run(ops, evs[:half], false)
-			st := memState{}
+			ckID++
 			for _, op := range ops {
-				if err := op.Snapshot(1, st); err != nil {
+				if err := op.Snapshot(ckID, st); err != nil {
 					t.Fatal(err)
 				}
 				op.Close()
 			}
+			if st.dels != 0 || st.ranges == 0 {
+				t.Fatalf("%d point and %d range deletions of fired windows' slots", st.dels, st.ranges)
+			}
+			if newPar == 1 && st.toFormat1("wj", windowJoinStateV1, windowJoinStateV2, false) == 0 {
+				t.Fatal("no slot to convert to format 1")
+			}
 			var restored []*windowJoin
 			for sub := 0; sub < newPar; sub++ {
 				op := wjOp(t, typ, mem, m, sub, newPar)
-				if err := op.Restore(st); err != nil {
+				if err := op.Restore(st.memState); err != nil {
 					t.Fatal(err)
 				}
 				restored = append(restored, op)

@@ -33,17 +33,42 @@ func (m memState) clone() memState {
 	return c
 }
 
-// slotKeys lists the window table's keys of m (operator "w").
-func (m memState) slotKeys() []string {
+// slotKeys lists the keyed state of operator op in m.
+func (m memState) slotKeys(op string) []string {
 	var ks []string
-	p := string(checkpoint.OperatorPrefix("w"))
+	p := string(checkpoint.OperatorPrefix(op))
 	for k := range m {
-		if strings.HasPrefix(k, p) && !strings.HasPrefix(k, string(checkpoint.OperatorPrefix("w/"))) {
+		if strings.HasPrefix(k, p) {
 			ks = append(ks, k)
 		}
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// toFormat1 rewrites the format 2 slots of op in m (value version v2, key
+// after the key group's prefix: 8 bytes of end, then the rest) as format
+// 1 ones (version v1; the rest, then the end in 8 big-endian bytes when
+// endLast) and returns how many it rewrote.
+func (m memState) toFormat1(op string, v1, v2 byte, endLast bool) int {
+	p := len(checkpoint.KeyedPrefix(op, 0))
+	n := 0
+	for _, k := range m.slotKeys(op) {
+		v := m[k]
+		if len(v) == 0 || v[0] != v2 {
+			continue
+		}
+		kb := []byte(k)
+		nk := append(bytes.Clone(kb[:p]), kb[p+8:]...)
+		if endLast {
+			end := int64(binary.BigEndian.Uint64(kb[p:p+8]) ^ (1 << 63))
+			nk = binary.BigEndian.AppendUint64(nk, uint64(end))
+		}
+		delete(m, k)
+		m[string(nk)] = append([]byte{v1}, v[1:]...)
+		n++
+	}
+	return n
 }
 
 // windowRangeInput is 3 rounds of 40 keys, each round 10 s of event time
@@ -105,8 +130,8 @@ func TestWindowFiresDeleteByRange(t *testing.T) {
 				pointDels += cs.dels
 				rangeDels += cs.ranges
 				states[round] = store.clone()
-				if want := op.tbl.Len(); len(store.slotKeys()) != want {
-					t.Fatalf("round %d: %d slots in the state, %d live", round, len(store.slotKeys()), want)
+				if want := op.tbl.Len(); len(store.slotKeys("w")) != want {
+					t.Fatalf("round %d: %d slots in the state, %d live", round, len(store.slotKeys("w")), want)
 				}
 			}
 			if pointDels != 0 || rangeDels == 0 {
@@ -165,21 +190,8 @@ func TestWindowRestoresOldKeyLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the same state in format 1: key group prefix, group key, slice end
-	old := memState{}
-	converted := 0
-	for k, v := range st {
-		kb := []byte(k)
-		if !strings.HasPrefix(k, string(checkpoint.OperatorPrefix("w"))) || len(v) == 0 || v[0] != windowStateV2 {
-			old[k] = v
-			continue
-		}
-		p := len(checkpoint.KeyedPrefix("w", 0))
-		se := int64(binary.BigEndian.Uint64(kb[p:p+8]) ^ (1 << 63))
-		nk := binary.BigEndian.AppendUint64(append(bytes.Clone(kb[:p]), kb[p+8:]...), uint64(se))
-		old[string(nk)] = append([]byte{windowStateV1}, v[1:]...)
-		converted++
-	}
-	if converted == 0 {
+	old := st.clone()
+	if old.toFormat1("w", windowStateV1, windowStateV2, true) == 0 {
 		t.Fatal("no slot to convert")
 	}
 	r := winTestOp(t, mem, &Metrics{}, spec, 0, 1)
@@ -211,7 +223,7 @@ func TestWindowRestoresOldKeyLayout(t *testing.T) {
 		t.Fatalf("restored from format 1: %v, want %v", got, want)
 	}
 	live := 0
-	for _, k := range old.slotKeys() {
+	for _, k := range old.slotKeys("w") {
 		if v := old[k]; len(v) == 0 || v[0] != windowStateV2 {
 			t.Fatalf("a format %d slot is left: %x", v[0], k)
 		}

@@ -43,13 +43,16 @@ import (
 //
 // # State
 //
-// Slots (key: partition keys, window_start and window_end as
-// encodeKeyColumns writes them; value: format, window end, then each
-// buffered row: its sort key and its columns), one event-time timer per
-// slot at window_end - 1, and, per subtask, the watermark of each of its
-// key groups (as windowAgg: a restored key group never judges rows by a
-// lower watermark than its windows fired at, so every window fires exactly
-// once across restores and rescaling).
+// Slots (key: window_end in 8 order-preserving bytes (appendEndKey), then
+// partition keys, window_start and window_end as encodeKeyColumns writes
+// them; value: format, window end, then each buffered row: its sort key
+// and its columns), one event-time timer per slot at window_end - 1, and,
+// per subtask, the watermark of each of its key groups (as windowAgg: a
+// restored key group never judges rows by a lower watermark than its
+// windows fired at, so every window fires exactly once across restores
+// and rescaling). As the window aggregation's, the slots of fired windows
+// leave the state as one range deletion per key group (format 2; format
+// 1 slots, without the leading end, are moved to the new key at restore).
 type windowRank struct {
 	spec   *planner.WindowRankOp
 	ctx    *OpContext
@@ -67,6 +70,12 @@ type windowRank struct {
 	nRows    int32
 
 	windowState
+	// endSlots counts the live slots of each window end; freedTo is the
+	// largest window end of a slot a fire freed, ranged the one the last
+	// snapshot's range deletions reached (deleteFiredRange)
+	endSlots        map[int64]int32
+	freedTo, ranged int64
+	slotKey         []byte
 
 	// scratch
 	slotCols []int
@@ -92,7 +101,8 @@ func newWindowRank(s *planner.WindowRankOp, ctx *OpContext) (*windowRank, error)
 		nIn--
 	}
 	w := &windowRank{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), nIn: nIn,
-		windowState: windowState{kgWatermark: newKGWatermark(), opID: s.ID, opCtx: ctx}}
+		windowState: windowState{kgWatermark: newKGWatermark(), opID: s.ID, opCtx: ctx},
+		endSlots: map[int64]int32{}, freedTo: math.MinInt64, ranged: math.MinInt64}
 	for i := 0; i < nIn; i++ {
 		ks, err := newKeyStore(s.Out[i].Type)
 		if err != nil {
@@ -173,11 +183,13 @@ func (w *windowRank) ProcessBatch(_ int, b Batch, out Collector) error {
 			late++
 			continue
 		}
-		key := w.keyBuf[w.keyOffs[i]:w.keyOffs[i+1]]
+		w.slotKey = append(appendEndKey(w.slotKey[:0], end), w.keyBuf[w.keyOffs[i]:w.keyOffs[i+1]]...)
+		key := w.slotKey
 		g, ok := w.tbl.LookupBytes(key)
 		if !ok {
 			g = w.tbl.InsertBytes(key, kg)
 			w.winEnd[g] = end
+			w.endSlots[end]++
 			w.timers.Register(kg, end-1, key)
 		}
 		if w.offer(g, rec, i, w.sorts.key(i)) {
@@ -451,8 +463,24 @@ func (w *windowRank) emitSlot(g int32) {
 func (w *windowRank) freeSlot(g int32) {
 	w.freeRows = append(w.freeRows, w.bufs[g]...)
 	w.bufs[g] = w.bufs[g][:0]
+	end := w.winEnd[g]
+	if n := w.endSlots[end] - 1; n > 0 {
+		w.endSlots[end] = n
+	} else {
+		delete(w.endSlots, end)
+	}
+	w.freedTo = max(w.freedTo, end)
 	w.winEnd[g] = 0
-	w.tbl.Remove(g, 0, false)
+	w.tbl.RemoveCovered(g) // Snapshot deletes its key with the range
+}
+
+// Snapshot deletes the keys of the windows fired since the last one
+// (deleteFiredRange), then writes the window state.
+func (w *windowRank) Snapshot(id int64, sw checkpoint.StateWriter) error {
+	if err := deleteFiredRange(w.tbl, w.ctx.KeyGroups, w.endSlots, w.freedTo, &w.ranged); err != nil {
+		return err
+	}
+	return w.windowState.Snapshot(id, sw)
 }
 
 func (w *windowRank) results() arrow.Record {
@@ -691,14 +719,19 @@ func sortableFloat(v float64) uint64 {
 
 // Checkpointed state (see the type's comment).
 
-const windowRankStateV1 = 1
+// windowRankStateV1: the key is the encoded partition keys and window
+// bounds; windowRankStateV2: the window end (appendEndKey) before them.
+const (
+	windowRankStateV1 = 1
+	windowRankStateV2 = 2
+)
 
 type rankCodec struct{ w *windowRank }
 
 func (c rankCodec) AppendKey(dst []byte, g int32) []byte { return append(dst, c.w.tbl.Key(g)...) }
 func (c rankCodec) AppendValue(dst []byte, g int32) []byte {
 	w := c.w
-	dst = append(dst, windowRankStateV1)
+	dst = append(dst, windowRankStateV2)
 	dst = binary.AppendVarint(dst, w.winEnd[g])
 	dst = binary.AppendUvarint(dst, uint64(len(w.bufs[g])))
 	for _, id := range w.bufs[g] {
@@ -713,9 +746,13 @@ func (c rankCodec) AppendValue(dst []byte, g int32) []byte {
 
 func (w *windowRank) Restore(r checkpoint.StateReader) error {
 	kgs := w.ctx.KeyGroups
+	var rekey []int32 // slots in the format 1 key layout
 	err := w.tbl.Restore(r, kgs.Start, kgs.End, func(g int32, key, val []byte) (int64, bool, error) {
-		if len(val) == 0 || val[0] != windowRankStateV1 {
+		if len(val) == 0 || (val[0] != windowRankStateV1 && val[0] != windowRankStateV2) {
 			return 0, false, fmt.Errorf("%w: window rank state", errCorrupt)
+		}
+		if val[0] == windowRankStateV1 {
+			rekey = append(rekey, g)
 		}
 		v := val[1:]
 		end, n, err := readVarint(v)
@@ -750,10 +787,15 @@ func (w *windowRank) Restore(r checkpoint.StateReader) error {
 			return 0, false, fmt.Errorf("%w: window rank state", errCorrupt)
 		}
 		w.bufs[g] = buf
+		w.endSlots[end]++
 		return 0, false, nil
 	})
 	if err != nil {
 		return err
+	}
+	for _, g := range rekey {
+		w.slotKey = append(appendEndKey(w.slotKey[:0], w.winEnd[g]), w.tbl.Key(g)...)
+		w.tbl.Rekey(g, w.slotKey)
 	}
 	err = w.timers.RestoreFrom(r, kgs.Start, kgs.End, w.tbl, func(g int32, kg int) error {
 		w.keyBuf = append(w.keyBuf[:0], w.tbl.Key(g)...)

@@ -58,6 +58,9 @@ func rankTestOp(t *testing.T, mem memory.Allocator, m *Metrics, sub, par int) *w
 // the same parallelism and at two subtasks, drops a row for the fired
 // window as late, keeps the open window's buffer (a row arriving after the
 // restore competes with the restored ones) and fires it exactly once.
+// The fired window's slot leaves the state as a range deletion (its key
+// was written by an earlier checkpoint); the restore at two subtasks
+// reads the state in format 1.
 func TestWindowRankRestoreFiresOnce(t *testing.T) {
 	for _, par := range []int{1, 2} {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -68,17 +71,29 @@ func TestWindowRankRestoreFiresOnce(t *testing.T) {
 			rankTestRow{1, 15000, 4}, rankTestRow{2, 16000, 3}, rankTestRow{1, 17000, 8}), out); err != nil {
 			t.Fatal(err)
 		}
+		cs := &countState{memState: memState{}}
+		if err := op.Snapshot(1, cs); err != nil {
+			t.Fatal(err)
+		}
+		op.NotifyComplete(1)
 		if err := op.ProcessWatermark(12000, out); err != nil {
 			t.Fatal(err)
 		}
 		if want := "[1|2000|9|0|10000|1| 1|3000|7|0|10000|2|]"; fmt.Sprint(out.rows) != want {
 			t.Fatalf("before the checkpoint: %v, want %s", out.rows, want)
 		}
-		st := memState{}
-		if err := op.Snapshot(1, st); err != nil {
+		if err := op.Snapshot(2, cs); err != nil {
 			t.Fatal(err)
 		}
+		if cs.dels != 0 || cs.ranges == 0 || len(cs.slotKeys("r")) != op.tbl.Len() {
+			t.Fatalf("%d point and %d range deletions, %d slots in the state, %d live", cs.dels, cs.ranges, len(cs.slotKeys("r")), op.tbl.Len())
+		}
+		st := cs.memState
+		if par == 2 && st.toFormat1("r", windowRankStateV1, windowRankStateV2, false) == 0 {
+			t.Fatal("no slot to convert to format 1")
+		}
 		op.Close()
+		after := st.clone() // the restored subtasks' last checkpoint
 		var got []string
 		for sub := 0; sub < par; sub++ {
 			r := rankTestOp(t, mem, m, sub, par)
@@ -112,8 +127,14 @@ func TestWindowRankRestoreFiresOnce(t *testing.T) {
 			if err := r.ProcessWatermark(MaxWatermark, o); err != nil {
 				t.Fatal(err)
 			}
+			if err := r.Snapshot(3, after); err != nil {
+				t.Fatal(err)
+			}
 			got = append(got, o.rows...)
 			r.Close()
+		}
+		if left := after.slotKeys("r"); len(left) != 0 {
+			t.Errorf("p%d: %d slots left in the state after every window fired", par, len(left))
 		}
 		sort.Strings(got)
 		want := []string{"1|17000|8|10000|20000|1|", "1|18000|6|10000|20000|2|", "2|16000|3|10000|20000|1|", "2|19000|1|10000|20000|2|"}
@@ -308,6 +329,7 @@ type discardState struct{}
 
 func (discardState) Put(k, v []byte) error { return nil }
 func (discardState) Delete(k []byte) error { return nil }
+func (discardState) DeleteRange(lo, hi []byte) error { return nil }
 
 // windowRankSchedPlan is planWindowRank of the fault schedule: the window
 // job's source and watermark, a TUMBLE(1 s) window TVF chained to them,
