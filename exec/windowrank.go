@@ -102,7 +102,7 @@ func newWindowRank(s *planner.WindowRankOp, ctx *OpContext) (*windowRank, error)
 	}
 	w := &windowRank{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), nIn: nIn,
 		windowState: windowState{kgWatermark: newKGWatermark(), opID: s.ID, opCtx: ctx},
-		endSlots: map[int64]int32{}, freedTo: math.MinInt64, ranged: math.MinInt64}
+		endSlots:    map[int64]int32{}, freedTo: math.MinInt64, ranged: math.MinInt64}
 	for i := 0; i < nIn; i++ {
 		ks, err := newKeyStore(s.Out[i].Type)
 		if err != nil {

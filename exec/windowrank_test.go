@@ -327,8 +327,8 @@ func shiftTimes(mem memory.Allocator, rec arrow.Record, d int64) arrow.Record {
 // discardState is a StateWriter that keeps nothing.
 type discardState struct{}
 
-func (discardState) Put(k, v []byte) error { return nil }
-func (discardState) Delete(k []byte) error { return nil }
+func (discardState) Put(k, v []byte) error           { return nil }
+func (discardState) Delete(k []byte) error           { return nil }
 func (discardState) DeleteRange(lo, hi []byte) error { return nil }
 
 // windowRankSchedPlan is planWindowRank of the fault schedule: the window
