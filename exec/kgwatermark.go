@@ -1,7 +1,10 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
+	"math"
 
 	"github.com/streamsql/streamsql/checkpoint"
 	"github.com/streamsql/streamsql/exec/state"
@@ -165,4 +168,67 @@ func (k *kgWatermark) restore(opID string, ctx *OpContext, r checkpoint.StateRea
 		k.restored = restored
 	}
 	return nil
+}
+
+// endRanges is the bookkeeping of a window operator whose slot keys start
+// with their slice or window end (appendEndKey): the slots of every fired
+// end of a key group are one key range, so a fire frees them without a
+// tombstone each (free) and the next snapshot deletes the range of every
+// end up to the last one fired in each key group of the subtask. That is
+// only right because no slot of such an end is live: a fire frees the
+// slots of an end in every key group before the snapshot (the watermark
+// passed the end), and a row of it would be late.
+type endRanges struct {
+	// live counts the live slots by end (the operator counts its new and
+	// restored slots); freedTo is the largest end of a slot freed and
+	// ranged the one the last snapshot's range deletions reached
+	live            map[int64]int32
+	freedTo, ranged int64
+}
+
+func newEndRanges() endRanges {
+	return endRanges{live: map[int64]int32{}, freedTo: math.MinInt64, ranged: math.MinInt64}
+}
+
+// free frees fired slot g of tbl whose end is end (its key leaves the
+// state with the next snapshot's range deletion).
+func (e *endRanges) free(tbl *state.Table, g int32, end int64) {
+	if n := e.live[end] - 1; n > 0 {
+		e.live[end] = n
+	} else {
+		delete(e.live, end)
+	}
+	e.freedTo = max(e.freedTo, end)
+	tbl.RemoveCovered(g)
+}
+
+// snapshot has tbl's next snapshot delete, in each key group of kgs, the
+// keys of every end up to freedTo, if a fire freed slots since the last
+// time. A live slot at or below freedTo is a bug (its key would be
+// deleted), reported as an error.
+func (e *endRanges) snapshot(tbl *state.Table, kgs KeyGroups) error {
+	if e.freedTo <= e.ranged || !tbl.Tracking() {
+		return nil
+	}
+	for end := range e.live {
+		if end <= e.freedTo {
+			return fmt.Errorf("window state: a slot of end %d is live after one of %d was freed", end, e.freedTo)
+		}
+	}
+	var hi []byte
+	if e.freedTo < math.MaxInt64 {
+		hi = appendEndKey(nil, e.freedTo+1)
+	} else {
+		hi = bytes.Repeat([]byte{0xff}, 9)
+	}
+	for kg := kgs.Start; kg < kgs.End; kg++ {
+		tbl.DeleteRange(kg, nil, hi)
+	}
+	e.ranged = e.freedTo
+	return nil
+}
+
+// appendEndKey appends end v in 8 bytes that sort as v does.
+func appendEndKey(dst []byte, v int64) []byte {
+	return binary.BigEndian.AppendUint64(dst, uint64(v)^(1<<63))
 }

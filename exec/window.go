@@ -3,7 +3,6 @@ package exec
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -97,14 +96,11 @@ type windowAgg struct {
 	accs     []accumulator
 	fire     []accumulator      // merged windows being emitted, by output row
 	sessions map[string][]int32 // session: live slots per group key
-	// sliceSlots counts the live slots of each slice end (aligned windows)
-	// or window end (attached): firing a window looks up a key's slots
-	// only in the slices that hold some slot at all.
-	sliceSlots map[int64]int32
-	// freedTo: the largest slice (window) end of a slot a fire freed,
-	// ranged: the one the last snapshot's range deletions reached
-	// (aligned and attached windows)
-	freedTo, ranged int64
+	// byEnd (aligned and attached windows) counts the live slots of each
+	// slice end (window end: attached) and deletes the fired ones' keys by
+	// range; firing a window looks up a key's slots only in the slices
+	// that hold some slot at all.
+	byEnd endRanges
 
 	windowState
 	// off is the window offset: the operator works in window time, the
@@ -192,8 +188,7 @@ func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
 	if w.session {
 		w.sessions = map[string][]int32{}
 	}
-	w.sliceSlots = map[int64]int32{}
-	w.freedTo, w.ranged = math.MinInt64, math.MinInt64
+	w.byEnd = newEndRanges()
 	return w, nil
 }
 
@@ -268,11 +263,6 @@ func (w *windowAgg) slotKey(gk []byte, v int64) []byte {
 	}
 	w.full = append(appendEndKey(w.full[:0], v), gk...)
 	return w.full
-}
-
-// appendEndKey appends slice end v in 8 bytes that sort as v does.
-func appendEndKey(dst []byte, v int64) []byte {
-	return binary.BigEndian.AppendUint64(dst, uint64(v)^(1<<63))
 }
 
 // packKey packs a group key of at most 8 bytes after a leading non-null
@@ -401,7 +391,7 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 				g = w.tbl.InsertBytes(full, kg)
 				w.putKeys(g, rec, i)
 				w.aux[g] = se
-				w.sliceSlots[se]++
+				w.byEnd.live[se]++
 				if w.attached {
 					w.sstart[g] = int64(starts[i]) - w.off
 					w.timers.Register(kg, se-1, full)
@@ -531,14 +521,7 @@ func (w *windowAgg) freeSlot(g int32) {
 	if w.session {
 		w.tbl.Remove(g, 0, false)
 	} else {
-		se := w.aux[g]
-		if n := w.sliceSlots[se] - 1; n > 0 {
-			w.sliceSlots[se] = n
-		} else {
-			delete(w.sliceSlots, se)
-		}
-		w.freedTo = max(w.freedTo, se)
-		w.tbl.RemoveCovered(g) // Snapshot deletes its key with the range
+		w.byEnd.free(w.tbl, g, w.aux[g]) // Snapshot deletes its key with the range
 	}
 	w.rowCount[g], w.aux[g], w.sstart[g] = 0, 0, 0
 	w.clearSlotCache()
@@ -639,7 +622,7 @@ func (w *windowAgg) fireAligned(kg int, gk []byte, end int64) {
 	j := int32(-1)
 	remaining := false
 	for se := start + w.slice; se <= end; se += w.slice {
-		if w.sliceSlots[se] == 0 {
+		if w.byEnd.live[se] == 0 {
 			continue
 		}
 		g, ok := w.tbl.LookupBytes(w.slotKey(gk, se))
@@ -717,13 +700,10 @@ func (w *windowAgg) dropSession(g int32) {
 
 // Snapshot writes the window state; with aligned or attached windows it
 // first deletes, in each key group of the subtask, the keys of every
-// slice (window) end up to the last one a fire freed, which no live slot
-// has: a fire frees the slots of a slice end in every key group before
-// the snapshot (the watermark passed the slice's last window), and a
-// row of it would be late.
+// slice (window) end up to the last one a fire freed (endRanges).
 func (w *windowAgg) Snapshot(id int64, sw checkpoint.StateWriter) error {
 	if !w.session {
-		if err := deleteFiredRange(w.tbl, w.ctx.KeyGroups, w.sliceSlots, w.freedTo, &w.ranged); err != nil {
+		if err := w.byEnd.snapshot(w.tbl, w.ctx.KeyGroups); err != nil {
 			return err
 		}
 	}
@@ -825,7 +805,7 @@ func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 		}
 		w.rowCount[g], w.aux[g], w.sstart[g] = fields[0], fields[1], fields[2]
 		if !w.session {
-			w.sliceSlots[fields[1]]++
+			w.byEnd.live[fields[1]]++
 		}
 		w.clearSlotCache()
 		for _, acc := range w.accs {

@@ -1,9 +1,7 @@
 package exec
 
 import (
-	"bytes"
 	"fmt"
-	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -64,11 +62,7 @@ type windowJoin struct {
 
 	staleWM  []int
 	residual expr.Evaluator
-	// endSlots counts the live slots of each window end; freedTo is the
-	// largest window end of a slot a fire freed, ranged the one the last
-	// snapshot's range deletions reached
-	endSlots        map[int64]int32
-	freedTo, ranged int64
+	byEnd    endRanges // the live slots by window end; fired ones deleted by range
 
 	keyBuf  []byte
 	keyOffs []int
@@ -91,7 +85,7 @@ func init() {
 
 func newWindowJoin(s *planner.WindowJoinOp, ctx *OpContext) (*windowJoin, error) {
 	j := &windowJoin{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), wm: NoWatermark, fwd: NoWatermark,
-		endSlots: map[int64]int32{}, freedTo: math.MinInt64, ranged: math.MinInt64}
+		byEnd: newEndRanges()}
 	if j.mem == nil {
 		j.mem = memory.DefaultAllocator
 	}
@@ -214,7 +208,7 @@ func (j *windowJoin) ProcessBatch(input int, b Batch, out Collector) error {
 		if !ok {
 			g = j.tbl.InsertBytes(sk, kg)
 			j.side[g] = uint8(input)
-			j.endSlots[end]++
+			j.byEnd.live[end]++
 			j.timer.Register(kg, end-1, key)
 		}
 		id := me.alloc()
@@ -294,7 +288,7 @@ func (j *windowJoin) ProcessWatermark(wm int64, out Collector) error {
 					rrows = append(rrows, j.rows[g]...)
 				}
 				j.rows[g] = j.rows[g][:0]
-				j.free(g, ts+1)
+				j.byEnd.free(j.tbl, g, ts+1)
 			}
 		}
 		fired[0] = append(fired[0], lrows...)
@@ -360,18 +354,6 @@ func (j *windowJoin) ProcessWatermark(wm int64, out Collector) error {
 func (j *windowJoin) key(end int64, side int, key []byte) []byte {
 	j.slotKey = append(append(appendEndKey(j.slotKey[:0], end), byte(side)), key...)
 	return j.slotKey
-}
-
-// free frees fired slot g of window end end (its key leaves the state
-// with the next snapshot's range deletion).
-func (j *windowJoin) free(g int32, end int64) {
-	if n := j.endSlots[end] - 1; n > 0 {
-		j.endSlots[end] = n
-	} else {
-		delete(j.endSlots, end)
-	}
-	j.freedTo = max(j.freedTo, end)
-	j.tbl.RemoveCovered(g)
 }
 
 // emitPairs evaluates the residual on the fired windows' pairs, marks the
@@ -460,11 +442,9 @@ func (c wjCodec) AppendValue(dst []byte, g int32) []byte {
 }
 
 // Snapshot first deletes the keys of the windows fired since the last
-// snapshot, in every key group of the subtask (see the type's comment):
-// every slot of a window end up to freedTo has fired, and a row of such
-// a window would be late.
+// snapshot, in every key group of the subtask (see the type's comment).
 func (j *windowJoin) Snapshot(id int64, w checkpoint.StateWriter) error {
-	if err := deleteFiredRange(j.tbl, j.ctx.KeyGroups, j.endSlots, j.freedTo, &j.ranged); err != nil {
+	if err := j.byEnd.snapshot(j.tbl, j.ctx.KeyGroups); err != nil {
 		return err
 	}
 	if err := j.tbl.Snapshot(id, w); err != nil {
@@ -513,7 +493,7 @@ func (j *windowJoin) Restore(r checkpoint.StateReader) error {
 			return 0, false, fmt.Errorf("%w: window join state without rows", errCorrupt)
 		}
 		j.rows[g] = ids
-		j.endSlots[sd.times[ids[0]]]++
+		j.byEnd.live[sd.times[ids[0]]]++
 		return 0, false, nil
 	})
 	if err != nil {
@@ -538,31 +518,3 @@ func (j *windowJoin) Restore(r checkpoint.StateReader) error {
 
 // endOf is the window end of slot g (its rows share it).
 func (j *windowJoin) endOf(g int32) int64 { return j.sides[j.side[g]].times[j.rows[g][0]] }
-
-// deleteFiredRange has tbl's next snapshot delete, in each key group of
-// kgs, the keys of every window (slice) end up to freedTo (keys starting
-// with appendEndKey), if a fire freed slots since the last time
-// (*ranged): a window operator's slots of fired windows, freed without a
-// tombstone each. live counts the live slots by end: one at or below
-// freedTo is a bug (it would be deleted), reported as an error.
-func deleteFiredRange(tbl *state.Table, kgs KeyGroups, live map[int64]int32, freedTo int64, ranged *int64) error {
-	if freedTo <= *ranged || !tbl.Tracking() {
-		return nil
-	}
-	for end := range live {
-		if end <= freedTo {
-			return fmt.Errorf("window state: a slot of window end %d is live after one of %d was freed", end, freedTo)
-		}
-	}
-	var hi []byte
-	if freedTo < math.MaxInt64 {
-		hi = appendEndKey(nil, freedTo+1)
-	} else {
-		hi = bytes.Repeat([]byte{0xff}, 9)
-	}
-	for kg := kgs.Start; kg < kgs.End; kg++ {
-		tbl.DeleteRange(kg, nil, hi)
-	}
-	*ranged = freedTo
-	return nil
-}

@@ -70,12 +70,8 @@ type windowRank struct {
 	nRows    int32
 
 	windowState
-	// endSlots counts the live slots of each window end; freedTo is the
-	// largest window end of a slot a fire freed, ranged the one the last
-	// snapshot's range deletions reached (deleteFiredRange)
-	endSlots        map[int64]int32
-	freedTo, ranged int64
-	slotKey         []byte
+	byEnd   endRanges // the live slots by window end; fired ones deleted by range
+	slotKey []byte
 
 	// scratch
 	slotCols []int
@@ -102,7 +98,7 @@ func newWindowRank(s *planner.WindowRankOp, ctx *OpContext) (*windowRank, error)
 	}
 	w := &windowRank{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), nIn: nIn,
 		windowState: windowState{kgWatermark: newKGWatermark(), opID: s.ID, opCtx: ctx},
-		endSlots:    map[int64]int32{}, freedTo: math.MinInt64, ranged: math.MinInt64}
+		byEnd:       newEndRanges()}
 	for i := 0; i < nIn; i++ {
 		ks, err := newKeyStore(s.Out[i].Type)
 		if err != nil {
@@ -189,7 +185,7 @@ func (w *windowRank) ProcessBatch(_ int, b Batch, out Collector) error {
 		if !ok {
 			g = w.tbl.InsertBytes(key, kg)
 			w.winEnd[g] = end
-			w.endSlots[end]++
+			w.byEnd.live[end]++
 			w.timers.Register(kg, end-1, key)
 		}
 		if w.offer(g, rec, i, w.sorts.key(i)) {
@@ -463,21 +459,14 @@ func (w *windowRank) emitSlot(g int32) {
 func (w *windowRank) freeSlot(g int32) {
 	w.freeRows = append(w.freeRows, w.bufs[g]...)
 	w.bufs[g] = w.bufs[g][:0]
-	end := w.winEnd[g]
-	if n := w.endSlots[end] - 1; n > 0 {
-		w.endSlots[end] = n
-	} else {
-		delete(w.endSlots, end)
-	}
-	w.freedTo = max(w.freedTo, end)
+	w.byEnd.free(w.tbl, g, w.winEnd[g])
 	w.winEnd[g] = 0
-	w.tbl.RemoveCovered(g) // Snapshot deletes its key with the range
 }
 
 // Snapshot deletes the keys of the windows fired since the last one
-// (deleteFiredRange), then writes the window state.
+// (endRanges), then writes the window state.
 func (w *windowRank) Snapshot(id int64, sw checkpoint.StateWriter) error {
-	if err := deleteFiredRange(w.tbl, w.ctx.KeyGroups, w.endSlots, w.freedTo, &w.ranged); err != nil {
+	if err := w.byEnd.snapshot(w.tbl, w.ctx.KeyGroups); err != nil {
 		return err
 	}
 	return w.windowState.Snapshot(id, sw)
@@ -787,7 +776,7 @@ func (w *windowRank) Restore(r checkpoint.StateReader) error {
 			return 0, false, fmt.Errorf("%w: window rank state", errCorrupt)
 		}
 		w.bufs[g] = buf
-		w.endSlots[end]++
+		w.byEnd.live[end]++
 		return 0, false, nil
 	})
 	if err != nil {
