@@ -171,7 +171,9 @@ func TestWindowFiresDeleteByRange(t *testing.T) {
 // uninterrupted job's, and the next snapshot replaces them with format 2
 // keys (deleting the old ones).
 func TestWindowRestoresOldKeyLayout(t *testing.T) {
-	t.Run("hop", func(t *testing.T) { testOldKeyLayout(t, planner.WindowSpec{Kind: planner.Hop, Size: 10_000, Slide: 5_000}) })
+	t.Run("hop", func(t *testing.T) {
+		testOldKeyLayout(t, planner.WindowSpec{Kind: planner.Hop, Size: 10_000, Slide: 5_000})
+	})
 	t.Run("session", func(t *testing.T) { testOldKeyLayout(t, planner.WindowSpec{Kind: planner.Session, Gap: 3_000}) })
 }
 
