@@ -3,7 +3,6 @@ package exec
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -67,19 +66,16 @@ import (
 // windows fired at, never by a lower one, so a restored job fires every
 // window exactly once and drops the same rows.
 //
-// A slot's key is the slice (window) end, or a session's first time, in 8
-// order-preserving bytes, then the encoded group key (value format 2), so
-// the state keys of a key group's fired slices form one key range: a fire
-// frees its slots without a tombstone each and the next snapshot deletes
-// the range of every slice end up to the last one freed in each key group
-// of the subtask (endRanges, state.Table.DeleteRange). Sessions do not
-// fire in the order of their first times (a long session outlives later
-// short ones), so a freed session is left to a range only if its first
-// time is below the least first time of the live sessions and of any
-// session a row not late can open (sessionStarts); others get a
-// tombstone. Format 1 slots of older checkpoints (the group key, then the
-// end or first time in 8 big-endian bytes) are moved to the new key at
-// restore.
+// A slot's key is, for aligned and attached windows, the slice (window)
+// end in 8 order-preserving bytes then the encoded group key (value
+// format 2), so the state keys of a key group's fired slices form one key
+// range: a fire frees its slots without a tombstone each and the next
+// snapshot deletes the range of every slice end up to the last one freed
+// in each key group of the subtask (state.Table.DeleteRange). A session's
+// key is the encoded group key then the session's first time in 8
+// big-endian bytes (format 1, with a tombstone per freed session); format
+// 1 aligned and attached slots of older checkpoints are moved to the new
+// key at restore.
 type windowAgg struct {
 	spec    *planner.WindowAggOp
 	ctx     *OpContext
@@ -105,12 +101,6 @@ type windowAgg struct {
 	// range; firing a window looks up a key's slots only in the slices
 	// that hold some slot at all.
 	byEnd endRanges
-	// sessions: the first time each live session's key holds (by slot),
-	// those times' minimum, and whether a freed session was left to the
-	// next snapshot's range deletion
-	kstart        []int64
-	firsts        sessionStarts
-	sessionRanged bool
 
 	windowState
 	// off is the window offset: the operator works in window time, the
@@ -185,9 +175,6 @@ func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
 		w.rowCount = state.Grow(w.rowCount, n, 0)
 		w.aux = state.Grow(w.aux, n, 0)
 		w.sstart = state.Grow(w.sstart, n, 0)
-		if w.session {
-			w.kstart = state.Grow(w.kstart, n, 0)
-		}
 		for _, acc := range w.accs {
 			acc.grow(n)
 		}
@@ -200,7 +187,6 @@ func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
 	}
 	if w.session {
 		w.sessions = map[string][]int32{}
-		w.firsts = sessionStarts{n: map[int64]int32{}}
 	}
 	w.byEnd = newEndRanges()
 	return w, nil
@@ -269,8 +255,12 @@ func (w *windowAgg) putKeys(g int32, rec arrow.Record, row int) {
 }
 
 // slotKey is the key of the slot of group key gk and slice (window) end
-// or session's first time v (see State in the type's comment).
+// or session start v (see State in the type's comment).
 func (w *windowAgg) slotKey(gk []byte, v int64) []byte {
+	if w.session {
+		w.full = binary.BigEndian.AppendUint64(append(w.full[:0], gk...), uint64(v))
+		return w.full
+	}
 	w.full = append(appendEndKey(w.full[:0], v), gk...)
 	return w.full
 }
@@ -486,8 +476,6 @@ func (w *windowAgg) assignSession(rec arrow.Record, i int, gk []byte, kg int, t,
 		g := w.tbl.InsertBytes(w.slotKey(gk, t), kg)
 		w.putKeys(g, rec, i)
 		w.sstart[g], w.aux[g] = lo, hi
-		w.kstart[g] = t
-		w.firsts.add(t)
 		w.timers.Register(kg, hi-1, w.full)
 		w.tbl.Touch(g)
 		w.sessions[string(gk)] = append(list, g)
@@ -531,7 +519,7 @@ func (w *windowAgg) aligned() bool { return !w.session && !w.attached }
 
 func (w *windowAgg) freeSlot(g int32) {
 	if w.session {
-		w.freeSession(g)
+		w.tbl.Remove(g, 0, false)
 	} else {
 		w.byEnd.free(w.tbl, g, w.aux[g]) // Snapshot deletes its key with the range
 	}
@@ -692,40 +680,10 @@ func (w *windowAgg) fireSession(kg int, key []byte, end int64) {
 	w.toFree = append(w.toFree, g)
 }
 
-// freeSession frees session slot g: without a tombstone when its first
-// time is below every first time a live or future session can have
-// (sessionBound), so the next snapshot's range deletion covers it (that
-// bound can only be higher then: the live sessions' least first time
-// rises as they are freed, and a new session's first time is a row's time
-// not late for the watermark, which only grows).
-func (w *windowAgg) freeSession(g int32) {
-	k := w.kstart[g]
-	w.firsts.remove(k)
-	if k < w.sessionBound() {
-		w.tbl.RemoveCovered(g)
-		w.sessionRanged = true
-	} else {
-		w.tbl.Remove(g, 0, false)
-	}
-	w.kstart[g] = 0
-}
-
-// sessionBound is the least first time a live session has or a session
-// opened by a row not late (t + gap - 1 > the watermark) can have.
-func (w *windowAgg) sessionBound() int64 {
-	b := int64(math.MinInt64)
-	if w.wm > math.MinInt64+w.win.Gap { // (no watermark yet: no bound)
-		b = w.wm - w.win.Gap + 2
-	}
-	if m, ok := w.firsts.min(); ok && m < b {
-		b = m
-	}
-	return b
-}
-
 // dropSession removes slot g from its key's session list.
 func (w *windowAgg) dropSession(g int32) {
-	gk := w.tbl.Key(g)[8:]
+	k := w.tbl.Key(g)
+	gk := k[:len(k)-8]
 	list := w.sessions[gk]
 	for i, x := range list {
 		if x == g {
@@ -748,15 +706,6 @@ func (w *windowAgg) Snapshot(id int64, sw checkpoint.StateWriter) error {
 		if err := w.byEnd.snapshot(w.tbl, w.ctx.KeyGroups); err != nil {
 			return err
 		}
-	} else if w.sessionRanged && w.tbl.Tracking() {
-		// every session freed without a tombstone has a first time below
-		// the bound (see freeSession), no live session one at or above it
-		hi := appendEndKey(nil, w.sessionBound())
-		kgs := w.ctx.KeyGroups
-		for kg := kgs.Start; kg < kgs.End; kg++ {
-			w.tbl.DeleteRange(kg, nil, hi)
-		}
-		w.sessionRanged = false
 	}
 	return w.windowState.Snapshot(id, sw)
 }
@@ -789,8 +738,9 @@ func (w *windowAgg) results() arrow.Record {
 // SubtaskKey(op id + "/watermark", subtask): key-group range, then the
 // watermark of each key group of it.
 
-// windowStateV1: the key ends with the slice end or session's first
-// time; windowStateV2: the key starts with it (appendEndKey).
+// windowStateV1: the key ends with the slice end or session start;
+// windowStateV2 (aligned and attached windows): the key starts with the
+// slice (window) end (appendEndKey).
 const (
 	windowStateV1 = 1
 	windowStateV2 = 2
@@ -801,7 +751,11 @@ type windowCodec struct{ w *windowAgg }
 func (c windowCodec) AppendKey(dst []byte, g int32) []byte { return append(dst, c.w.tbl.Key(g)...) }
 func (c windowCodec) AppendValue(dst []byte, g int32) []byte {
 	w := c.w
-	dst = append(dst, windowStateV2)
+	if w.session {
+		dst = append(dst, windowStateV1)
+	} else {
+		dst = append(dst, windowStateV2)
+	}
 	dst = binary.AppendVarint(dst, w.rowCount[g])
 	dst = binary.AppendVarint(dst, w.aux[g])
 	dst = binary.AppendVarint(dst, w.sstart[g])
@@ -813,21 +767,20 @@ func (c windowCodec) AppendValue(dst []byte, g int32) []byte {
 
 func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 	kgs := w.ctx.KeyGroups
-	var rekey []int32 // slots in the format 1 key layout
+	var rekey []int32 // aligned or attached slots in the format 1 key layout
 	err := w.tbl.Restore(r, kgs.Start, kgs.End, func(g int32, key, val []byte) (int64, bool, error) {
 		if len(key) < 8 || len(val) == 0 {
 			return 0, false, errCorrupt
 		}
 		var rest []byte
-		var first int64 // a session's first time
-		switch val[0] {
-		case windowStateV1:
+		switch {
+		case val[0] == windowStateV1:
 			rest = key[:len(key)-8]
-			first = int64(binary.BigEndian.Uint64(key[len(key)-8:]))
-			rekey = append(rekey, g)
-		case windowStateV2:
+			if !w.session {
+				rekey = append(rekey, g)
+			}
+		case val[0] == windowStateV2 && !w.session:
 			rest = key[8:]
-			first = int64(binary.BigEndian.Uint64(key[:8]) ^ (1 << 63))
 		default:
 			return 0, false, fmt.Errorf("%w: window state", errCorrupt)
 		}
@@ -863,10 +816,8 @@ func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 			v = v[m:]
 		}
 		if w.session {
-			gk := string(rest0(key, val[0]))
+			gk := string(key[:len(key)-8])
 			w.sessions[gk] = append(w.sessions[gk], g)
-			w.kstart[g] = first
-			w.firsts.add(first)
 		}
 		return 0, false, nil
 	})
@@ -875,81 +826,12 @@ func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 	}
 	for _, g := range rekey {
 		k := w.tbl.Key(g)
-		v := w.aux[g] // the slice (window) end, or the session's first time
-		if w.session {
-			v = w.kstart[g]
-		}
-		w.tbl.Rekey(g, w.slotKey([]byte(k[:len(k)-8]), v))
+		w.tbl.Rekey(g, w.slotKey([]byte(k[:len(k)-8]), w.aux[g]))
 	}
 	if err := w.kgWatermark.restore(w.spec.ID, w.ctx, r); err != nil {
 		return err
 	}
 	return w.timers.RestoreFrom(r, kgs.Start, kgs.End, w.tbl, w.restoreTimer)
-}
-
-// rest0 is the encoded group key of a slot key of format version v.
-func rest0(key []byte, v byte) []byte {
-	if v == windowStateV1 {
-		return key[:len(key)-8]
-	}
-	return key[8:]
-}
-
-// sessionStarts is a multiset of the live sessions' first times with its
-// minimum: counts, and a heap whose entries of times no longer live are
-// dropped when they reach the top.
-type sessionStarts struct {
-	n map[int64]int32
-	h []int64
-}
-
-func (s *sessionStarts) add(v int64) {
-	if s.n[v] == 0 {
-		s.h = append(s.h, v)
-		for i := len(s.h) - 1; i > 0; {
-			p := (i - 1) / 2
-			if s.h[p] <= s.h[i] {
-				break
-			}
-			s.h[p], s.h[i] = s.h[i], s.h[p]
-			i = p
-		}
-	}
-	s.n[v]++
-}
-
-func (s *sessionStarts) remove(v int64) {
-	if c := s.n[v] - 1; c > 0 {
-		s.n[v] = c
-	} else {
-		delete(s.n, v)
-	}
-}
-
-func (s *sessionStarts) min() (int64, bool) {
-	for len(s.h) > 0 {
-		if s.n[s.h[0]] > 0 {
-			return s.h[0], true
-		}
-		last := len(s.h) - 1
-		s.h[0] = s.h[last]
-		s.h = s.h[:last]
-		for i := 0; ; {
-			c := 2*i + 1
-			if c >= len(s.h) {
-				break
-			}
-			if c+1 < len(s.h) && s.h[c+1] < s.h[c] {
-				c++
-			}
-			if s.h[i] <= s.h[c] {
-				break
-			}
-			s.h[i], s.h[c] = s.h[c], s.h[i]
-			i = c
-		}
-	}
-	return 0, false
 }
 
 // restoreTimer sets the timer of restored slot g, as ProcessBatch set it

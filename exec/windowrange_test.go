@@ -83,7 +83,7 @@ func windowRangeInput(mem memory.Allocator, round int) Batch {
 
 // TestWindowFiresDeleteByRange: the slots of fired slices leave the
 // checkpointed state as range deletions, not a tombstone each, for
-// TUMBLE, HOP, CUMULATE and sessions that fire in the order they began; a snapshot whose checkpoint aborted is
+// TUMBLE, HOP and CUMULATE; a snapshot whose checkpoint aborted is
 // followed by one that deletes them again; a job restored from each
 // checkpoint emits what the uninterrupted one does.
 func TestWindowFiresDeleteByRange(t *testing.T) {
@@ -91,7 +91,6 @@ func TestWindowFiresDeleteByRange(t *testing.T) {
 		"tumble":   {Kind: planner.Tumble, Size: 10_000},
 		"hop":      {Kind: planner.Hop, Size: 10_000, Slide: 5_000},
 		"cumulate": {Kind: planner.Cumulate, Size: 10_000, Slide: 5_000},
-		"session":  {Kind: planner.Session, Gap: 2_000},
 	}
 	for name, spec := range specs {
 		t.Run(name, func(t *testing.T) {
@@ -171,15 +170,9 @@ func TestWindowFiresDeleteByRange(t *testing.T) {
 // uninterrupted job's, and the next snapshot replaces them with format 2
 // keys (deleting the old ones).
 func TestWindowRestoresOldKeyLayout(t *testing.T) {
-	t.Run("hop", func(t *testing.T) {
-		testOldKeyLayout(t, planner.WindowSpec{Kind: planner.Hop, Size: 10_000, Slide: 5_000})
-	})
-	t.Run("session", func(t *testing.T) { testOldKeyLayout(t, planner.WindowSpec{Kind: planner.Session, Gap: 3_000}) })
-}
-
-func testOldKeyLayout(t *testing.T, spec planner.WindowSpec) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
+	spec := planner.WindowSpec{Kind: planner.Hop, Size: 10_000, Slide: 5_000}
 	op := winTestOp(t, mem, &Metrics{}, spec, 0, 1)
 	defer op.Close()
 	out := &rowsOut{}
@@ -238,85 +231,5 @@ func testOldKeyLayout(t *testing.T, spec planner.WindowSpec) {
 	}
 	if live == 0 {
 		t.Fatal("no slot left to check")
-	}
-}
-
-// TestSessionFreedByTombstoneOrRange: a session freed while a session
-// that began before it is still live gets a tombstone (a range up to its
-// first time would delete the live one's key); once the long session
-// fires, the next checkpoint deletes it by range. The checkpointed
-// sessions are the live ones after every checkpoint, and a job restored
-// from the middle one emits what the uninterrupted one does.
-func TestSessionFreedByTombstoneOrRange(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	spec := planner.WindowSpec{Kind: planner.Session, Gap: 1_000}
-	op := winTestOp(t, mem, &Metrics{}, spec, 0, 1)
-	defer op.Close()
-	var long1, long2 [][3]int64 // key 1: a row every 500 ms from 0, one session
-	for ts := int64(0); ts <= 6000; ts += 500 {
-		if ts <= 3000 {
-			long1 = append(long1, [3]int64{1, ts, 1})
-		} else {
-			long2 = append(long2, [3]int64{1, ts, 1})
-		}
-	}
-	out := &rowsOut{}
-	store := &countState{memState: memState{}}
-	ck := func(id int64) (dels, ranges int) {
-		t.Helper()
-		d0, r0 := store.dels, store.ranges
-		if err := op.Snapshot(id, store); err != nil {
-			t.Fatal(err)
-		}
-		if err := op.NotifyComplete(id); err != nil {
-			t.Fatal(err)
-		}
-		if got := len(store.slotKeys("w")); got != op.tbl.Len() {
-			t.Fatalf("checkpoint %d: %d sessions in the state, %d live", id, got, op.tbl.Len())
-		}
-		return store.dels - d0, store.ranges - r0
-	}
-	in := append(long1, [3]int64{2, 2000, 5}, [3]int64{3, 100, 7})
-	if err := op.ProcessBatch(0, winTestBatch(mem, in...), out); err != nil {
-		t.Fatal(err)
-	}
-	ck(1)
-	if err := op.ProcessWatermark(3500, out); err != nil { // fires keys 3 and 2, not 1
-		t.Fatal(err)
-	}
-	if len(out.rows) != 2 {
-		t.Fatalf("fired %v, want the sessions of keys 2 and 3", out.rows)
-	}
-	if dels, _ := ck(2); dels != 2 {
-		t.Fatalf("%d tombstones for the two sessions freed while an earlier one lives, want 2", dels)
-	}
-	mid := store.clone()
-	rest := func(op *windowAgg, ck func(int64) (int, int)) []string {
-		o := &rowsOut{}
-		if err := op.ProcessBatch(0, winTestBatch(mem, long2...), o); err != nil {
-			t.Fatal(err)
-		}
-		if err := op.ProcessWatermark(7100, o); err != nil {
-			t.Fatal(err)
-		}
-		if ck != nil {
-			if dels, ranges := ck(3); dels != 0 || ranges == 0 {
-				t.Fatalf("the long session: %d tombstones and %d ranges, want a range only", dels, ranges)
-			}
-		}
-		return o.rows
-	}
-	want := rest(op, ck)
-	if len(want) != 1 || !strings.HasPrefix(want[0], "1|0|7000|") {
-		t.Fatalf("the long session fired as %v", want)
-	}
-	r := winTestOp(t, mem, &Metrics{}, spec, 0, 1)
-	defer r.Close()
-	if err := r.Restore(mid); err != nil {
-		t.Fatal(err)
-	}
-	if got := rest(r, nil); !slices.Equal(got, want) {
-		t.Fatalf("restored: %v, want %v", got, want)
 	}
 }
