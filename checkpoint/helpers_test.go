@@ -178,3 +178,19 @@ func openMemStore(t testing.TB, retained int) (*Store, vfs.FS) {
 	t.Cleanup(func() { s.Close() })
 	return s, fs
 }
+
+// assertSavepoint takes a savepoint of committed checkpoint id of s and
+// checks that a store restored from it (under root) holds want.
+func assertSavepoint(t testing.TB, s *Store, root string, id int64, want model) {
+	t.Helper()
+	sp, err := s.PersistSavepoint(id, t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := Restore(Options{Dir: root, JobID: jobC, NumRetained: 1}, sp.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertState(t, "savepoint", r.Reader(), want)
+	r.Discard()
+}

@@ -94,16 +94,7 @@ func TestMergesRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sp, err := s.PersistSavepoint(n, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _, err := Restore(Options{Dir: root, JobID: jobC, NumRetained: 1}, sp.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertState(t, "savepoint", r.Reader(), states[n])
-	r.Discard()
+	assertSavepoint(t, s, root, n, states[n])
 }
 
 func firstKey(m model) string {

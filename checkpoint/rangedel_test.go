@@ -142,16 +142,7 @@ func TestRangeDeletionsRoundTrip(t *testing.T) {
 			break
 		}
 	}
-	sp, err := s.PersistSavepoint(n, t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, _, err := Restore(Options{Dir: root, JobID: jobC, NumRetained: 1}, sp.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	assertState(t, "savepoint", r.Reader(), states[n])
-	r.Discard()
+	assertSavepoint(t, s, root, n, states[n])
 }
 
 // TestDeleteRangeRefusesReservedKeys: a range from the store's own
