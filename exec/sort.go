@@ -30,8 +30,10 @@ func init() {
 //
 // # State
 //
-// One slot per buffered timestamp (key: the timestamp, 8 bytes big
-// endian; value: format, then each row: its sort key and its columns),
+// One slot per buffered timestamp (key: the timestamp in 8 bytes that
+// sort as it does, appendEndKey; value: format, then each row: its sort
+// key and its columns; the emitted slots leave the state as one range
+// deletion, endRanges),
 // an event-time timer per slot at its timestamp, and the watermark
 // (kgWatermark: a restored job judges late rows by the watermark it had
 // reached, so it drops and emits exactly what the uninterrupted job does).
@@ -49,6 +51,7 @@ type temporalSort struct {
 	nRows int32
 
 	windowState
+	byEnd endRanges // the live slots by time; emitted ones deleted by range
 
 	sorts    sortEncoder
 	keyBuf   [8]byte
@@ -63,7 +66,7 @@ const temporalSortStateV1 = 1
 func newTemporalSort(s *planner.SortOp, ctx *OpContext) (*temporalSort, error) {
 	maxP := max(ctx.KeyGroups.MaxParallelism, 1)
 	w := &temporalSort{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), upm: max(s.Out[s.Time].Type.UnitsPerMilli(), 1),
-		windowState: windowState{kgWatermark: newKGWatermark(), opID: s.ID, opCtx: ctx}}
+		windowState: windowState{kgWatermark: newKGWatermark(), opID: s.ID, opCtx: ctx}, byEnd: newEndRanges()}
 	for _, c := range s.Out {
 		ks, err := newKeyStore(c.Type)
 		if err != nil {
@@ -140,6 +143,7 @@ func (w *temporalSort) ProcessBatch(_ int, b Batch, out Collector) error {
 		g, ok := w.tbl.LookupBytes(w.keyBuf[:])
 		if !ok {
 			g = w.tbl.InsertBytes(w.keyBuf[:], kg)
+			w.byEnd.live[v]++
 			w.timers.Register(kg, ms, w.keyBuf[:])
 		}
 		var sk []byte
@@ -197,7 +201,7 @@ func (w *temporalSort) ProcessWatermark(wm int64, out Collector) error {
 	for _, g := range w.toFree {
 		w.free = append(w.free, w.bufs[g]...)
 		w.bufs[g] = w.bufs[g][:0]
-		w.tbl.Remove(g, 0, false)
+		w.byEnd.free(w.tbl, g, w.slotTime(g)) // Snapshot deletes its key with the range
 	}
 	if rec != nil {
 		if err := out.Collect(Batch{Rec: rec}); err != nil {
@@ -209,6 +213,21 @@ func (w *temporalSort) ProcessWatermark(wm int64, out Collector) error {
 		return out.EmitWatermark(wm)
 	}
 	return nil
+}
+
+// slotTime is the time (stored units) live slot g buffers: its key.
+func (w *temporalSort) slotTime(g int32) int64 {
+	return int64(binary.BigEndian.Uint64([]byte(w.tbl.Key(g))) ^ (1 << 63))
+}
+
+// Snapshot deletes the keys of the times emitted since the last one (in
+// the operator's key group), then writes the state.
+func (w *temporalSort) Snapshot(id int64, sw checkpoint.StateWriter) error {
+	kg := w.kg()
+	if err := w.byEnd.snapshot(w.tbl, KeyGroups{Start: kg, End: kg + 1}); err != nil {
+		return err
+	}
+	return w.windowState.Snapshot(id, sw)
 }
 
 type sortCodec struct{ w *temporalSort }
@@ -274,6 +293,7 @@ func (w *temporalSort) Restore(r checkpoint.StateReader) error {
 		}
 		copy(w.keyBuf[:], k)
 		v := int64(binary.BigEndian.Uint64(w.keyBuf[:]) ^ (1 << 63))
+		w.byEnd.live[v]++
 		w.timers.Register(kg, floorDiv(v, w.upm), w.keyBuf[:])
 		return nil
 	})
