@@ -170,14 +170,15 @@ func (k *kgWatermark) restore(opID string, ctx *OpContext, r checkpoint.StateRea
 	return nil
 }
 
-// endRanges is the bookkeeping of a window operator whose slot keys start
-// with their slice or window end (appendEndKey): the slots of every fired
-// end of a key group are one key range, so a fire frees them without a
-// tombstone each (free) and the next snapshot deletes the range of every
-// end up to the last one fired in each key group of the subtask. That is
-// only right because no slot of such an end is live: a fire frees the
-// slots of an end in every key group before the snapshot (the watermark
-// passed the end), and a row of it would be late.
+// endRanges is the bookkeeping of an operator whose slot keys start with
+// the slice or window end (or, the temporal sort, the time) the watermark
+// frees them at (appendEndKey): the slots of every fired end of a key
+// group are one key range, so a fire frees them without a tombstone each
+// (free) and the next snapshot deletes the range of every end up to the
+// last one fired in each key group of the subtask. That is only right
+// because no slot of such an end is live: a fire frees the slots of an
+// end in every key group before the snapshot (the watermark passed the
+// end), and a row of it would be late.
 type endRanges struct {
 	// live counts the live slots by end (the operator counts its new and
 	// restored slots); freedTo is the largest end of a slot freed and
