@@ -82,7 +82,8 @@ func changeRanges(m model, rng *rand.Rand, id int64, nb, n, keySpace int) []*Buf
 // TestRangeDeletionsRoundTrip: range deletions (overlapping, across
 // buffers, across the key ranges of a delta written in parallel) remove
 // the earlier checkpoints' keys and not the checkpoint's own, in the
-// working state, CommittedGet, every checkpoint restored and a savepoint.
+// working state, CommittedGet, every checkpoint restored and a savepoint;
+// Persist takes every delta file's sum as written.
 func TestRangeDeletionsRoundTrip(t *testing.T) {
 	restoreWays := commitWays
 	commitWays = func() int { return 3 }
@@ -113,7 +114,13 @@ func TestRangeDeletionsRoundTrip(t *testing.T) {
 		removed += max(0, before-len(m))
 		assertState(t, fmt.Sprintf("working %d", id), s.Reader(), m)
 		states[id] = m.clone()
+		sums0 := s.summed.Load()
 		mustPersist(t, s, id)
+		// a file's smallest key may be a range's start: its sum is still
+		// the one taken as it was written (deltasum.go)
+		if got := s.summed.Load() - sums0; got != int64(s.lastFiles) {
+			t.Fatalf("checkpoint %d: %d of its %d delta files summed as written", id, got, s.lastFiles)
+		}
 	}
 	if split == 0 || removed == 0 {
 		t.Fatalf("%d commits in parallel ranges, %d keys removed: the test did not exercise them", split, removed)
