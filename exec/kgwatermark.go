@@ -17,12 +17,18 @@ import (
 type windowState struct {
 	tbl    *state.Table
 	timers *state.Timers
+	// byEnd: the operator's slots freed by range (endRanges; nothing for
+	// sessions, whose keys do not start with their end)
+	byEnd endRanges
 	kgWatermark
 	opID  string
 	opCtx *OpContext
 }
 
 func (s *windowState) Snapshot(id int64, sw checkpoint.StateWriter) error {
+	if err := s.byEnd.snapshot(s.tbl); err != nil {
+		return err
+	}
 	if err := s.tbl.Snapshot(id, sw); err != nil {
 		return err
 	}
@@ -174,21 +180,31 @@ func (k *kgWatermark) restore(opID string, ctx *OpContext, r checkpoint.StateRea
 // the slice or window end (or, the temporal sort, the time) the watermark
 // frees them at (appendEndKey): the slots of every fired end of a key
 // group are one key range, so a fire frees them without a tombstone each
-// (free) and the next snapshot deletes the range of every end up to the
-// last one fired in each key group of the subtask. That is only right
-// because no slot of such an end is live: a fire frees the slots of an
-// end in every key group before the snapshot (the watermark passed the
-// end), and a row of it would be late.
+// (free) and the next snapshot deletes, in each key group that freed a
+// slot since the last one, the range of every end up to the last one
+// fired. That is only right because no slot of such an end is live: a
+// fire frees the slots of an end in every key group before the snapshot
+// (the watermark passed the end), and a row of it would be late. The zero
+// value is ready; an operator that frees nothing this way (sessions) has
+// nothing to write.
 type endRanges struct {
-	// live counts the live slots by end (the operator counts its new and
-	// restored slots); freedTo is the largest end of a slot freed and
-	// ranged the one the last snapshot's range deletions reached
-	live            map[int64]int32
-	freedTo, ranged int64
+	// live counts the live slots by end (add: the operator's new and
+	// restored slots); freedTo is the largest end of a slot freed (freed:
+	// one was); kgs the key groups that freed one since the last snapshot
+	// (inKG marks them)
+	live    map[int64]int32
+	freedTo int64
+	freed   bool
+	kgs     []int
+	inKG    []bool
 }
 
-func newEndRanges() endRanges {
-	return endRanges{live: map[int64]int32{}, freedTo: math.MinInt64, ranged: math.MinInt64}
+// add counts a live slot of end end.
+func (e *endRanges) add(end int64) {
+	if e.live == nil {
+		e.live = map[int64]int32{}
+	}
+	e.live[end]++
 }
 
 // free frees fired slot g of tbl whose end is end (its key leaves the
@@ -199,16 +215,28 @@ func (e *endRanges) free(tbl *state.Table, g int32, end int64) {
 	} else {
 		delete(e.live, end)
 	}
-	e.freedTo = max(e.freedTo, end)
+	if tbl.Tracking() {
+		if !e.freed || end > e.freedTo {
+			e.freedTo, e.freed = end, true
+		}
+		kg := tbl.KeyGroup(g)
+		if kg >= len(e.inKG) {
+			e.inKG = append(e.inKG, make([]bool, kg+1-len(e.inKG))...)
+		}
+		if !e.inKG[kg] {
+			e.inKG[kg] = true
+			e.kgs = append(e.kgs, kg)
+		}
+	}
 	tbl.RemoveCovered(g)
 }
 
-// snapshot has tbl's next snapshot delete, in each key group of kgs, the
-// keys of every end up to freedTo, if a fire freed slots since the last
-// time. A live slot at or below freedTo is a bug (its key would be
-// deleted), reported as an error.
-func (e *endRanges) snapshot(tbl *state.Table, kgs KeyGroups) error {
-	if e.freedTo <= e.ranged || !tbl.Tracking() {
+// snapshot has tbl's next snapshot delete, in each key group that freed
+// a slot since the last time, the keys of every end up to freedTo. A live
+// slot at or below freedTo is a bug (its key would be deleted), reported
+// as an error.
+func (e *endRanges) snapshot(tbl *state.Table) error {
+	if len(e.kgs) == 0 {
 		return nil
 	}
 	for end := range e.live {
@@ -222,10 +250,11 @@ func (e *endRanges) snapshot(tbl *state.Table, kgs KeyGroups) error {
 	} else {
 		hi = bytes.Repeat([]byte{0xff}, 9)
 	}
-	for kg := kgs.Start; kg < kgs.End; kg++ {
+	for _, kg := range e.kgs {
 		tbl.DeleteRange(kg, nil, hi)
+		e.inKG[kg] = false
 	}
-	e.ranged = e.freedTo
+	e.kgs = e.kgs[:0]
 	return nil
 }
 

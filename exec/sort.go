@@ -50,8 +50,7 @@ type temporalSort struct {
 	free  []int32
 	nRows int32
 
-	windowState
-	byEnd endRanges // the live slots by time; emitted ones deleted by range
+	windowState // (its byEnd: emitted times deleted by range)
 
 	sorts    sortEncoder
 	keyBuf   [8]byte
@@ -66,7 +65,7 @@ const temporalSortStateV1 = 1
 func newTemporalSort(s *planner.SortOp, ctx *OpContext) (*temporalSort, error) {
 	maxP := max(ctx.KeyGroups.MaxParallelism, 1)
 	w := &temporalSort{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), upm: max(s.Out[s.Time].Type.UnitsPerMilli(), 1),
-		windowState: windowState{kgWatermark: newKGWatermark(), opID: s.ID, opCtx: ctx}, byEnd: newEndRanges()}
+		windowState: windowState{kgWatermark: newKGWatermark(), opID: s.ID, opCtx: ctx}}
 	for _, c := range s.Out {
 		ks, err := newKeyStore(c.Type)
 		if err != nil {
@@ -143,7 +142,7 @@ func (w *temporalSort) ProcessBatch(_ int, b Batch, out Collector) error {
 		g, ok := w.tbl.LookupBytes(w.keyBuf[:])
 		if !ok {
 			g = w.tbl.InsertBytes(w.keyBuf[:], kg)
-			w.byEnd.live[v]++
+			w.byEnd.add(v)
 			w.timers.Register(kg, ms, w.keyBuf[:])
 		}
 		var sk []byte
@@ -220,16 +219,6 @@ func (w *temporalSort) slotTime(g int32) int64 {
 	return int64(binary.BigEndian.Uint64([]byte(w.tbl.Key(g))) ^ (1 << 63))
 }
 
-// Snapshot deletes the keys of the times emitted since the last one (in
-// the operator's key group), then writes the state.
-func (w *temporalSort) Snapshot(id int64, sw checkpoint.StateWriter) error {
-	kg := w.kg()
-	if err := w.byEnd.snapshot(w.tbl, KeyGroups{Start: kg, End: kg + 1}); err != nil {
-		return err
-	}
-	return w.windowState.Snapshot(id, sw)
-}
-
 type sortCodec struct{ w *temporalSort }
 
 func (c sortCodec) AppendKey(dst []byte, g int32) []byte { return append(dst, c.w.tbl.Key(g)...) }
@@ -293,7 +282,7 @@ func (w *temporalSort) Restore(r checkpoint.StateReader) error {
 		}
 		copy(w.keyBuf[:], k)
 		v := int64(binary.BigEndian.Uint64(w.keyBuf[:]) ^ (1 << 63))
-		w.byEnd.live[v]++
+		w.byEnd.add(v)
 		w.timers.Register(kg, floorDiv(v, w.upm), w.keyBuf[:])
 		return nil
 	})

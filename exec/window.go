@@ -71,7 +71,7 @@ import (
 // format 2), so the state keys of a key group's fired slices form one key
 // range: a fire frees its slots without a tombstone each and the next
 // snapshot deletes the range of every slice end up to the last one freed
-// in each key group of the subtask (state.Table.DeleteRange). A session's
+// in each key group that freed one (endRanges, state.Table.DeleteRange). A session's
 // key is the encoded group key then the session's first time in 8
 // big-endian bytes (format 1, with a tombstone per freed session); format
 // 1 aligned and attached slots of older checkpoints are moved to the new
@@ -96,11 +96,6 @@ type windowAgg struct {
 	accs     []accumulator
 	fire     []accumulator      // merged windows being emitted, by output row
 	sessions map[string][]int32 // session: live slots per group key
-	// byEnd (aligned and attached windows) counts the live slots of each
-	// slice end (window end: attached) and deletes the fired ones' keys by
-	// range; firing a window looks up a key's slots only in the slices
-	// that hold some slot at all.
-	byEnd endRanges
 
 	windowState
 	// off is the window offset: the operator works in window time, the
@@ -188,7 +183,6 @@ func newWindowAgg(s *planner.WindowAggOp, ctx *OpContext) (*windowAgg, error) {
 	if w.session {
 		w.sessions = map[string][]int32{}
 	}
-	w.byEnd = newEndRanges()
 	return w, nil
 }
 
@@ -391,7 +385,7 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 				g = w.tbl.InsertBytes(full, kg)
 				w.putKeys(g, rec, i)
 				w.aux[g] = se
-				w.byEnd.live[se]++
+				w.byEnd.add(se)
 				if w.attached {
 					w.sstart[g] = int64(starts[i]) - w.off
 					w.timers.Register(kg, se-1, full)
@@ -698,18 +692,6 @@ func (w *windowAgg) dropSession(g int32) {
 	}
 }
 
-// Snapshot writes the window state; with aligned or attached windows it
-// first deletes, in each key group of the subtask, the keys of every
-// slice (window) end up to the last one a fire freed (endRanges).
-func (w *windowAgg) Snapshot(id int64, sw checkpoint.StateWriter) error {
-	if !w.session {
-		if err := w.byEnd.snapshot(w.tbl, w.ctx.KeyGroups); err != nil {
-			return err
-		}
-	}
-	return w.windowState.Snapshot(id, sw)
-}
-
 // results builds the output rows of the windows fired.
 func (w *windowAgg) results() arrow.Record {
 	cols := make([]arrow.Array, 0, len(w.keys)+3+len(w.fire))
@@ -805,7 +787,7 @@ func (w *windowAgg) Restore(r checkpoint.StateReader) error {
 		}
 		w.rowCount[g], w.aux[g], w.sstart[g] = fields[0], fields[1], fields[2]
 		if !w.session {
-			w.byEnd.live[fields[1]]++
+			w.byEnd.add(fields[1])
 		}
 		w.clearSlotCache()
 		for _, acc := range w.accs {

@@ -62,7 +62,7 @@ type windowJoin struct {
 
 	staleWM  []int
 	residual expr.Evaluator
-	byEnd    endRanges // the live slots by window end; fired ones deleted by range
+	byEnd    endRanges // fired windows' slots deleted by range
 
 	keyBuf  []byte
 	keyOffs []int
@@ -84,8 +84,7 @@ func init() {
 }
 
 func newWindowJoin(s *planner.WindowJoinOp, ctx *OpContext) (*windowJoin, error) {
-	j := &windowJoin{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), wm: NoWatermark, fwd: NoWatermark,
-		byEnd: newEndRanges()}
+	j := &windowJoin{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), wm: NoWatermark, fwd: NoWatermark}
 	if j.mem == nil {
 		j.mem = memory.DefaultAllocator
 	}
@@ -208,7 +207,7 @@ func (j *windowJoin) ProcessBatch(input int, b Batch, out Collector) error {
 		if !ok {
 			g = j.tbl.InsertBytes(sk, kg)
 			j.side[g] = uint8(input)
-			j.byEnd.live[end]++
+			j.byEnd.add(end)
 			j.timer.Register(kg, end-1, key)
 		}
 		id := me.alloc()
@@ -442,9 +441,9 @@ func (c wjCodec) AppendValue(dst []byte, g int32) []byte {
 }
 
 // Snapshot first deletes the keys of the windows fired since the last
-// snapshot, in every key group of the subtask (see the type's comment).
+// snapshot, in every key group that fired one (endRanges).
 func (j *windowJoin) Snapshot(id int64, w checkpoint.StateWriter) error {
-	if err := j.byEnd.snapshot(j.tbl, j.ctx.KeyGroups); err != nil {
+	if err := j.byEnd.snapshot(j.tbl); err != nil {
 		return err
 	}
 	if err := j.tbl.Snapshot(id, w); err != nil {
@@ -493,7 +492,7 @@ func (j *windowJoin) Restore(r checkpoint.StateReader) error {
 			return 0, false, fmt.Errorf("%w: window join state without rows", errCorrupt)
 		}
 		j.rows[g] = ids
-		j.byEnd.live[sd.times[ids[0]]]++
+		j.byEnd.add(sd.times[ids[0]])
 		return 0, false, nil
 	})
 	if err != nil {

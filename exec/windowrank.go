@@ -70,7 +70,6 @@ type windowRank struct {
 	nRows    int32
 
 	windowState
-	byEnd   endRanges // the live slots by window end; fired ones deleted by range
 	slotKey []byte
 
 	// scratch
@@ -97,8 +96,7 @@ func newWindowRank(s *planner.WindowRankOp, ctx *OpContext) (*windowRank, error)
 		nIn--
 	}
 	w := &windowRank{spec: s, ctx: ctx, mem: ctx.Mem, schema: s.Out.Arrow(), maxP: max(ctx.KeyGroups.MaxParallelism, 1), nIn: nIn,
-		windowState: windowState{kgWatermark: newKGWatermark(), opID: s.ID, opCtx: ctx},
-		byEnd:       newEndRanges()}
+		windowState: windowState{kgWatermark: newKGWatermark(), opID: s.ID, opCtx: ctx}}
 	for i := 0; i < nIn; i++ {
 		ks, err := newKeyStore(s.Out[i].Type)
 		if err != nil {
@@ -185,7 +183,7 @@ func (w *windowRank) ProcessBatch(_ int, b Batch, out Collector) error {
 		if !ok {
 			g = w.tbl.InsertBytes(key, kg)
 			w.winEnd[g] = end
-			w.byEnd.live[end]++
+			w.byEnd.add(end)
 			w.timers.Register(kg, end-1, key)
 		}
 		if w.offer(g, rec, i, w.sorts.key(i)) {
@@ -461,15 +459,6 @@ func (w *windowRank) freeSlot(g int32) {
 	w.bufs[g] = w.bufs[g][:0]
 	w.byEnd.free(w.tbl, g, w.winEnd[g])
 	w.winEnd[g] = 0
-}
-
-// Snapshot deletes the keys of the windows fired since the last one
-// (endRanges), then writes the window state.
-func (w *windowRank) Snapshot(id int64, sw checkpoint.StateWriter) error {
-	if err := w.byEnd.snapshot(w.tbl, w.ctx.KeyGroups); err != nil {
-		return err
-	}
-	return w.windowState.Snapshot(id, sw)
 }
 
 func (w *windowRank) results() arrow.Record {
@@ -776,7 +765,7 @@ func (w *windowRank) Restore(r checkpoint.StateReader) error {
 			return 0, false, fmt.Errorf("%w: window rank state", errCorrupt)
 		}
 		w.bufs[g] = buf
-		w.byEnd.live[end]++
+		w.byEnd.add(end)
 		return 0, false, nil
 	})
 	if err != nil {
