@@ -116,9 +116,12 @@ func TestRangeDeletionsRoundTrip(t *testing.T) {
 		states[id] = m.clone()
 		sums0 := s.summed.Load()
 		mustPersist(t, s, id)
-		// a file's smallest key may be a range's start: its sum is still
-		// the one taken as it was written (deltasum.go)
-		if got := s.summed.Load() - sums0; got != int64(s.lastFiles) {
+		// with range deletions in them, the deltas' sums are still the
+		// ones taken as they were written (deltasum.go). Not the first:
+		// into an empty DB it is ingested into the bottom level, where
+		// Pebble may rewrite it at once to drop its range deletions (an
+		// elision-only compaction: a new file, read back to sum).
+		if got := s.summed.Load() - sums0; id > 1 && got != int64(s.lastFiles) {
 			t.Fatalf("checkpoint %d: %d of its %d delta files summed as written", id, got, s.lastFiles)
 		}
 	}
