@@ -1,9 +1,10 @@
 package expr
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
-	"strings"
+	"unsafe"
 
 	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
@@ -286,11 +287,7 @@ func compareArrays(op int, kind catalog.Kind, a, b arrow.Array, out []byte) {
 			out[i>>3] |= b2u(t[av[i].Cmp(bv[i])+1]) << (i & 7)
 		}
 	case catalog.KindString:
-		as, bs := a.(*array.String), b.(*array.String)
-		t := cmpTable[op]
-		for i := 0; i < as.Len(); i++ {
-			out[i>>3] |= b2u(t[strings.Compare(as.Value(i), bs.Value(i))+1]) << (i & 7)
-		}
+		cmpStrVV(op, a.(*array.String), b.(*array.String), out)
 	case catalog.KindBoolean:
 		ab, aoff := boolBits(a)
 		bb, boff := boolBits(b)
@@ -335,11 +332,7 @@ func compareScalar(op int, kind catalog.Kind, a, s arrow.Array, out []byte) {
 			out[i>>3] |= b2u(t[av[i].Cmp(sv)+1]) << (i & 7)
 		}
 	case catalog.KindString:
-		as, sv := a.(*array.String), s.(*array.String).Value(0)
-		t := cmpTable[op]
-		for i := 0; i < as.Len(); i++ {
-			out[i>>3] |= b2u(t[strings.Compare(as.Value(i), sv)+1]) << (i & 7)
-		}
+		cmpStrVS(op, a.(*array.String), s.(*array.String).Value(0), out)
 	case catalog.KindBoolean:
 		ab, aoff := boolBits(a)
 		sv := s.(*array.Boolean).Value(0)
@@ -499,4 +492,63 @@ func (n *unaryBoolNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Arra
 		}
 	}
 	return makeArray(arrow.FixedWidthTypes.Boolean, rows, nil, buf), nil
+}
+
+// cmpStrVS writes a op s into the bitmap out (zeroed), reading a's
+// offsets and bytes directly. = and <> compare a row's length before its
+// bytes: most rows of a selective string filter differ in length (an empty
+// value under a null, another code), so they cost one subtraction.
+func cmpStrVS(op int, a *array.String, s string, out []byte) {
+	vo, data := a.ValueOffsets(), a.ValueBytes()
+	n, base, ls := a.Len(), vo[0], int32(len(s))
+	sb := unsafe.Slice(unsafe.StringData(s), len(s)) // read only
+	for j := 0; j < n; j += 64 {
+		m := min(64, n-j)
+		var w uint64
+		switch op {
+		case opEq, opNe:
+			ne := op == opNe
+			for k := 0; k < m; k++ {
+				lo, hi := vo[j+k]-base, vo[j+k+1]-base
+				eq := hi-lo == ls && string(data[lo:hi]) == s
+				w |= uint64(b2u(eq != ne)) << k
+			}
+		default:
+			t := &cmpTable[op]
+			for k := 0; k < m; k++ {
+				lo, hi := vo[j+k]-base, vo[j+k+1]-base
+				w |= uint64(b2u(t[bytes.Compare(data[lo:hi], sb)+1])) << k
+			}
+		}
+		putBitsWord(out, j, m, w)
+	}
+}
+
+// cmpStrVV writes a op b into the bitmap out (zeroed), as cmpStrVS.
+func cmpStrVV(op int, a, b *array.String, out []byte) {
+	ao, ad := a.ValueOffsets(), a.ValueBytes()
+	bo, bd := b.ValueOffsets(), b.ValueBytes()
+	n, abase, bbase := a.Len(), ao[0], bo[0]
+	for j := 0; j < n; j += 64 {
+		m := min(64, n-j)
+		var w uint64
+		switch op {
+		case opEq, opNe:
+			ne := op == opNe
+			for k := 0; k < m; k++ {
+				alo, ahi := ao[j+k]-abase, ao[j+k+1]-abase
+				blo, bhi := bo[j+k]-bbase, bo[j+k+1]-bbase
+				eq := ahi-alo == bhi-blo && string(ad[alo:ahi]) == string(bd[blo:bhi])
+				w |= uint64(b2u(eq != ne)) << k
+			}
+		default:
+			t := &cmpTable[op]
+			for k := 0; k < m; k++ {
+				alo, ahi := ao[j+k]-abase, ao[j+k+1]-abase
+				blo, bhi := bo[j+k]-bbase, bo[j+k+1]-bbase
+				w |= uint64(b2u(t[bytes.Compare(ad[alo:ahi], bd[blo:bhi])+1])) << k
+			}
+		}
+		putBitsWord(out, j, m, w)
+	}
 }

@@ -67,6 +67,9 @@ func (cp *compiler) compile(e planner.Expr) (Evaluator, error) {
 		}
 		return &constNode{arr: a}, nil
 	case *planner.Call:
+		if in := orToIn(x); in != nil {
+			x = in
+		}
 		ev, err := cp.compileCall(x)
 		if err != nil {
 			return nil, err

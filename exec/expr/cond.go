@@ -517,6 +517,95 @@ func (n *coalesceNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array
 	return gather(n.dt, srcs, which, idx, mem), nil
 }
 
+// orToIn rewrites a disjunction of equalities of one column (or field of
+// a column) with constants, x = 'a' OR x = 'b' OR ..., as x IN ('a', 'b',
+// ...) OR the other disjuncts (Calcite's SEARCH): one pass over x with a
+// set instead of a comparison and an OR per constant. Three-valued logic
+// is kept (a NULL x, or a NULL constant where x matches none, gives NULL
+// in both), and neither side can fail, so the disjuncts may be reordered.
+// It returns nil when there is nothing to rewrite.
+func orToIn(c *planner.Call) *planner.Call {
+	if c.Fn != "or" {
+		return nil
+	}
+	var ds []planner.Expr
+	var flat func(e planner.Expr)
+	flat = func(e planner.Expr) {
+		if o, ok := e.(*planner.Call); ok && o.Fn == "or" {
+			for _, a := range o.Args {
+				flat(a)
+			}
+			return
+		}
+		ds = append(ds, e)
+	}
+	flat(c)
+	groups := map[string]*planner.Call{}
+	var order []planner.Expr // the disjuncts kept, an IN call in place of its group's first
+	for _, d := range ds {
+		x, k, ok := refEqConst(d)
+		if !ok {
+			order = append(order, d)
+			continue
+		}
+		key := x.String()
+		if g := groups[key]; g != nil {
+			g.Args = append(g.Args, k)
+			continue
+		}
+		g := &planner.Call{Fn: "in", Args: []planner.Expr{x, k}, T: d.Type()}
+		groups[key] = g
+		order = append(order, g)
+	}
+	if len(order) == len(ds) {
+		return nil // no column compared with two constants
+	}
+	for i, d := range order {
+		if g, ok := d.(*planner.Call); ok && g.Fn == "in" && len(g.Args) == 2 {
+			order[i] = &planner.Call{Fn: "=", Args: g.Args, T: g.T} // a group of one stays an equality
+		}
+	}
+	if len(order) == 1 {
+		return order[0].(*planner.Call)
+	}
+	return &planner.Call{Fn: "or", Args: order, T: c.T}
+}
+
+// refEqConst matches x = k or k = x, x a column or a field of one and k a
+// literal, of a type a constant IN list takes as a set.
+func refEqConst(e planner.Expr) (x, k planner.Expr, ok bool) {
+	c, isCall := e.(*planner.Call)
+	if !isCall || c.Fn != "=" || len(c.Args) != 2 {
+		return nil, nil, false
+	}
+	x, k = c.Args[0], c.Args[1]
+	if _, lit := x.(*planner.Literal); lit {
+		x, k = k, x
+	}
+	if _, lit := k.(*planner.Literal); !lit || !pureRef(x) || !x.Type().Equal(k.Type()) {
+		return nil, nil, false
+	}
+	switch x.Type().Kind {
+	case catalog.KindBoolean, catalog.KindNull:
+		return nil, nil, false
+	}
+	return x, k, true
+}
+
+// pureRef reports whether e reads a column or a field of one (nested).
+func pureRef(e planner.Expr) bool {
+	switch x := e.(type) {
+	case *planner.ColRef:
+		return true
+	case *planner.Call:
+		if x.Fn == "field" && len(x.Args) == 2 {
+			_, lit := x.Args[1].(*planner.Literal)
+			return lit && pureRef(x.Args[0])
+		}
+	}
+	return false
+}
+
 // compileIn builds IN / NOT IN. A list of constants becomes a hash set; any
 // other list is a chain of equalities combined with three-valued OR.
 func compileIn(c *planner.Call, args []Evaluator) (Evaluator, error) {
@@ -558,8 +647,13 @@ func compileIn(c *planner.Call, args []Evaluator) (Evaluator, error) {
 			for _, a := range consts {
 				if a.IsNull(0) {
 					n.hasNull = true
-				} else {
-					n.set[a.(*array.String).Value(0)] = struct{}{}
+					continue
+				}
+				v := a.(*array.String).Value(0)
+				if _, dup := n.set[v]; !dup {
+					n.set[v] = struct{}{}
+					n.list = append(n.list, v)
+					n.lens |= 1 << min(len(v), 63)
 				}
 			}
 			return n, nil
@@ -634,8 +728,28 @@ func (n *inSetNode[K]) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array
 type inStrNode struct {
 	arg     Evaluator
 	set     map[string]struct{}
+	list    []string // set's members, for a linear search of a few
+	lens    uint64   // bit l: a member of length l (bit 63: 63 or more)
 	hasNull bool
 	not     bool
+}
+
+// has reports whether b is a member: a row whose length no member has
+// (most rows of a selective filter) costs one test of lens.
+func (n *inStrNode) has(b []byte) bool {
+	if n.lens&(1<<min(len(b), 63)) == 0 {
+		return false
+	}
+	if len(n.list) <= 8 {
+		for _, m := range n.list {
+			if string(b) == m {
+				return true
+			}
+		}
+		return false
+	}
+	_, ok := n.set[string(b)]
+	return ok
 }
 
 func (n *inStrNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, error) {
@@ -646,15 +760,16 @@ func (n *inStrNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, e
 	defer a.Release()
 	rows := a.Len()
 	sa := a.(*array.String)
+	vo, data := sa.ValueOffsets(), sa.ValueBytes()
+	base := vo[0]
 	buf, out := allocBits(mem, rows)
 	vbuf, vb := writableValidity(mem, rows, a)
 	for i := 0; i < rows; i++ {
 		if !bitutil.BitIsSet(vb, i) {
 			continue
 		}
-		_, found := n.set[sa.Value(i)]
 		switch {
-		case found:
+		case n.has(data[vo[i]-base : vo[i+1]-base]):
 			if !n.not {
 				bitutil.SetBit(out, i)
 			}
