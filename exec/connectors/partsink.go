@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow/go/v17/arrow"
+	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/exec"
 	"github.com/streamsql/streamsql/exec/expr"
@@ -73,14 +74,15 @@ type PartitionedSink struct {
 	reported map[int64]int64
 
 	// per batch, reused
-	keyFmt  []format.Column
-	cols    []arrow.Array // the data columns of the batch
-	keyBuf  []byte
-	valBuf  []byte
-	prevKey []byte
-	rowPart []*sinkPartition
-	batchPs []*sinkPartition
-	closed  bool
+	keyFmt   []format.Column
+	cols     []arrow.Array // the data columns of the batch
+	keyBuf   []byte
+	valBuf   []byte
+	prevKey  []byte
+	samePrev []bool // row i's partition columns hold row i-1's values (sameAsPrevRows)
+	rowPart  []*sinkPartition
+	batchPs  []*sinkPartition
+	closed   bool
 	// wg counts the background fsyncs of every partition's part files
 	// (partitions leave parts when idle; Close waits for all).
 	wg       sync.WaitGroup
@@ -178,6 +180,54 @@ type wallClockT struct{}
 
 func (wallClockT) Now() time.Time { return time.Now() }
 
+// sameAsPrevRows sets same[i] when every column cols of rec holds at row
+// i what it holds at row i-1 (both NULL, or the same bytes), comparing the
+// raw values of strings and fixed-width columns a column at a time (a
+// false "different" only costs formatting the row's partition again); a
+// column of another type (booleans, nested) makes no row the same.
+// Consecutive rows of a partitioned sink's input mostly share their
+// partition (a day, an hour), so the row need not be formatted again.
+func sameAsPrevRows(same []bool, rec arrow.Record, cols []int) []bool {
+	n := int(rec.NumRows())
+	if cap(same) < n {
+		same = make([]bool, n)
+	}
+	same = same[:n]
+	for i := range same {
+		same[i] = i > 0
+	}
+	for _, c := range cols {
+		col := rec.Column(c)
+		switch a := col.(type) {
+		case *array.String:
+			vo, data := a.ValueOffsets(), a.ValueBytes()
+			base := vo[0]
+			for i := 1; i < n; i++ {
+				same[i] = same[i] && string(data[vo[i]-base:vo[i+1]-base]) == string(data[vo[i-1]-base:vo[i]-base])
+			}
+		default:
+			fw, ok := col.DataType().(arrow.FixedWidthDataType)
+			if !ok || fw.BitWidth()%8 != 0 || len(col.Data().Buffers()) < 2 || col.Data().Buffers()[1] == nil {
+				clear(same)
+				return same
+			}
+			w := fw.BitWidth() / 8
+			raw := col.Data().Buffers()[1].Bytes()[col.Data().Offset()*w:]
+			for i := 1; i < n; i++ {
+				same[i] = same[i] && string(raw[i*w:(i+1)*w]) == string(raw[(i-1)*w:i*w])
+			}
+		}
+		if col.NullN() > 0 {
+			for i := 1; i < n; i++ {
+				// two NULLs over different bytes count as different: the
+				// row is formatted, no harm done
+				same[i] = same[i] && col.IsValid(i-1) == col.IsValid(i)
+			}
+		}
+	}
+	return same
+}
+
 // escapePartition appends v escaped as Flink escapes partition path names
 // (control characters and "#%'*/:=?\{[]^ and DEL as %XX).
 func escapePartition(dst []byte, v []byte) []byte {
@@ -274,7 +324,14 @@ func (s *PartitionedSink) Write(b exec.Batch) error {
 	s.batchPs = s.batchPs[:0]
 	var cur *sinkPartition
 	s.prevKey = s.prevKey[:0]
+	s.samePrev = sameAsPrevRows(s.samePrev, b.Rec, s.keyCols)
 	for i := 0; i < n; i++ {
+		if cur != nil && s.samePrev[i] {
+			// the previous row's partition: no value formatted or escaped
+			cur.rows++
+			s.rowPart = append(s.rowPart, cur)
+			continue
+		}
 		s.keyBuf = s.keyBuf[:0]
 		for k := range s.keyFmt {
 			if k > 0 {

@@ -1,7 +1,7 @@
 package connectors
 
 import (
-	"github.com/streamsql/streamsql/internal/memtest"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"sort"
@@ -10,10 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow/go/v17/arrow"
 	"github.com/apache/arrow/go/v17/arrow/array"
 	"github.com/apache/arrow/go/v17/arrow/memory"
+
 	"github.com/streamsql/streamsql/catalog"
 	"github.com/streamsql/streamsql/exec"
+	"github.com/streamsql/streamsql/exec/format"
+	"github.com/streamsql/streamsql/internal/memtest"
 )
 
 var partSchema = catalog.Schema{
@@ -361,6 +365,72 @@ func crashPart(s *PartitionedSink) {
 	for _, p := range s.parts {
 		if c := p.files.cur; c != nil {
 			c.f.Close()
+		}
+	}
+}
+
+// TestSameAsPrevRows: a row counted as its predecessor's partition holds
+// the same formatted value in every partition column (strings, BIGINT,
+// DATE, NULLs, a sliced batch), and runs of equal values are found, so
+// the sink skips their formatting; a boolean column turns it off.
+func TestSameAsPrevRows(t *testing.T) {
+	rng := rand.New(rand.NewSource(4))
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	schema := catalog.Schema{{Name: "s", Type: catalog.String}, {Name: "n", Type: catalog.BigInt},
+		{Name: "d", Type: catalog.Date}, {Name: "b", Type: catalog.Boolean}}
+	rb := array.NewRecordBuilder(mem, schema.Arrow())
+	defer rb.Release()
+	const rows = 2000
+	run := 0
+	for i := 0; i < rows; i++ {
+		if rng.Intn(8) == 0 {
+			run++ // runs of about 8 rows
+		}
+		if rng.Intn(25) == 0 {
+			rb.Field(0).AppendNull()
+		} else {
+			rb.Field(0).(*array.StringBuilder).Append([]string{"", "2024-01-01", "2024-01-02", "a/b"}[run%4])
+		}
+		if rng.Intn(25) == 0 {
+			rb.Field(1).AppendNull()
+		} else {
+			rb.Field(1).(*array.Int64Builder).Append(int64(run % 3))
+		}
+		rb.Field(2).(*array.Date32Builder).Append(arrow.Date32(run % 2))
+		rb.Field(3).(*array.BooleanBuilder).Append(run%2 == 0)
+	}
+	full := rb.NewRecord()
+	defer full.Release()
+	rec := full.NewSlice(7, rows-3)
+	defer rec.Release()
+	text := func(c, i int) string {
+		col := rec.Column(c)
+		if col.IsNull(i) {
+			return "NULL"
+		}
+		return format.FormatValue(col, i)
+	}
+	for _, cols := range [][]int{{0}, {1}, {2}, {0, 1, 2}, {0, 3}} {
+		same := sameAsPrevRows(nil, rec, cols)
+		if len(same) != int(rec.NumRows()) || same[0] {
+			t.Fatalf("cols %v: %d flags, first %v", cols, len(same), same[0])
+		}
+		found := 0
+		for i := 1; i < len(same); i++ {
+			if !same[i] {
+				continue
+			}
+			found++
+			for _, c := range cols {
+				if text(c, i) != text(c, i-1) {
+					t.Fatalf("cols %v row %d: column %d %q after %q counted as the same", cols, i, c, text(c, i), text(c, i-1))
+				}
+			}
+		}
+		hasBool := cols[len(cols)-1] == 3
+		if hasBool && found != 0 || !hasBool && found < len(same)/3 {
+			t.Fatalf("cols %v: %d of %d rows found the same as their predecessor", cols, found, len(same))
 		}
 	}
 }
