@@ -356,7 +356,11 @@ type CSVEncoder struct {
 	// escape): special by byte, and each broadcast to the 8 bytes of a
 	// word for needsQuote's word-at-a-time scan
 	special [256]bool
-	words   []uint64
+	// needsQuote's words: the delimiter, the quote and the escape (the
+	// quote again without one) broadcast to 8 bytes; CR and LF are found
+	// by one test for bytes below 0x0e (other control bytes there are
+	// checked byte by byte)
+	wDelim, wQuote, wEsc uint64
 }
 
 // NewCSVEncoder returns an encoder with the given options.
@@ -367,10 +371,11 @@ func NewCSVEncoder(opts CSVOptions) *CSVEncoder {
 		specials = append(specials, opts.Escape)
 	}
 	for _, c := range specials {
-		if !e.special[c] {
-			e.special[c] = true
-			e.words = append(e.words, uint64(c)*lowBytes)
-		}
+		e.special[c] = true
+	}
+	e.wDelim, e.wQuote, e.wEsc = uint64(opts.FieldDelimiter)*lowBytes, uint64(opts.Quote)*lowBytes, uint64(opts.Quote)*lowBytes
+	if opts.HasEscape {
+		e.wEsc = uint64(opts.Escape) * lowBytes
 	}
 	return e
 }
@@ -435,13 +440,18 @@ func (e *CSVEncoder) needsQuote(s string) bool {
 		// compiler makes the shifts one 8-byte load)
 		x := uint64(s[k]) | uint64(s[k+1])<<8 | uint64(s[k+2])<<16 | uint64(s[k+3])<<24 |
 			uint64(s[k+4])<<32 | uint64(s[k+5])<<40 | uint64(s[k+6])<<48 | uint64(s[k+7])<<56
-		var hit uint64
-		for _, w := range e.words {
-			v := x ^ w
-			hit |= (v - lowBytes) &^ v & highBits
-		}
-		if hit != 0 {
+		v1, v2, v3 := x^e.wDelim, x^e.wQuote, x^e.wEsc
+		if ((v1-lowBytes)&^v1|(v2-lowBytes)&^v2|(v3-lowBytes)&^v3)&highBits != 0 {
 			return true
+		}
+		// a byte below 0x0e: (x - 0x0e..) &^ x has its high bit (exact
+		// for n <= 0x80); then CR or LF, or another control byte
+		if (x-0x0e*lowBytes)&^x&highBits != 0 {
+			for _, c := range []byte(s[k : k+8]) {
+				if e.special[c] {
+					return true
+				}
+			}
 		}
 	}
 	for ; k < len(s); k++ {

@@ -51,3 +51,15 @@ func TestNeedsQuoteWords(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkNeedsQuote: a 64-byte field of letters (nexmark's extra), no
+// special byte: the whole scan.
+func BenchmarkNeedsQuote(b *testing.B) {
+	e := NewCSVEncoder(CSVOptions{FieldDelimiter: ',', Quote: '"'})
+	s := "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl"
+	for i := 0; i < b.N; i++ {
+		if e.needsQuote(s) {
+			b.Fatal("quoted")
+		}
+	}
+}
