@@ -2,7 +2,6 @@ package expr
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -499,7 +498,7 @@ func (n *splitIndexNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Arr
 type regexpNode struct {
 	fn    string
 	args  []operand
-	re    *regexp.Regexp // constant pattern
+	re    *compiledRe // constant pattern
 	repl  string         // constant replacement, translated
 	hasRp bool
 }
@@ -510,11 +509,11 @@ func compileRegexp(c *planner.Call, args []Evaluator) (Evaluator, error) {
 		n.args = append(n.args, newOperand(a))
 	}
 	if p, ok := constString(args[1]); ok {
-		re, err := regexp.Compile(p)
+		re, err := compileRe(p)
 		if err != nil {
 			return nil, fmt.Errorf("invalid regular expression '%s': %v", p, err)
 		}
-		n.re = re
+		n.re = &re
 	}
 	if c.Fn == "regexp_replace" {
 		if r, ok := constString(args[2]); ok {
@@ -562,8 +561,8 @@ func (n *regexpNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, 
 	}
 	defer releaseAll(arrs)
 	s, p := newStrCol(arrs[0], n.args[0].c), newStrCol(arrs[1], n.args[1].c)
-	var cache map[string]*regexp.Regexp
-	pattern := func(i int) (*regexp.Regexp, error) {
+	var cache map[string]*compiledRe
+	pattern := func(i int) (*compiledRe, error) {
 		if n.re != nil {
 			return n.re, nil
 		}
@@ -571,15 +570,15 @@ func (n *regexpNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, 
 		if re, ok := cache[ps]; ok {
 			return re, nil
 		}
-		re, err := regexp.Compile(ps)
+		re, err := compileRe(ps)
 		if err != nil {
 			return nil, fmt.Errorf("invalid regular expression '%s': %v", ps, err)
 		}
 		if cache == nil {
-			cache = map[string]*regexp.Regexp{}
+			cache = map[string]*compiledRe{}
 		}
-		cache[ps] = re
-		return re, nil
+		cache[ps] = &re
+		return &re, nil
 	}
 	vbuf, vb := allocBits(mem, rows)
 	if n.fn == "regexp" {
@@ -595,7 +594,7 @@ func (n *regexpNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, 
 				return nil, err
 			}
 			bitutil.SetBit(vb, i)
-			if re.MatchString(s.get(i)) {
+			if r, sub, _, ok := re.search(s.get(i)); ok && r.MatchString(sub) {
 				bitutil.SetBit(out, i)
 			}
 		}
@@ -637,14 +636,23 @@ func (n *regexpNode) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, 
 				repl = javaReplacement(third.get(i))
 			}
 			bitutil.SetBit(vb, i)
-			so.appendString(re.ReplaceAllString(str, repl))
+			r, sub, off, ok := re.search(str)
+			if !ok {
+				so.appendString(str) // no match: the string as it is
+				continue
+			}
+			// every match lies in sub: the bytes before it stay
+			so.appendString(str[:off] + r.ReplaceAllString(sub, repl))
 			continue
 		}
 		g := 1
 		if has3 {
 			g = int(idx.get(i))
 		}
-		m := re.FindStringSubmatchIndex(str)
+		var m []int
+		if r, sub, _, ok := re.search(str); ok {
+			m, str = r.FindStringSubmatchIndex(sub), sub
+		}
 		if m == nil || g < 0 || 2*g+1 >= len(m) || m[2*g] < 0 {
 			so.appendEmpty()
 			continue
