@@ -499,7 +499,7 @@ type regexpNode struct {
 	fn    string
 	args  []operand
 	re    *compiledRe // constant pattern
-	repl  string         // constant replacement, translated
+	repl  string      // constant replacement, translated
 	hasRp bool
 }
 
