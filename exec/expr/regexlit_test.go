@@ -105,6 +105,15 @@ func TestRegexpPrefilterNeverMisses(t *testing.T) {
 		strs[i] = string(b)
 		sb.Append(strs[i])
 	}
+	// long strings with the literals at many places
+	var long []string
+	for i := 0; i < 6; i++ {
+		b := make([]byte, 300)
+		for j := range b {
+			b[j] = (alpha + "a=")[rng.Intn(len(alpha)+2)]
+		}
+		long = append(long, string(b))
+	}
 	col := sb.NewStringArray()
 	sb.Release()
 	defer col.Release()
@@ -127,6 +136,20 @@ func TestRegexpPrefilterNeverMisses(t *testing.T) {
 		}
 		if c.tail != nil {
 			withWindow++
+		}
+		for _, s := range append(long, strs...) {
+			var got []int
+			if r, sub, off, ok := c.search(s); ok {
+				got = r.FindStringSubmatchIndex(sub)
+				for k, v := range got {
+					if v >= 0 {
+						got[k] = v + off
+					}
+				}
+			}
+			if want := c.re.FindStringSubmatchIndex(s); !slices.Equal(got, want) {
+				t.Fatalf("%q on %q: found %v, want %v", p, s, got, want)
+			}
 		}
 		for _, s := range strs {
 			if m := c.re.FindStringIndex(s); m != nil {
