@@ -44,13 +44,24 @@ func CompileWith(e planner.Expr, opts Options) (Evaluator, error) {
 	if e == nil {
 		return nil, fmt.Errorf("expr: nil expression")
 	}
-	cp := &compiler{now: opts.Now}
-	return cp.compile(e)
+	cp := &compiler{now: opts.Now, share: sharedCalls(e)}
+	ev, err := cp.compile(e)
+	if err != nil || len(cp.shared) == 0 {
+		return ev, err
+	}
+	root := &cseRoot{body: ev}
+	for _, n := range cp.shared {
+		root.nodes = append(root.nodes, n)
+	}
+	return root, nil
 }
 
-// compiler carries the options through one Compile.
+// compiler carries the options through one Compile, and the common
+// sub-expressions (cse.go): the digests to share and their nodes.
 type compiler struct {
-	now func() time.Time
+	now    func() time.Time
+	share  map[string]bool
+	shared map[string]*sharedNode
 }
 
 func (cp *compiler) compile(e planner.Expr) (Evaluator, error) {
@@ -67,6 +78,15 @@ func (cp *compiler) compile(e planner.Expr) (Evaluator, error) {
 		}
 		return &constNode{arr: a}, nil
 	case *planner.Call:
+		var d string
+		if cp.share != nil {
+			if d = digest(x); cp.share[d] {
+				if n := cp.shared[d]; n != nil {
+					return n, nil
+				}
+			}
+		}
+		orig := x
 		if in := orToIn(x); in != nil {
 			x = in
 		}
@@ -74,7 +94,16 @@ func (cp *compiler) compile(e planner.Expr) (Evaluator, error) {
 		if err != nil {
 			return nil, err
 		}
-		return foldConst(x, ev), nil
+		ev = foldConst(x, ev)
+		if cp.share[d] && constArr(ev) == nil {
+			n := &sharedNode{inner: ev}
+			if cp.shared == nil {
+				cp.shared = map[string]*sharedNode{}
+			}
+			cp.shared[digest(orig)] = n
+			return n, nil
+		}
+		return ev, nil
 	}
 	return nil, fmt.Errorf("expr: unsupported expression %T", e)
 }
