@@ -281,11 +281,7 @@ func compareArrays(op int, kind catalog.Kind, a, b arrow.Array, out []byte) {
 	case catalog.KindTimestamp:
 		cmpVV(op, values[int64](a), values[int64](b), out)
 	case catalog.KindDecimal:
-		av, bv := values[decimal128.Num](a), values[decimal128.Num](b)
-		t := cmpTable[op]
-		for i := range av {
-			out[i>>3] |= b2u(t[av[i].Cmp(bv[i])+1]) << (i & 7)
-		}
+		cmpDec(op, values[decimal128.Num](a), values[decimal128.Num](b), nil, out)
 	case catalog.KindString:
 		cmpStrVV(op, a.(*array.String), b.(*array.String), out)
 	case catalog.KindBoolean:
@@ -326,11 +322,7 @@ func compareScalar(op int, kind catalog.Kind, a, s arrow.Array, out []byte) {
 	case catalog.KindTimestamp:
 		cmpVS(op, values[int64](a), values[int64](s)[0], out)
 	case catalog.KindDecimal:
-		av, sv := values[decimal128.Num](a), values[decimal128.Num](s)[0]
-		t := cmpTable[op]
-		for i := range av {
-			out[i>>3] |= b2u(t[av[i].Cmp(sv)+1]) << (i & 7)
-		}
+		cmpDec(op, values[decimal128.Num](a), nil, values[decimal128.Num](s)[:1], out)
 	case catalog.KindString:
 		cmpStrVS(op, a.(*array.String), s.(*array.String).Value(0), out)
 	case catalog.KindBoolean:
@@ -548,6 +540,34 @@ func cmpStrVV(op int, a, b *array.String, out []byte) {
 				blo, bhi := bo[j+k]-bbase, bo[j+k+1]-bbase
 				w |= uint64(b2u(t[bytes.Compare(ad[alo:ahi], bd[blo:bhi])+1])) << k
 			}
+		}
+		putBitsWord(out, j, m, w)
+	}
+}
+
+// cmpDec writes a op b (b nil: a op s[0]) into the bitmap out (zeroed), 64
+// rows to a word: a DECIMAL's 128 bits compare as its signed high word,
+// then its unsigned low word.
+func cmpDec(op int, a, b, s []decimal128.Num, out []byte) {
+	t := &cmpTable[op]
+	var sh int64
+	var sl uint64
+	if b == nil {
+		sh, sl = s[0].HighBits(), s[0].LowBits()
+	} else {
+		b = b[:len(a)]
+	}
+	for j := 0; j < len(a); j += 64 {
+		m := min(64, len(a)-j)
+		var w uint64
+		for k := 0; k < m; k++ {
+			h, l := a[j+k].HighBits(), a[j+k].LowBits()
+			if b != nil {
+				sh, sl = b[j+k].HighBits(), b[j+k].LowBits()
+			}
+			gt := h > sh || h == sh && l > sl
+			lt := h < sh || h == sh && l < sl
+			w |= uint64(b2u(t[1+int(b2u(gt))-int(b2u(lt))])) << k
 		}
 		putBitsWord(out, j, m, w)
 	}
