@@ -639,11 +639,11 @@ func keepExtremes[T int32 | int64 | arrow.Timestamp](val []T, has []bool, gids [
 func (a *minMax[T]) recompute(g int32) {
 	var best T
 	has := false
-	for v, i := range a.multi[g].idx {
+	a.multi[g].eachIndex(func(v T, i int32) {
 		if a.multi[g].cnt[i] > 0 && (!has || a.better(v, best)) {
 			best, has = v, true
 		}
-	}
+	})
 	a.val[g], a.has[g] = best, has
 }
 
@@ -773,7 +773,8 @@ func (a *distinctDouble) decode(src []byte, g int32) (int, error) {
 		}
 	})
 	for _, k := range nans {
-		m.add(k, -m.cnt[m.idx[k]])
+		i, _ := m.find(k)
+		m.add(k, -m.cnt[i])
 	}
 	if len(nans) > 0 {
 		m.add(canonicalNaN, nan)

@@ -455,12 +455,12 @@ func appendMultisetEncoded[T scalar](dst []byte, m *multiset[T]) []byte {
 	}
 	var scratch []byte
 	ents := make([]ent, 0, m.len())
-	for v, i := range m.idx {
+	m.eachIndex(func(v T, i int32) {
 		c := m.cnt[i]
 		off := len(scratch)
 		scratch = appendScalar(scratch, v)
 		ents = append(ents, ent{off, len(scratch), c})
-	}
+	})
 	slices.SortFunc(ents, func(a, b ent) int { return bytes.Compare(scratch[a.off:a.end], scratch[b.off:b.end]) })
 	for _, e := range ents {
 		dst = binary.AppendVarint(append(dst, scratch[e.off:e.end]...), e.c)
@@ -605,7 +605,7 @@ func readMultiset[T scalar](src []byte) (multiset[T], int, error) {
 	}
 	if cnt > 0 {
 		// sized once: a large multiset is not rehashed while read
-		m.idx = make(map[T]int32, cnt)
+		m.reserve(int(cnt))
 		m.cnt = make([]int64, 0, cnt)
 		m.vals = make([]T, 0, cnt)
 	}

@@ -409,11 +409,11 @@ func (a *shareMember[T]) encode(dst []byte, g int32) []byte {
 		type ent struct{ off, end, k int }
 		var scratch []byte
 		ents := make([]ent, 0, set.ms.len())
-		for v, k := range set.ms.idx {
+		set.ms.eachIndex(func(v T, k int32) {
 			off := len(scratch)
 			scratch = appendScalar(scratch, v)
 			ents = append(ents, ent{off, len(scratch), int(k)})
-		}
+		})
 		slices.SortFunc(ents, func(x, y ent) int { return bytes.Compare(scratch[x.off:x.end], scratch[y.off:y.end]) })
 		for _, e := range ents {
 			emit(int64(e.k))

@@ -1,5 +1,11 @@
 package exec
 
+import (
+	"unsafe"
+
+	"github.com/apache/arrow/go/v17/arrow"
+)
+
 // multiset is a multiset of values with signed counts, the state of
 // COUNT(DISTINCT x) and of MIN/MAX over a retracting input.
 //
@@ -9,6 +15,9 @@ package exec
 // once when inserted and never assigned again: counts live in cnt, indexed
 // by the map, and are updated in place.
 type multiset[T scalar] struct {
+	// the index of each value: ints for 8-byte integers (BIGINT,
+	// TIMESTAMP), idx for the others (nil until the first value)
+	ints *intIndex
 	idx  map[T]int32
 	cnt  []int64 // by index; 0 at an index no value uses
 	vals []T     // by index: the value (encodings walk these, not the map)
@@ -26,7 +35,7 @@ type multiset[T scalar] struct {
 // add adds d to v's count and returns the count before and after; a value
 // whose count becomes 0 is removed.
 func (m *multiset[T]) add(v T, d int64) (before, after int64) {
-	if i, ok := m.idx[v]; ok {
+	if i, ok := m.find(v); ok {
 		c := m.cnt[i]
 		if c+d == 0 {
 			m.removeAt(i)
@@ -45,7 +54,7 @@ func (m *multiset[T]) add(v T, d int64) (before, after int64) {
 // slot returns v's index, inserting v with count 0 if it is absent (the
 // caller sets a count that is not 0, or removes it again).
 func (m *multiset[T]) slot(v T) int32 {
-	if i, ok := m.idx[v]; ok {
+	if i, ok := m.find(v); ok {
 		return i
 	}
 	return m.insert(v)
@@ -53,8 +62,8 @@ func (m *multiset[T]) slot(v T) int32 {
 
 // insert adds v (absent) with count 0 and returns its index.
 func (m *multiset[T]) insert(v T) int32 {
-	if m.idx == nil {
-		m.idx = make(map[T]int32)
+	if m.idx == nil && m.ints == nil {
+		m.reserve(0)
 	}
 	var i int32
 	if n := len(m.free); n > 0 {
@@ -69,31 +78,85 @@ func (m *multiset[T]) insert(v T) int32 {
 	}
 	v = cloneScalar(v)
 	m.vals[i] = v
-	m.idx[v] = i
+	if m.ints != nil {
+		m.ints.put(intKey(v), i)
+	} else {
+		m.idx[v] = i
+	}
 	return i
+}
+
+// find returns v's index.
+func (m *multiset[T]) find(v T) (int32, bool) {
+	if m.ints != nil {
+		return m.ints.get(intKey(v))
+	}
+	i, ok := m.idx[v]
+	return i, ok
+}
+
+// reserve makes the index (if there is none) and sizes it for n values.
+func (m *multiset[T]) reserve(n int) {
+	if m.ints == nil && m.idx == nil {
+		var zero T
+		switch any(zero).(type) {
+		case int64, arrow.Timestamp:
+			m.ints = &intIndex{}
+		default:
+			m.idx = make(map[T]int32, n)
+			return
+		}
+	}
+	if m.ints != nil {
+		m.ints.reserve(n)
+	}
+}
+
+// intKey is an 8-byte integer value's bits (T is int64 or
+// arrow.Timestamp wherever m.ints is set).
+func intKey[T scalar](v T) uint64 { return *(*uint64)(unsafe.Pointer(&v)) }
+
+// eachIndex calls f for every value and its index, in the index's order.
+func (m *multiset[T]) eachIndex(f func(v T, i int32)) {
+	if m.ints != nil {
+		for _, s := range m.ints.slots {
+			if s.v != 0 {
+				f(m.vals[s.v-1], s.v-1)
+			}
+		}
+		return
+	}
+	for v, i := range m.idx {
+		f(v, i)
+	}
 }
 
 // removeAt removes the value at index i.
 func (m *multiset[T]) removeAt(i int32) {
-	delete(m.idx, m.vals[i])
+	if m.ints != nil {
+		m.ints.del(intKey(m.vals[i]))
+	} else {
+		delete(m.idx, m.vals[i])
+	}
 	m.free = append(m.free, i)
 	var zero T
 	m.cnt[i], m.vals[i], m.ordOK = 0, zero, false
 }
 
 // len is the number of values with a non-zero count.
-func (m *multiset[T]) len() int { return len(m.idx) }
-
-// each calls f for every value with a non-zero count, in map order.
-func (m *multiset[T]) each(f func(v T, c int64)) {
-	for v, i := range m.idx {
-		f(v, m.cnt[i])
+func (m *multiset[T]) len() int {
+	if m.ints != nil {
+		return m.ints.n
 	}
+	return len(m.idx)
+}
+
+// each calls f for every value with a non-zero count, in the index's order.
+func (m *multiset[T]) each(f func(v T, c int64)) {
+	m.eachIndex(func(v T, i int32) { f(v, m.cnt[i]) })
 }
 
 // mergeFrom adds src's counts to m.
 func (m *multiset[T]) mergeFrom(src *multiset[T]) {
-	for v, i := range src.idx {
-		m.add(v, src.cnt[i])
-	}
+	src.eachIndex(func(v T, i int32) { m.add(v, src.cnt[i]) })
 }

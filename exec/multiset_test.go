@@ -175,7 +175,7 @@ func checkMultisetEncoding[T int64 | int32 | arrow.Timestamp](t *testing.T, m *m
 		t.Fatalf("%T: read back %d values, want %d", m, back.len(), m.len())
 	}
 	m.each(func(v T, c int64) {
-		if i, ok := back.idx[v]; !ok || back.cnt[i] != c {
+		if i, ok := back.find(v); !ok || back.cnt[i] != c {
 			t.Fatalf("%T: value %v: count %d lost (read back: %v)", m, v, c, ok)
 		}
 	})
