@@ -24,7 +24,9 @@ func (u ColumnUse) FieldUsed(f int) bool {
 // their columns whatever happens downstream (they are evaluated on every
 // row); a projection that only picks a column or a ROW field reads it only
 // when its output is read. The watermark assigner reads its time column and
-// passes every column on. nil: every column is read (nothing to prune).
+// passes every column on; a lookup join reads its keys and its residual
+// condition and passes its input's columns on, before the dimension
+// table's. nil: every column is read (nothing to prune).
 //
 // A source may fill a column or field that is not read with nulls: the
 // chain never looks at it.
@@ -78,6 +80,12 @@ ops:
 				in = len(o.Projs)
 			}
 		case *planner.WatermarkAssignerOp:
+		case *planner.LookupJoinOp:
+			// its input's columns, then the dimension table's
+			if len(o.Out)-len(o.DimSchema) != in {
+				break ops
+			}
+			in = len(o.Out)
 		default:
 			break ops
 		}
@@ -119,6 +127,21 @@ ops:
 			}
 			if o.TimeCol < len(in) {
 				in[o.TimeCol] = ColumnUse{Used: true}
+			}
+		case *planner.LookupJoinOp:
+			// an input column is read where its output column is, as a
+			// key, or by the residual condition (which also reads the
+			// dimension's columns, past the input's)
+			for c := range in {
+				mergeUse(&in[c], need[c])
+			}
+			for _, k := range o.LeftKeys {
+				if k < len(in) {
+					in[k] = ColumnUse{Used: true}
+				}
+			}
+			if o.Residual != nil {
+				markExpr(in, o.Residual)
 			}
 		}
 		need = in

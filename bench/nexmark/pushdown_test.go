@@ -98,6 +98,13 @@ INSERT INTO o SELECT id, city FROM person WHERE state = 'OR';`, "person.city per
 		{"join", `CREATE TABLE o (n VARCHAR, a BIGINT) WITH ('connector' = 'blackhole');
 INSERT INTO o SELECT P.name, A.id FROM auction AS A JOIN person AS P ON A.seller = P.id WHERE A.category = 10;`,
 			"auction.category auction.id auction.seller person.id person.name"},
+		// a lookup join (q13's shape): its key and residual condition,
+		// and what the query reads after it
+		{"lookup join", `CREATE TABLE side (k BIGINT, v VARCHAR) WITH ('connector' = 'filesystem', 'path' = '/nonexistent', 'format' = 'csv');
+CREATE TABLE o (a BIGINT, p BIGINT, v VARCHAR) WITH ('connector' = 'blackhole');
+INSERT INTO o SELECT B.auction, B.price, S.v FROM (SELECT *, PROCTIME() AS p_time FROM bid) B
+JOIN side FOR SYSTEM_TIME AS OF B.p_time AS S ON MOD(B.auction, 10000) = S.k AND B.bidder > S.k;`,
+			"bid.auction bid.bidder bid.price"},
 		{"whole row", `CREATE TABLE o (e INT, b ROW<auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR, ` + "`dateTime`" + ` TIMESTAMP(3), extra VARCHAR>) WITH ('connector' = 'blackhole');
 INSERT INTO o SELECT event_type, bid FROM datagen;`, "bid"},
 	} {
