@@ -36,6 +36,14 @@ type calc struct {
 	// into a record of leafSchema, which the filter then copies.
 	leafEvs    []expr.Evaluator
 	leafSchema *arrow.Schema
+	// shared: calls the filter and the projections both compute (each
+	// once, Hoistable), evaluated on the input first; the filter and the
+	// leaves then read a record of their columns followed by the input's
+	// (extSchema, for the input schema extFor)
+	shared    []expr.Evaluator
+	sharedTs  []arrow.DataType
+	extSchema *arrow.Schema
+	extFor    *arrow.Schema
 }
 
 func newCalc(s *planner.CalcOp, mem memory.Allocator, clock Clock) (*calc, error) {
@@ -76,6 +84,10 @@ func newCalc(s *planner.CalcOp, mem memory.Allocator, clock Clock) (*calc, error
 // query over a view of a wide table filters a few leaves, not every
 // ROW; picking costs no copy, so it is never worse).
 func (c *calc) narrowInput(opts expr.Options) error {
+	sharedIdx, shift, err := c.shareWithFilter(opts)
+	if err != nil {
+		return err
+	}
 	var leaves []planner.Expr
 	index := map[string]int{}
 	var rewrite func(e planner.Expr) planner.Expr
@@ -83,6 +95,9 @@ func (c *calc) narrowInput(opts expr.Options) error {
 		switch x := e.(type) {
 		case *planner.ColRef:
 		case *planner.Call:
+			if _, ok := sharedIdx[expr.Digest(x)]; ok {
+				break // the filter computes it: a leaf
+			}
 			if !(x.Fn == "field" && len(x.Args) == 2 && isColRef(x.Args[0])) {
 				y := *x
 				y.Args = make([]planner.Expr, len(x.Args))
@@ -109,7 +124,7 @@ func (c *calc) narrowInput(opts expr.Options) error {
 	}
 	fields := make([]arrow.Field, len(leaves))
 	for i, l := range leaves {
-		ev, err := expr.CompileWith(l, opts)
+		ev, err := expr.CompileWith(shift(l), opts)
 		if err != nil {
 			return err
 		}
@@ -126,6 +141,117 @@ func (c *calc) narrowInput(opts expr.Options) error {
 		c.projs = append(c.projs, ev)
 	}
 	return nil
+}
+
+// shareWithFilter finds the calls that the filter and the projections
+// both compute (Calcite's RexProgram computes them once: q21's
+// REGEXP_EXTRACT(url, ...) in its WHERE and its CASE): they are evaluated
+// on the input once (c.shared) and the filter is compiled over a record of
+// their columns followed by the input's. It returns their digests (index
+// in c.shared) and the rewrite of an expression over the input to one
+// over that record (the identity when nothing is shared).
+func (c *calc) shareWithFilter(opts expr.Options) (map[string]int, func(planner.Expr) planner.Expr, error) {
+	same := func(e planner.Expr) planner.Expr { return e }
+	inFilter := map[string]bool{}
+	var mark func(e planner.Expr)
+	mark = func(e planner.Expr) {
+		if x, ok := e.(*planner.Call); ok {
+			inFilter[expr.Digest(x)] = true
+			for _, a := range x.Args {
+				mark(a)
+			}
+		}
+	}
+	mark(c.spec.Filter)
+	idx := map[string]int{}
+	var exprs []*planner.Call
+	var find func(e planner.Expr)
+	find = func(e planner.Expr) {
+		x, ok := e.(*planner.Call)
+		if !ok {
+			return
+		}
+		if d := expr.Digest(x); inFilter[d] && expr.Hoistable(x) {
+			if _, seen := idx[d]; !seen {
+				idx[d] = len(exprs)
+				exprs = append(exprs, x)
+			}
+			return
+		}
+		for _, a := range x.Args {
+			find(a)
+		}
+	}
+	for _, p := range c.spec.Projs {
+		find(p)
+	}
+	if len(exprs) == 0 {
+		return nil, same, nil
+	}
+	ns := len(exprs)
+	var shift func(e planner.Expr) planner.Expr
+	shift = func(e planner.Expr) planner.Expr {
+		switch x := e.(type) {
+		case *planner.ColRef:
+			return &planner.ColRef{Index: x.Index + ns, Name: x.Name, T: x.T}
+		case *planner.Call:
+			if k, ok := idx[expr.Digest(x)]; ok {
+				return &planner.ColRef{Index: k, Name: fmt.Sprintf("$shared%d", k), T: x.T}
+			}
+			y := *x
+			y.Args = make([]planner.Expr, len(x.Args))
+			for i, a := range x.Args {
+				y.Args[i] = shift(a)
+			}
+			return &y
+		}
+		return e
+	}
+	for _, x := range exprs {
+		ev, err := expr.CompileWith(x, opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		c.shared = append(c.shared, ev)
+		c.sharedTs = append(c.sharedTs, x.T.ArrowType())
+	}
+	f, err := expr.CompileWith(shift(c.spec.Filter), opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.filter = f
+	return idx, shift, nil
+}
+
+// extend returns the record of the shared calls' values on in followed by
+// in's columns (see shareWithFilter); in stays the caller's.
+func (c *calc) extend(in arrow.Record) (arrow.Record, error) {
+	if c.extFor != in.Schema() {
+		fields := make([]arrow.Field, 0, len(c.shared)+int(in.NumCols()))
+		for k, t := range c.sharedTs {
+			fields = append(fields, arrow.Field{Name: fmt.Sprintf("$shared%d", k), Type: t, Nullable: true})
+		}
+		fields = append(fields, in.Schema().Fields()...)
+		c.extSchema, c.extFor = arrow.NewSchema(fields, nil), in.Schema()
+	}
+	cols := make([]arrow.Array, 0, len(c.shared)+int(in.NumCols()))
+	for _, ev := range c.shared {
+		a, err := ev.Eval(in, c.mem)
+		if err != nil {
+			for _, x := range cols {
+				x.Release()
+			}
+			return nil, err
+		}
+		cols = append(cols, a)
+	}
+	n := len(cols)
+	cols = append(cols, in.Columns()...)
+	ext := expr.NewRecord(c.extSchema, cols, in.NumRows())
+	for _, x := range cols[:n] {
+		x.Release()
+	}
+	return ext, nil
 }
 
 func isColRef(e planner.Expr) bool {
@@ -225,6 +351,14 @@ func (c *calc) projectThenFilter(b Batch, out Collector) error {
 // leaves the projections read (references), filters only those and
 // evaluates the projections over them.
 func (c *calc) narrowThenFilter(b Batch, out Collector) error {
+	if c.shared != nil {
+		ext, err := c.extend(b.Rec)
+		b.Rec.Release()
+		if err != nil {
+			return err
+		}
+		b.Rec = ext
+	}
 	m, err := c.filter.Eval(b.Rec, c.mem)
 	if err != nil {
 		b.Rec.Release()

@@ -100,3 +100,32 @@ func (r *cseRoot) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, err
 	}
 	return a, err
 }
+
+// Hoistable reports whether call e may be evaluated on every row of a
+// batch once and its value read wherever e occurs (a Calc's filter and its
+// projections share it): deterministic, unable to fail at run time (a
+// failing one is evaluated only on the rows that need it), reading a
+// column, and more than a field access. Digest identifies it.
+func Hoistable(e *planner.Call) bool {
+	if e.Fn == "field" || canFail(e) {
+		return false
+	}
+	volatile, reads := false, false
+	var walk func(e planner.Expr)
+	walk = func(e planner.Expr) {
+		switch x := e.(type) {
+		case *planner.ColRef:
+			reads = true
+		case *planner.Call:
+			volatile = volatile || volatileFns[x.Fn]
+			for _, a := range x.Args {
+				walk(a)
+			}
+		}
+	}
+	walk(e)
+	return reads && !volatile
+}
+
+// Digest identifies a call for sharing: equal digests, equal values.
+func Digest(c *planner.Call) string { return digest(c) }
