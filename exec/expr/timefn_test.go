@@ -298,3 +298,31 @@ func BenchmarkDateFormatDays(b *testing.B) {
 		out.Release()
 	}
 }
+
+// TestSplitFieldMatchesIndexSplit: the one-pass field split of a one-byte
+// delimiter gives what splitting by strings.Index gives, on seeded strings
+// with empty fields and delimiters at the ends, for fields past the last.
+func TestSplitFieldMatchesIndexSplit(t *testing.T) {
+	rng := rand.New(rand.NewSource(6))
+	bySplit := func(str string, k int) (string, bool) {
+		parts := strings.Split(str, "/")
+		if k < len(parts) {
+			return parts[k], true
+		}
+		return "", false
+	}
+	for n := 0; n < 3000; n++ {
+		b := make([]byte, rng.Intn(12))
+		for i := range b {
+			b[i] = "a/b"[rng.Intn(3)]
+		}
+		str := string(b)
+		for k := 0; k < 8; k++ {
+			got, ok := splitField(str, '/', k)
+			want, wok := bySplit(str, k)
+			if got != want || ok != wok {
+				t.Fatalf("field %d of %q: %q %v, want %q %v", k, str, got, ok, want, wok)
+			}
+		}
+	}
+}
