@@ -118,6 +118,18 @@ var oracleQueries = []oracleQuery{
 	{name: "in-or-null",
 		stream: "SELECT k, COUNT(*) AS n FROM t WHERE s IN ('a', 'b') OR d IS NULL GROUP BY k",
 		kinds:  "ii"},
+	// equalities of one column with constants among other disjuncts run
+	// as an IN set (exec/expr orToIn)
+	{name: "or-of-equalities",
+		stream: "SELECT k, COUNT(*) AS n, SUM(v) AS sv FROM t WHERE s = 'a' OR k = 3 OR s = 'c' OR 'zz' = s OR k = 5 GROUP BY k",
+		kinds:  "iii"},
+	// calls in both the filter and the projections (v * 3, UPPER(s) and
+	// UPPER(s) = 'B') evaluate once (exec calc.shareWithFilter), and
+	// repeated ones within an expression too (exec/expr cse.go)
+	{name: "shared-in-filter-and-select",
+		stream: "SELECT x3, c, COUNT(*) AS n FROM (SELECT v * 3 AS x3, CASE WHEN v * 3 > 1500 THEN 'hi' WHEN UPPER(s) = 'B' THEN 'b' ELSE UPPER(s) END AS c " +
+			"FROM t WHERE v * 3 > -1500 AND (UPPER(s) = 'B' OR UPPER(s) = 'C' OR s IS NULL)) GROUP BY x3, c",
+		kinds: "isi"},
 }
 
 // oracleData writes a seeded random table as CSV ('NULL' for NULL) and
