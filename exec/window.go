@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -96,6 +97,12 @@ type windowAgg struct {
 	accs     []accumulator
 	fire     []accumulator      // merged windows being emitted, by output row
 	sessions map[string][]int32 // session: live slots per group key
+	// sessCache holds, for the batch being processed (sessGen), the
+	// sessions lists of the group keys its rows looked up, direct-mapped
+	// by key hash: a key's rows find its list without hashing the key
+	// into the map again (a batch repeats its hot keys)
+	sessCache []sessCacheEnt
+	sessGen   uint32
 
 	windowState
 	// off is the window offset: the operator works in window time, the
@@ -324,6 +331,7 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 	}
 	w.keyBuf, w.keyOffs = encodeKeyColumns(rec, w.spec.Keys, w.keyBuf, w.keyOffs)
 	w.hashes = keyHashes(b, w.hashCols, &w.hashBuf)
+	w.nextSessGen() // the cache holds views of the last batch's keys
 	w.gids, w.take = w.gids[:0], w.take[:0]
 	if w.slotCache == nil && !w.session {
 		w.slotCache = make([]slotEntry, 2<<slotCacheBits)
@@ -445,11 +453,50 @@ func (w *windowAgg) ProcessBatch(_ int, b Batch, out Collector) error {
 	return nil
 }
 
+// sessCacheEnt is a group key's sessions list in windowAgg.sessCache.
+type sessCacheEnt struct {
+	gen  uint32
+	h    uint64
+	key  []byte // a view of the batch's key bytes
+	list []int32
+}
+
+const sessCacheBits = 10
+
+// sessionList returns group key gk's live sessions (hash h), through the
+// batch's cache.
+func (w *windowAgg) sessionList(gk []byte, h uint64) ([]int32, *sessCacheEnt) {
+	if w.sessCache == nil {
+		w.sessCache = make([]sessCacheEnt, 1<<sessCacheBits)
+	}
+	e := &w.sessCache[h>>(64-sessCacheBits)]
+	if e.gen == w.sessGen && e.h == h && bytes.Equal(e.key, gk) {
+		return e.list, e
+	}
+	list := w.sessions[string(gk)]
+	*e = sessCacheEnt{gen: w.sessGen, h: h, key: gk, list: list}
+	return list, e
+}
+
+// nextSessGen invalidates the sessions cache.
+func (w *windowAgg) nextSessGen() {
+	if w.sessGen++; w.sessGen == 0 { // wrapped: entries of old generations could match
+		clear(w.sessCache)
+		w.sessGen = 1
+	}
+}
+
+// setSessions stores gk's list in the map and in its cache entry e.
+func (w *windowAgg) setSessions(gk []byte, e *sessCacheEnt, list []int32) {
+	w.sessions[string(gk)] = list
+	e.list = list
+}
+
 // assignSession finds or makes the session of row i (group key gk, time
 // t) and merges the sessions it joins; ok false: the row is late.
 func (w *windowAgg) assignSession(rec arrow.Record, i int, gk []byte, kg int, t, wm int64) (int32, bool) {
 	lo, hi := t, t+w.win.Gap
-	list := w.sessions[string(gk)]
+	list, ce := w.sessionList(gk, w.hashes[i])
 	surv := int32(-1)
 	hits := 0
 	for _, g := range list {
@@ -472,7 +519,7 @@ func (w *windowAgg) assignSession(rec arrow.Record, i int, gk []byte, kg int, t,
 		w.sstart[g], w.aux[g] = lo, hi
 		w.timers.Register(kg, hi-1, w.full)
 		w.tbl.Touch(g)
-		w.sessions[string(gk)] = append(list, g)
+		w.setSessions(gk, ce, append(list, g))
 		return g, true
 	}
 	newStart, newEnd := min(w.sstart[surv], lo), max(w.aux[surv], hi)
@@ -496,7 +543,7 @@ func (w *windowAgg) assignSession(rec arrow.Record, i int, gk []byte, kg int, t,
 			w.remap[g] = surv
 			w.dead = append(w.dead, g)
 		}
-		w.sessions[string(gk)] = kept
+		w.setSessions(gk, ce, kept)
 	}
 	// A session's timer is not moved when the session grows: the timer
 	// at its old end finds it longer when it fires and re-registers at
@@ -676,6 +723,7 @@ func (w *windowAgg) fireSession(kg int, key []byte, end int64) {
 
 // dropSession removes slot g from its key's session list.
 func (w *windowAgg) dropSession(g int32) {
+	w.nextSessGen() // the cached lists may hold g
 	k := w.tbl.Key(g)
 	gk := k[:len(k)-8]
 	list := w.sessions[gk]
