@@ -44,6 +44,7 @@ type calc struct {
 	sharedTs  []arrow.DataType
 	extSchema *arrow.Schema
 	extFor    *arrow.Schema
+	extCols   []arrow.Array // reused by extend
 }
 
 func newCalc(s *planner.CalcOp, mem memory.Allocator, clock Clock) (*calc, error) {
@@ -234,7 +235,7 @@ func (c *calc) extend(in arrow.Record) (arrow.Record, error) {
 		fields = append(fields, in.Schema().Fields()...)
 		c.extSchema, c.extFor = arrow.NewSchema(fields, nil), in.Schema()
 	}
-	cols := make([]arrow.Array, 0, len(c.shared)+int(in.NumCols()))
+	cols := c.extCols[:0]
 	for _, ev := range c.shared {
 		a, err := ev.Eval(in, c.mem)
 		if err != nil {
@@ -247,10 +248,12 @@ func (c *calc) extend(in arrow.Record) (arrow.Record, error) {
 	}
 	n := len(cols)
 	cols = append(cols, in.Columns()...)
-	ext := expr.NewRecord(c.extSchema, cols, in.NumRows())
+	ext := expr.NewRecord(c.extSchema, cols, in.NumRows()) // copies cols
 	for _, x := range cols[:n] {
 		x.Release()
 	}
+	clear(cols)
+	c.extCols = cols
 	return ext, nil
 }
 

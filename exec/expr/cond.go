@@ -553,7 +553,7 @@ func orToIn(c *planner.Call) *planner.Call {
 			g.Args = append(g.Args, k)
 			continue
 		}
-		g := &planner.Call{Fn: "in", Args: []planner.Expr{x, k}, T: d.Type()}
+		g := &planner.Call{Fn: "in", Args: []planner.Expr{x, k}, T: c.T}
 		groups[key] = g
 		order = append(order, g)
 	}
@@ -561,8 +561,9 @@ func orToIn(c *planner.Call) *planner.Call {
 		return nil // no column compared with two constants
 	}
 	for i, d := range order {
-		if g, ok := d.(*planner.Call); ok && g.Fn == "in" && len(g.Args) == 2 {
-			order[i] = &planner.Call{Fn: "=", Args: g.Args, T: g.T} // a group of one stays an equality
+		// a group of one stays the equality it was
+		if g, ok := d.(*planner.Call); ok && len(g.Args) == 2 && groups[g.Args[0].String()] == g {
+			order[i] = &planner.Call{Fn: "=", Args: g.Args, T: c.T}
 		}
 	}
 	if len(order) == 1 {

@@ -18,26 +18,19 @@ import (
 // after each batch.
 
 // sharedCalls returns the digests of the calls that occur more than once in
-// e and may be shared: deterministic (no clock), reading a column (constant
-// calls are folded anyway), not a field access (cheaper than sharing).
+// e and may be shared (shareable).
 func sharedCalls(e planner.Expr) map[string]bool {
 	count := map[string]int{}
-	var walk func(e planner.Expr) (volatile, reads bool)
-	walk = func(e planner.Expr) (volatile, reads bool) {
-		switch x := e.(type) {
-		case *planner.ColRef:
-			return false, true
-		case *planner.Call:
-			volatile = volatileFns[x.Fn]
-			for _, a := range x.Args {
-				v, r := walk(a)
-				volatile, reads = volatile || v, reads || r
-			}
-			if !volatile && reads && x.Fn != "field" {
+	var walk func(e planner.Expr)
+	walk = func(e planner.Expr) {
+		if x, ok := e.(*planner.Call); ok {
+			if shareable(x) {
 				count[digest(x)]++
 			}
+			for _, a := range x.Args {
+				walk(a)
+			}
 		}
-		return volatile, reads
 	}
 	walk(e)
 	var out map[string]bool
@@ -50,6 +43,30 @@ func sharedCalls(e planner.Expr) map[string]bool {
 		}
 	}
 	return out
+}
+
+// shareable reports whether one value of call c may serve all its
+// occurrences: deterministic (no clock), reading a column (constant calls
+// are folded anyway), and more than a field access (cheaper than sharing).
+func shareable(c *planner.Call) bool {
+	if c.Fn == "field" {
+		return false
+	}
+	volatile, reads := false, false
+	var walk func(e planner.Expr)
+	walk = func(e planner.Expr) {
+		switch x := e.(type) {
+		case *planner.ColRef:
+			reads = true
+		case *planner.Call:
+			volatile = volatile || volatileFns[x.Fn]
+			for _, a := range x.Args {
+				walk(a)
+			}
+		}
+	}
+	walk(c)
+	return reads && !volatile
 }
 
 // digest identifies a call: its text (functions, columns by index,
@@ -103,29 +120,10 @@ func (r *cseRoot) Eval(rec arrow.Record, mem memory.Allocator) (arrow.Array, err
 
 // Hoistable reports whether call e may be evaluated on every row of a
 // batch once and its value read wherever e occurs (a Calc's filter and its
-// projections share it): deterministic, unable to fail at run time (a
-// failing one is evaluated only on the rows that need it), reading a
-// column, and more than a field access. Digest identifies it.
-func Hoistable(e *planner.Call) bool {
-	if e.Fn == "field" || canFail(e) {
-		return false
-	}
-	volatile, reads := false, false
-	var walk func(e planner.Expr)
-	walk = func(e planner.Expr) {
-		switch x := e.(type) {
-		case *planner.ColRef:
-			reads = true
-		case *planner.Call:
-			volatile = volatile || volatileFns[x.Fn]
-			for _, a := range x.Args {
-				walk(a)
-			}
-		}
-	}
-	walk(e)
-	return reads && !volatile
-}
+// projections share it): shareable, and unable to fail at run time (a
+// failing one is evaluated only on the rows that need it). Digest
+// identifies it.
+func Hoistable(e *planner.Call) bool { return shareable(e) && !canFail(e) }
 
 // Digest identifies a call for sharing: equal digests, equal values.
 func Digest(c *planner.Call) string { return digest(c) }

@@ -299,30 +299,35 @@ func BenchmarkDateFormatDays(b *testing.B) {
 	}
 }
 
-// TestSplitFieldMatchesIndexSplit: the one-pass field split of a one-byte
-// delimiter gives what splitting by strings.Index gives, on seeded strings
-// with empty fields and delimiters at the ends, for fields past the last.
+// TestSplitFieldMatchesIndexSplit: the field split gives what
+// strings.Split gives, for one-byte and longer delimiters, on seeded
+// strings with empty fields and delimiters at the ends, for fields past
+// the last; an empty delimiter leaves the string as field 0.
 func TestSplitFieldMatchesIndexSplit(t *testing.T) {
 	rng := rand.New(rand.NewSource(6))
-	bySplit := func(str string, k int) (string, bool) {
-		parts := strings.Split(str, "/")
-		if k < len(parts) {
-			return parts[k], true
-		}
-		return "", false
-	}
-	for n := 0; n < 3000; n++ {
-		b := make([]byte, rng.Intn(12))
-		for i := range b {
-			b[i] = "a/b"[rng.Intn(3)]
-		}
-		str := string(b)
-		for k := 0; k < 8; k++ {
-			got, ok := splitField(str, '/', k)
-			want, wok := bySplit(str, k)
-			if got != want || ok != wok {
-				t.Fatalf("field %d of %q: %q %v, want %q %v", k, str, got, ok, want, wok)
+	for _, delim := range []string{"/", "//", "ab"} {
+		for n := 0; n < 3000; n++ {
+			b := make([]byte, rng.Intn(12))
+			for i := range b {
+				b[i] = "a/b"[rng.Intn(3)]
+			}
+			str := string(b)
+			parts := strings.Split(str, delim)
+			for k := 0; k < 8; k++ {
+				want, wok := "", k < len(parts)
+				if wok {
+					want = parts[k]
+				}
+				if got, ok := splitField(str, delim, k); got != want || ok != wok {
+					t.Fatalf("field %d of %q by %q: %q %v, want %q %v", k, str, delim, got, ok, want, wok)
+				}
 			}
 		}
+	}
+	if got, ok := splitField("a/b", "", 0); got != "a/b" || !ok {
+		t.Fatalf("empty delimiter, field 0: %q %v", got, ok)
+	}
+	if _, ok := splitField("a/b", "", 1); ok {
+		t.Fatal("empty delimiter, field 1 found")
 	}
 }
